@@ -1,0 +1,74 @@
+"""Split patterns: the exact strings tiktoken uses, and a resolver for custom ones.
+
+Decision (Unicode version): character classes such as ``\\p{L}`` follow the Unicode
+tables of the installed ``regex`` module; the native pre-tokenizers are generated from
+and tested against those same tables, so both always agree with ``regex``.
+"""
+from __future__ import annotations
+
+import functools
+
+import regex
+
+#: GPT-2 / r50k_base / p50k_base (tiktoken's faster, equivalent form of the original).
+GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
+#: cl100k_base (GPT-3.5 / GPT-4).
+CL100K = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+#: o200k_base (GPT-4o).
+O200K = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+#: Short names accepted wherever a pattern is asked for.
+PATTERNS = {
+    "gpt2": GPT2,
+    "r50k": GPT2,
+    "r50k_base": GPT2,
+    "cl100k": CL100K,
+    "cl100k_base": CL100K,
+    "gpt4": CL100K,
+    "o200k": O200K,
+    "o200k_base": O200K,
+}
+
+
+def resolve_pattern(pattern: str) -> str:
+    """Return the pattern string for a short name, or the string itself.
+
+    >>> resolve_pattern("gpt2") == GPT2
+    True
+    """
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+    return PATTERNS.get(pattern, pattern)
+
+
+@functools.lru_cache(maxsize=64)
+def compile_pattern(pattern: str) -> regex.Pattern:
+    """Compile a (resolved) pattern with the ``regex`` module; errors name the pattern."""
+    try:
+        return regex.compile(resolve_pattern(pattern))
+    except regex.error as exc:
+        raise ValueError(f"invalid split pattern {pattern!r}: {exc}") from None
+
+
+def split_text(text: str, pattern: str = CL100K) -> list[str]:
+    """Split text into chunks; BPE never merges across chunk boundaries.
+
+    >>> split_text("Hello world!!", GPT2)
+    ['Hello', ' world', '!!']
+    """
+    return compile_pattern(pattern).findall(text)
