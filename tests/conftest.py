@@ -1,0 +1,74 @@
+"""Shared fixtures: where the real vocabularies are, and tiktoken built offline from them."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parents[1]
+VOCAB_DIR = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+
+# Hypothesis: no wall-clock deadlines (machines are shared and noisy); CI runs the same
+# number of examples as a developer so that a green CI means the same thing.
+settings.register_profile(
+    "fastbpe", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("fastbpe")
+
+# Special tokens as tiktoken_ext.openai_public defines them.
+TIKTOKEN_SPECIALS = {
+    "gpt2": {"<|endoftext|>": 50256},
+    "cl100k_base": {
+        "<|endoftext|>": 100257,
+        "<|fim_prefix|>": 100258,
+        "<|fim_middle|>": 100259,
+        "<|fim_suffix|>": 100260,
+        "<|endofprompt|>": 100276,
+    },
+    "o200k_base": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+}
+
+
+def _vocab_file(name: str) -> Path:
+    path = VOCAB_DIR / name
+    if not path.exists():
+        pytest.skip(
+            f"real vocabulary {name} not found in {VOCAB_DIR}; it lives in ../shared/vocab "
+            "beside the project (set FASTBPE_TEST_VOCAB_DIR to point elsewhere)"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def vocab_file():
+    """``vocab_file("gpt2.tiktoken")`` -> Path, or skip the test with the reason."""
+    return _vocab_file
+
+
+_TIKTOKEN_CACHE: dict = {}
+
+
+@pytest.fixture(scope="session")
+def tiktoken_encoding():
+    """``tiktoken_encoding("cl100k_base")`` -> a real ``tiktoken.Encoding``, built offline."""
+    tiktoken = pytest.importorskip("tiktoken")
+    from tiktoken.load import load_tiktoken_bpe
+
+    from fastbpe.reference import patterns
+
+    pats = {"gpt2": patterns.GPT2, "cl100k_base": patterns.CL100K, "o200k_base": patterns.O200K}
+
+    def get(name: str):
+        if name not in _TIKTOKEN_CACHE:
+            path = _vocab_file(f"{name}.tiktoken")
+            _TIKTOKEN_CACHE[name] = tiktoken.Encoding(
+                name,
+                pat_str=pats[name],
+                mergeable_ranks=load_tiktoken_bpe(str(path)),
+                special_tokens=TIKTOKEN_SPECIALS[name],
+            )
+        return _TIKTOKEN_CACHE[name]
+
+    return get
