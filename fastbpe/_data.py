@@ -1,0 +1,106 @@
+"""Training inputs: a path, a list of paths, or an iterable of str, read as documents.
+
+Files are streamed in blocks of whole lines (never the whole corpus in memory); ``.gz``
+files are decompressed on the fly. Invalid UTF-8 raises ValueError naming the file and
+the byte offset, unless ``errors="replace"``.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+#: Bytes read from a file per block; blocks end at a line boundary.
+BLOCK_SIZE = 1 << 20
+
+
+def _is_pathlike(x) -> bool:
+    return isinstance(x, (str, os.PathLike))
+
+
+def resolve_inputs(data) -> list[Path] | None:
+    """Return the list of input files if ``data`` names files, else None (texts).
+
+    Every file is checked before any work starts: a missing one raises
+    FileNotFoundError naming it.
+
+    >>> resolve_inputs(["some text"]) is None
+    True
+    """
+    if isinstance(data, (bytes, bytearray)):
+        raise TypeError("training data must be a path, a list of paths or an iterable of str, not bytes")
+    if _is_pathlike(data):
+        paths = [Path(data)]
+    elif isinstance(data, (list, tuple)) and data and all(isinstance(x, os.PathLike) for x in data):
+        paths = [Path(x) for x in data]
+    elif isinstance(data, (list, tuple)) and data and all(isinstance(x, str) for x in data) and all(
+        os.path.exists(x) for x in data
+    ):
+        paths = [Path(x) for x in data]
+    else:
+        return None
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"training file not found: {p}")
+        if p.is_dir():
+            raise IsADirectoryError(f"training input is a directory, not a file: {p}")
+    return paths
+
+
+def _open_binary(path: Path):
+    fh = open(path, "rb")
+    if fh.read(2) == b"\x1f\x8b":
+        fh.seek(0)
+        return gzip.GzipFile(fileobj=fh, mode="rb")
+    fh.seek(0)
+    return fh
+
+
+def iter_file_blocks(path: Path, errors: str = "strict", block_size: int = BLOCK_SIZE) -> Iterator[str]:
+    """Yield the file's text in blocks that end at a newline (or the end of the file)."""
+    offset = 0  # byte offset of the start of `pending` in the (decompressed) file
+    pending = b""
+    with _open_binary(path) as fh:
+        while True:
+            raw = fh.read(block_size)
+            buf = pending + raw
+            if not raw:
+                cut = len(buf)
+            else:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:  # one very long line: keep reading
+                    pending = buf
+                    continue
+            block, pending = buf[:cut], buf[cut:]
+            if block:
+                try:
+                    yield block.decode("utf-8", errors=errors)
+                except UnicodeDecodeError as exc:
+                    raise ValueError(
+                        f"{path}: not valid UTF-8 at byte offset {offset + exc.start} "
+                        f"({exc.reason}); pass errors='replace' to replace invalid bytes"
+                    ) from None
+            offset += len(block)
+            if not raw:
+                return
+
+
+def iter_texts(data, errors: str = "strict") -> Iterator[str]:
+    """Yield the text of ``data``: file blocks for paths, the items for an iterable of str."""
+    paths = resolve_inputs(data)
+    if paths is not None:
+        for p in paths:
+            yield from iter_file_blocks(p, errors=errors)
+        return
+    if isinstance(data, str):  # unreachable: str is handled as a path above
+        raise FileNotFoundError(data)
+    if not isinstance(data, Iterable):
+        raise TypeError(
+            f"training data must be a path, a list of paths or an iterable of str, not {type(data).__name__}"
+        )
+    for i, doc in enumerate(data):
+        if not isinstance(doc, str):
+            raise TypeError(f"training data item {i} is {type(doc).__name__}, expected str")
+        yield doc
