@@ -1,5 +1,11 @@
 """Training inputs: a path, a list of paths, or an iterable of str, read as documents.
 
+Decision (what a document is): an item of an iterable of str is one document; in a file,
+every line (split on ``"\n"`` only, the ``"\n"`` kept) is one document, as HF
+``tokenizers`` and sentencepiece read text files. Pre-tokenizer chunks never cross a
+document boundary, so training on a file equals training on an iterator of its lines,
+however the file is cut into blocks or spread over threads and machines.
+
 Files are streamed in blocks of whole lines (never the whole corpus in memory); ``.gz``
 files are decompressed on the fly. Invalid UTF-8 raises ValueError naming the file and
 the byte offset, unless ``errors="replace"``.
@@ -104,3 +110,25 @@ def iter_texts(data, errors: str = "strict") -> Iterator[str]:
         if not isinstance(doc, str):
             raise TypeError(f"training data item {i} is {type(doc).__name__}, expected str")
         yield doc
+
+
+def split_lines(block: str) -> list[str]:
+    """Split on ``"\n"`` only, keeping it (``str.splitlines`` also splits on ``\r``, ``\x0c``, …).
+
+    >>> split_lines("a\\rb\\nc")
+    ['a\\rb\\n', 'c']
+    """
+    parts = block.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def iter_documents(data, errors: str = "strict") -> Iterator[str]:
+    """Yield documents: each line of each file, or each item of an iterable of str."""
+    if resolve_inputs(data) is not None:
+        for block in iter_texts(data, errors=errors):
+            yield from split_lines(block)
+    else:
+        yield from iter_texts(data, errors=errors)
