@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -72,9 +74,32 @@ def _merges_of(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     return [(m[3], m[4]) for m in merges]
 
 
+# HF runs Oniguruma, where ``X{1,3}+`` is not possessive but means ``(?:X{1,3})+``. In the
+# built-in patterns the possessive counter ends its alternative, so plain greedy ``{1,3}``
+# splits identically; these are the forms HF files carry (as transformers writes them).
+_ONIGURUMA_FORMS = {pat.replace("{1,3}+", "{1,3}"): pat for pat in set(patterns.PATTERNS.values())}
+
+
+def to_oniguruma(pattern: str) -> str:
+    """The pattern as HF must see it to split like the ``regex`` module.
+
+    >>> to_oniguruma(patterns.CL100K) == patterns.CL100K.replace("{1,3}+", "{1,3}")
+    True
+    """
+    if pattern in patterns.PATTERNS.values():
+        return pattern.replace("{1,3}+", "{1,3}")
+    if re.search(r"\}\+", pattern):
+        warnings.warn(
+            f"pattern {pattern!r} has a possessive counted repeat '{{n,m}}+', which HF tokenizers "
+            "(Oniguruma) read as a repeated group; the saved tokenizer.json may split differently",
+            stacklevel=3,
+        )
+    return pattern
+
+
 def to_hf_json(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int]) -> dict:
     pretok = [
-        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+        {"type": "Split", "pattern": {"Regex": to_oniguruma(pattern)}, "behavior": "Isolated", "invert": False},
         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
     ]
     return {
@@ -118,7 +143,7 @@ def _find_pattern(pre_tokenizer: dict | None, source: str) -> str:
                     raise ValueError(f"{source}: Split pre-tokenizer with a plain string pattern is not supported")
                 if p.get("behavior") != "Isolated" or p.get("invert"):
                     raise ValueError(f"{source}: only Split(behavior='Isolated', invert=false) is supported")
-                found = pat["Regex"]
+                found = _ONIGURUMA_FORMS.get(pat["Regex"], pat["Regex"])
             elif p.get("type") == "ByteLevel":
                 if p.get("use_regex", True):
                     found = found or _HF_BYTELEVEL_PATTERN

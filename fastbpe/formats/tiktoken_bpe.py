@@ -53,11 +53,13 @@ def parse_tiktoken_bpe(contents: bytes, source: str = "<bytes>") -> dict[bytes, 
         try:
             token = base64.b64decode(fields[0], validate=True)
         except (binascii.Error, ValueError):
-            raise ValueError(f"{source}, line {lineno}: invalid base64 token {fields[0][:80]!r}") from None
+            raise ValueError(f"{source}, line {lineno}: invalid base64 token {fields[0][:80].decode('ascii', 'replace')!r}") from None
         try:
             rank = int(fields[1])
         except ValueError:
-            raise ValueError(f"{source}, line {lineno}: rank {fields[1][:40]!r} is not an integer") from None
+            raise ValueError(
+                f"{source}, line {lineno}: rank {fields[1][:40].decode('ascii', 'replace')!r} is not an integer"
+            ) from None
         if rank < 0:
             raise ValueError(f"{source}, line {lineno}: negative rank {rank}")
         if token in ranks:
