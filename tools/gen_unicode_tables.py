@@ -138,8 +138,9 @@ def render() -> str:
     out.append(c_array("uint16_t", "fbpe_stage1", stage1))
     out.append("\n")
     out.append(c_array("uint16_t", "fbpe_stage2", stage2.tolist()))
-    out.append("\n/* Class bits of an ASCII byte: the first stage-2 block is code points 0..127. */\n")
-    out.append("#define fbpe_ascii_flags (fbpe_stage2 + 128u * fbpe_stage1[0])\n\n")
+    out.append("\n/* Class bits of an ASCII byte (the ASCII fast path reads only this). */\n")
+    out.append(c_array("uint16_t", "fbpe_ascii_flags", flags[:128].tolist()))
+    out.append("\n")
     out.append(
         "static inline uint16_t fbpe_class_of(uint32_t cp) {\n"
         "    if (cp >= 0x110000u) return 0;\n"

@@ -510,3 +510,18 @@ def _fold_table():
     for cp in range(0x110000):
         out[cp] = fbpe_fold_letter(cp)
     return out
+
+
+def _count_chunks(const unsigned char[::1] data, int pid, int repeat=1):
+    """Benchmark helper: run the kernel `repeat` times over data; return the chunk count."""
+    cdef Py_ssize_t pos, count = 0, n = data.shape[0]
+    cdef const unsigned char* t = &data[0] if n else NULL
+    cdef int r
+    with nogil:
+        for r in range(repeat):
+            pos = 0
+            count = 0
+            while pos < n:
+                pos = next_chunk_end(pid, t, pos, n)
+                count += 1
+    return count

@@ -2433,8 +2433,17 @@ static const uint16_t fbpe_stage2[29696] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-/* Class bits of an ASCII byte: the first stage-2 block is code points 0..127. */
-#define fbpe_ascii_flags (fbpe_stage2 + 128u * fbpe_stage1[0])
+/* Class bits of an ASCII byte (the ASCII fast path reads only this). */
+static const uint16_t fbpe_ascii_flags[128] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 2052, 4, 4, 2052, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0,
+    0, 73, 73, 73, 73, 73, 73, 73, 73, 73, 73, 73, 73, 73, 73, 73,
+    73, 73, 73, 73, 73, 73, 73, 73, 73, 73, 73, 0, 0, 0, 0, 0,
+    0, 145, 145, 145, 145, 145, 145, 145, 145, 145, 145, 145, 145, 145, 145, 145,
+    145, 145, 145, 145, 145, 145, 145, 145, 145, 145, 145, 0, 0, 0, 0, 0,
+};
 
 static inline uint16_t fbpe_class_of(uint32_t cp) {
     if (cp >= 0x110000u) return 0;
