@@ -45,6 +45,27 @@ def _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_t
     return special_tokens
 
 
+def count_documents(documents: Iterable[str], pat_str: str, special_tokens: list[str],
+                    num_threads: int | None = None) -> dict[bytes, int]:
+    """Phase 1 over an iterable of documents: ``{chunk bytes: count}``."""
+    return ref.count_chunks(documents, pat_str, special_tokens)
+
+
+def count_file_range(path, start: int, end: int, pat_str: str, special_tokens: list[str],
+                     errors: str = "strict") -> dict[bytes, int]:
+    """Phase 1 over the lines of one byte range of a file (see ``_data.split_ranges``);
+    the unit of work of distributed training."""
+    return count_documents(_data.iter_range_lines(path, start, end, errors), pat_str, special_tokens, 1)
+
+
+def learn_merges(chunk_counts: dict[bytes, int], n_tokens: int, *, min_frequency: int = 0,
+                 max_token_length: int | None = None, progress: bool = False) -> list[bytes]:
+    """Phase 2: the vocabulary (token bytes by id) learned from unique chunk counts."""
+    _, vocab = ref.train_on_chunks(chunk_counts, n_tokens, min_frequency=min_frequency,
+                                   max_token_length=max_token_length)
+    return vocab
+
+
 def train_bpe(
     data,
     vocab_size: int,
@@ -76,13 +97,14 @@ def train_bpe(
     _data.resolve_inputs(data)  # a missing file fails before any work
 
     # 1. read and count unique chunks
-    counts = ref.count_chunks(_data.iter_documents(data, errors=errors), pat_str, special_tokens)
+    counts = count_documents(_data.iter_documents(data, errors=errors), pat_str, special_tokens, num_threads)
     if not counts:
         raise ValueError("the training corpus is empty (no text to learn from)")
 
     # 2. learn merges
     n_tokens = vocab_size - len(special_tokens)
-    _, vocab = ref.train_on_chunks(counts, n_tokens, min_frequency=min_frequency, max_token_length=max_token_length)
+    vocab = learn_merges(counts, n_tokens, min_frequency=min_frequency, max_token_length=max_token_length,
+                         progress=progress)
     if len(vocab) < n_tokens:
         warnings.warn(
             f"training stopped early at {len(vocab)} tokens (+{len(special_tokens)} special) of the "
