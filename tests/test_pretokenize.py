@@ -174,6 +174,17 @@ def test_whitespace_runs(before, ws, after):
     assert_same_split(before + ws * 3 + after)
 
 
+@pytest.mark.parametrize("run", ["x", "X", "ab", "é", "中"])
+def test_runs_end_at_every_byte_offset(run):
+    # The ASCII fast path tests 8 bytes at a time: end runs at every offset around the
+    # 8-byte steps, on every ASCII char and a few non-ASCII ones.
+    stops = [chr(c) for c in range(128)] + ["é", "\u0301", "中", "١", "\u00a0", "👍"]
+    for n in range(0, 19):
+        for stop in stops:
+            assert_same_split(run * n + stop + "yz")
+            assert_same_split(" " + run * n + stop)
+
+
 def test_dollar_before_final_newline():
     # Python-regex "$" also matches before a final "\n": \s++$ must still behave.
     for text in ["a \n", "a  \n", "a\t\n", "a \n\n", "a \nb", "a  \r\n", "a\n \n"]:
