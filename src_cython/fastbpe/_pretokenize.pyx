@@ -173,6 +173,10 @@ cdef inline Py_ssize_t _run_any(const unsigned char* t, Py_ssize_t i, Py_ssize_t
     return i
 
 
+cdef inline bint _is_ascii_letter(unsigned char b) noexcept nogil:
+    return 97 <= (b | 0x20) <= 122
+
+
 cdef inline Py_ssize_t _run_letters(const unsigned char* t, Py_ssize_t i,
                                     Py_ssize_t end) noexcept nogil:
     """End of the \\p{L} run from i (ASCII letters are exactly A-Z and a-z)."""
@@ -259,11 +263,15 @@ cdef inline Py_ssize_t _whitespace(const unsigned char* t, Py_ssize_t p, Py_ssiz
         (left to lead the next word), if that is not empty.
     ``\\s`` / ``\\s+`` -- else the single char.
     """
-    cdef Py_ssize_t i = p, last_start = p, last_crlf = -1, w
+    cdef Py_ssize_t i = p, last_start = p, last_crlf = -1, w, j
     cdef unsigned char b
     while i < end:
         b = t[i]
-        if b < 0x80:
+        if b == 32:  # runs of spaces (indentation) a word at a time
+            j = fbpe_ascii_range_end(t, i + 1, end, 32, 32, 0)
+            last_start = j - 1
+            i = j
+        elif b < 0x80:
             if not (fbpe_ascii_flags[b] & FBPE_WS):
                 break
             if b == 10 or b == 13:
@@ -292,6 +300,11 @@ cdef inline Py_ssize_t _gpt2(const unsigned char* t, Py_ssize_t p,
     cdef unsigned char b = t[p], b1, b2
     cdef Py_ssize_t w, q = p
     cdef uint16_t c
+    # Fast path for the most common chunks: "word" and " word" in ASCII.
+    if _is_ascii_letter(b):
+        return _run_letters(t, p + 1, end)
+    if b == 32 and p + 1 < end and _is_ascii_letter(t[p + 1]):
+        return _run_letters(t, p + 2, end)
     if b == 39 and p + 1 < end:  # '(?:[sdmt]|ll|ve|re), case-sensitive
         b1 = t[p + 1]
         if b1 == 115 or b1 == 100 or b1 == 109 or b1 == 116:
@@ -342,6 +355,11 @@ cdef inline Py_ssize_t _cl100k(const unsigned char* t, Py_ssize_t p,
     cdef unsigned char b = t[p]
     cdef Py_ssize_t w, w2, r
     cdef uint16_t c
+    # Fast path for the most common chunks: "word" and " word" in ASCII.
+    if _is_ascii_letter(b):
+        return _run_letters(t, p + 1, end)
+    if b == 32 and p + 1 < end and _is_ascii_letter(t[p + 1]):
+        return _run_letters(t, p + 2, end)
     if b == 39:
         r = _contraction_ci(t, p, end)
         if r >= 0:
@@ -427,8 +445,24 @@ cdef inline Py_ssize_t _o200k(const unsigned char* t, Py_ssize_t p,
                               Py_ssize_t end) noexcept nogil:
     cdef unsigned char b = t[p]
     cdef Py_ssize_t w, w2, r
-    cdef uint16_t c = _class_at(t, p, end, &w)
+    cdef uint16_t c
     cdef bint prefix
+    # Fast path for the most common chunks, "word" and " word" in lower case: (1) with
+    # an empty U* (a-z is not in U) and W+ starting on the a-z char.
+    if 97 <= b <= 122:
+        return _o200k_suffix(t, _run_lower(t, p + 1, end), end)
+    if b == 32 and p + 1 < end and 97 <= t[p + 1] <= 122:
+        return _o200k_suffix(t, _run_lower(t, p + 2, end), end)
+    # "Word" / " Word": U* takes A-Z; if a-z follows, U* has ended and W+ starts there.
+    if b == 32 and p + 1 < end and 65 <= t[p + 1] <= 90:
+        r = fbpe_ascii_range_end(t, p + 2, end, 65, 90, 0)
+        if r < end and 97 <= t[r] <= 122:
+            return _o200k_suffix(t, _run_lower(t, r + 1, end), end)
+    elif 65 <= b <= 90:
+        r = fbpe_ascii_range_end(t, p + 1, end, 65, 90, 0)
+        if r < end and 97 <= t[r] <= 122:
+            return _o200k_suffix(t, _run_lower(t, r + 1, end), end)
+    c = _class_at(t, p, end, &w)
     if c & FBPE_N:
         return _run_numbers_upto3(t, p, end)  # (3); N is in no other alternative's start
     # [^\r\n\p{L}\p{N}]? can take the char at p (whitespace, symbols and marks M).
