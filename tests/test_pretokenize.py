@@ -84,6 +84,17 @@ def test_case_fold_table_matches_regex(letter, all_code_points):
     assert not np.any((folds != 0) & (np.isin(folds, [ord(c) for c in "sdmtlvre"]) == 0))
 
 
+def test_contractions_with_every_case_variant(all_code_points):
+    # Every code point that regex's (?i) equates with an ASCII letter (for example U+017F
+    # LONG S with "s", U+212A KELVIN SIGN with "k"), in the contraction positions.
+    variants = sorted({m.group() for m in regex.finditer(r"(?i:[a-z])", all_code_points)})
+    assert "\u017f" in variants and "\u212a" in variants
+    for c in variants:
+        for text in ["'" + c, "'" + c + "x", "a'" + c, "A'" + c, "'l" + c, "'" + c + "l",
+                     "'" + c + "e", "'v" + c, "'r" + c, "ab'" + c + "e", "AB'" + c + c]:
+            assert_same_split(text)
+
+
 def test_table_source_names_versions():
     assert P.UNICODE_SOURCE.startswith("regex ")
     assert "Unicode" in P.UNICODE_SOURCE
@@ -202,6 +213,8 @@ TRICKY = [
     "\u212a", "Σ", "σ", "ς", "ß", "ﬅ", "\u200d", "👍", "🏽", "Hello", "HELLO", "hello",
     "'s", "'S", "'ll", "'LL", "'ve", "'re", "'d", "'m", "'t", "'ſ", "'x", "ǅemal",
     "\U0001e030", "\u0903", "ःa",
+    # One or two of each class o200k tells apart: Lu, Ll, Lt, Lm, Lo, Mn, Mc, Me, N, \s.
+    "Ω", "Ǆ", "ß", "ᾈ", "ᵃ", "ˆ", "א", "\u0300", "\u093e", "\u20dd", "²", "\u2009",
 ]
 
 tricky_text = st.lists(
@@ -321,6 +334,27 @@ def test_split_offsets():
         P.split_offsets(b"a\xffb", "gpt2")
     with pytest.raises(ValueError, match="nope"):
         P.split_offsets(b"abc", "nope")
+
+
+UTF8_EDGES = [b"\xc0\x80", b"\xc1\xbf", b"\xc2\x80", b"\xe0\x80\x80", b"\xe0\xa0\x80",
+              b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xef\xbf\xbf", b"\xf0\x80\x80\x80",
+              b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80",
+              b"\xff", b"\x80", b"\xe2\x82", b"\xf0\x9f\x98", b"\xc3"]
+
+
+@settings(max_examples=500)
+@given(st.lists(st.one_of(st.binary(max_size=12), st.sampled_from(UTF8_EDGES),
+                          st.text(max_size=5).map(str.encode)), max_size=8).map(b"".join))
+def test_split_offsets_accepts_exactly_what_the_codec_accepts(data):
+    try:
+        text = data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        with pytest.raises(ValueError):
+            P.split_offsets(data, "cl100k")
+        return
+    ends = P.split_offsets(data, "cl100k")
+    chunks = [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip([0, *ends[:-1]], ends)]
+    assert chunks == expected(text, "cl100k")
 
 
 def test_long_runs_are_linear():

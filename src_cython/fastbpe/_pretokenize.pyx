@@ -17,6 +17,8 @@ Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is 
 back with "surrogatepass". No error is raised.
 """
 from libc.stdint cimport uint16_t, uint32_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
@@ -541,10 +543,59 @@ cdef int _require_pattern(pattern) except -1:
     return pid
 
 
+cdef Py_ssize_t _utf8_error_offset(const unsigned char* t, Py_ssize_t n) noexcept nogil:
+    """Offset of the first malformed UTF-8 sequence in t[:n], or -1 if there is none.
+
+    Accepts what ``bytes.decode("utf-8", "surrogatepass")`` accepts (encoded lone
+    surrogates included), which is what ``split`` feeds the kernel. Faster than decoding
+    into a str just to validate.
+    """
+    cdef Py_ssize_t i = 0
+    cdef unsigned char b, b1
+    while i < n:
+        i = fbpe_ascii_range_end(t, i, n, 0, 127, 0)
+        if i >= n:
+            break
+        b = t[i]
+        if b < 0xC2:
+            return i
+        if b < 0xE0:
+            if i + 1 >= n or (t[i + 1] & 0xC0) != 0x80:
+                return i
+            i += 2
+        elif b < 0xF0:
+            if i + 2 >= n or (t[i + 1] & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80:
+                return i
+            if b == 0xE0 and t[i + 1] < 0xA0:  # overlong
+                return i
+            i += 3
+        elif b < 0xF5:
+            if (i + 3 >= n or (t[i + 1] & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80
+                    or (t[i + 3] & 0xC0) != 0x80):
+                return i
+            b1 = t[i + 1]
+            if (b == 0xF0 and b1 < 0x90) or (b == 0xF4 and b1 >= 0x90):  # overlong, > U+10FFFF
+                return i
+            i += 4
+        else:
+            return i
+    return -1
+
+
 cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
-                            cnp.int64_t* ends) noexcept nogil:
-    cdef Py_ssize_t pos = 0, count = 0
+                            cnp.int64_t** ends_ptr, Py_ssize_t* cap_ptr) noexcept nogil:
+    """Chunk ends of t[:n] into the malloc'd *ends_ptr, grown as needed; -1 if no memory."""
+    cdef Py_ssize_t pos = 0, count = 0, cap = cap_ptr[0]
+    cdef cnp.int64_t* ends = ends_ptr[0]
+    cdef cnp.int64_t* grown
     while pos < n:
+        if count == cap:
+            cap = cap * 2 + 16
+            grown = <cnp.int64_t*>realloc(ends, cap * sizeof(cnp.int64_t))
+            if grown == NULL:
+                return -1
+            ends = ends_ptr[0] = grown
+            cap_ptr[0] = cap
         pos = next_chunk_end(pid, t, pos, n)
         ends[count] = pos
         count += 1
@@ -554,11 +605,23 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
 cdef cnp.ndarray _offsets(int pid, bytes data):
     cdef Py_ssize_t n = len(data), count
     cdef const unsigned char* t = data
-    cdef cnp.ndarray[cnp.int64_t, ndim=1] ends = np.empty(n, dtype=np.int64)
-    cdef cnp.int64_t* out = <cnp.int64_t*>ends.data
-    with nogil:
-        count = _split_into(pid, t, n, out)
-    return ends[:count].copy()
+    # About one chunk per 4 bytes in prose and code; grow from a quarter of the length.
+    cdef Py_ssize_t cap = n // 4 + 16
+    cdef cnp.int64_t* ends = <cnp.int64_t*>malloc(cap * sizeof(cnp.int64_t))
+    cdef cnp.ndarray[cnp.int64_t, ndim=1] out
+    if ends == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            count = _split_into(pid, t, n, &ends, &cap)
+        if count < 0:
+            raise MemoryError()
+        out = np.empty(count, dtype=np.int64)
+        if count:
+            memcpy(out.data, ends, count * sizeof(cnp.int64_t))
+        return out
+    finally:
+        free(ends)
 
 
 def split_offsets(data, pattern):
@@ -576,7 +639,13 @@ def split_offsets(data, pattern):
     elif not isinstance(data, bytes):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
     cdef int pid = _require_pattern(pattern)
-    data.decode("utf-8", "surrogatepass")  # validate: the kernel trusts its input
+    cdef const unsigned char* t = <bytes>data
+    cdef Py_ssize_t bad, n = len(data)
+    with nogil:
+        bad = _utf8_error_offset(t, n)
+    if bad >= 0:  # the kernel trusts its input; let the codec word the error
+        data.decode("utf-8", "surrogatepass")
+        raise ValueError(f"data is not valid UTF-8 at byte offset {bad}")
     return _offsets(pid, data)
 
 
