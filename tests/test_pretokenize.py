@@ -357,6 +357,17 @@ def test_split_offsets_accepts_exactly_what_the_codec_accepts(data):
     assert chunks == expected(text, "cl100k")
 
 
+@settings(max_examples=300)
+@given(st.binary(max_size=40))
+def test_kernel_survives_malformed_utf8(data):
+    # The kernel's contract is valid UTF-8, but bad bytes must not crash, hang or read
+    # past the end (each malformed byte counts as one symbol).
+    for pid in (P.SPLIT_GPT2, P.SPLIT_CL100K, P.SPLIT_O200K):
+        count = P._count_chunks(data, pid)
+        assert (count == 0) == (len(data) == 0)
+        assert count <= len(data)
+
+
 def test_long_runs_are_linear():
     # Long runs of one class must not go quadratic (a smoke test, not a timing test).
     for piece in ["a", " ", "1", "!", "\u0301", "A", "\n", "ǅ"]:

@@ -99,25 +99,32 @@ cdef enum:
 # Decoding. text[start:end] is UTF-8 by contract; still, no read ever goes past `end`
 # even on malformed bytes (a bad byte is one "other" char), so bad input cannot crash.
 
-cdef uint16_t _class_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
-                               Py_ssize_t* width) noexcept nogil:
+cdef inline uint32_t _decode_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                       Py_ssize_t* width) noexcept nogil:
+    """Code point of the multi-byte sequence at i (t[i] >= 0x80), its length to width.
+
+    A malformed or truncated sequence is one byte decoding to 0xFFFFFFFF, which has no
+    class bits and folds to nothing (and UTF-8 input never has one).
+    """
     cdef unsigned char b = t[i]
     cdef Py_ssize_t avail = end - i
-    cdef uint32_t cp
     if 0xC0 <= b < 0xE0 and avail >= 2:
-        cp = ((b & 0x1F) << 6) | (t[i + 1] & 0x3F)
         width[0] = 2
-    elif 0xE0 <= b < 0xF0 and avail >= 3:
-        cp = ((b & 0x0F) << 12) | ((t[i + 1] & 0x3F) << 6) | (t[i + 2] & 0x3F)
+        return ((b & 0x1F) << 6) | (t[i + 1] & 0x3F)
+    if 0xE0 <= b < 0xF0 and avail >= 3:
         width[0] = 3
-    elif 0xF0 <= b < 0xF8 and avail >= 4:
-        cp = (((b & 0x07) << 18) | ((t[i + 1] & 0x3F) << 12) | ((t[i + 2] & 0x3F) << 6)
-              | (t[i + 3] & 0x3F))
+        return ((b & 0x0F) << 12) | ((t[i + 1] & 0x3F) << 6) | (t[i + 2] & 0x3F)
+    if 0xF0 <= b < 0xF8 and avail >= 4:
         width[0] = 4
-    else:
-        width[0] = 1
-        return 0
-    return fbpe_class_of(cp)
+        return (((b & 0x07) << 18) | ((t[i + 1] & 0x3F) << 12) | ((t[i + 2] & 0x3F) << 6)
+                | (t[i + 3] & 0x3F))
+    width[0] = 1
+    return 0xFFFFFFFFu
+
+
+cdef uint16_t _class_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                               Py_ssize_t* width) noexcept nogil:
+    return fbpe_class_of(_decode_multibyte(t, i, end, width))  # 0 beyond U+10FFFF
 
 
 cdef inline uint16_t _class_at(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
@@ -134,24 +141,10 @@ cdef inline int _fold_at(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
                          Py_ssize_t* width) noexcept nogil:
     """The contraction letter (lower-case ASCII) the char at i matches under (?i), or 0."""
     cdef unsigned char b = t[i]
-    cdef Py_ssize_t avail = end - i
-    cdef uint32_t cp
-    width[0] = 1
     if b < 0x80:
+        width[0] = 1
         return fbpe_fold_letter(b)
-    if 0xC0 <= b < 0xE0 and avail >= 2:
-        cp = ((b & 0x1F) << 6) | (t[i + 1] & 0x3F)
-        width[0] = 2
-    elif 0xE0 <= b < 0xF0 and avail >= 3:
-        cp = ((b & 0x0F) << 12) | ((t[i + 1] & 0x3F) << 6) | (t[i + 2] & 0x3F)
-        width[0] = 3
-    elif 0xF0 <= b < 0xF8 and avail >= 4:
-        cp = (((b & 0x07) << 18) | ((t[i + 1] & 0x3F) << 12) | ((t[i + 2] & 0x3F) << 6)
-              | (t[i + 3] & 0x3F))
-        width[0] = 4
-    else:
-        return 0
-    return fbpe_fold_letter(cp)
+    return fbpe_fold_letter(_decode_multibyte(t, i, end, width))
 
 
 # ---------------------------------------------------------------------------------------
