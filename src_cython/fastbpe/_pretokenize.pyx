@@ -488,6 +488,14 @@ cdef inline Py_ssize_t _o200k(const unsigned char* t, Py_ssize_t p,
 
 cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_t start,
                                Py_ssize_t end) noexcept nogil:
+    """End (> start) of the chunk of text[start:end] that starts at start.
+
+    text[start:end] is UTF-8 and `end` is where regex's `$` matches (the end of the
+    segment). pattern is SPLIT_GPT2, SPLIT_CL100K or SPLIT_O200K (any other value splits
+    as GPT-2). Pure function of its arguments: safe to call from many threads.
+    """
+    if start >= end:  # outside the contract; never read text[end]
+        return end
     if pattern == SPLIT_CL100K:
         return _cl100k(text, start, end)
     if pattern == SPLIT_O200K:
