@@ -144,11 +144,15 @@ def encoders_for(vocab: str, tmp: Path) -> dict:
     hf = _optional("tokenizers")
     if hf:
         h = hf.Tokenizer.from_file(str(json_path))
+        h.no_truncation()
+        h.no_padding()
         out["HF tokenizers"] = lambda docs: [i for d in docs for i in h.encode(d, add_special_tokens=False).ids]
     tokie = _optional("tokie")
     if tokie:
         try:
             k = tokie.Tokenizer.from_json(str(json_path))
+            k.no_truncation()
+            k.no_padding()
             out["tokie"] = lambda docs: [i for d in docs for i in k.encode(d, add_special_tokens=False).ids]
         except Exception as exc:  # a peer that cannot read the file is reported, not fatal
             print(f"  tokie cannot load {json_path.name}: {exc}", file=sys.stderr)
@@ -350,11 +354,15 @@ def bench_wordpiece_encode(args) -> list[dict]:
     hf = _optional("tokenizers")
     if hf:
         h = hf.Tokenizer.from_file(str(folder / "tokenizer.json"))
+        h.no_truncation()  # the shipped file truncates: compare whole documents
+        h.no_padding()
         encs["HF tokenizers"] = lambda: [i for d in docs for i in h.encode(d, add_special_tokens=False).ids]
     tokie = _optional("tokie")
     if tokie:
         try:
             k = tokie.Tokenizer.from_json(str(folder / "tokenizer.json"))
+            k.no_truncation()
+            k.no_padding()
             encs["tokie"] = lambda: [i for d in docs for i in k.encode(d, add_special_tokens=False).ids]
         except Exception:
             pass
