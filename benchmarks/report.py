@@ -384,7 +384,7 @@ def course(args, out: Path, train: dict) -> dict:
     """Vocabulary size vs tokens, the first merges, and tokens per language."""
     res: dict = {}
     trained_path = out / "fastbpe_trained.tokenizer.json"
-    held_out = "".join(d for lang in ("english", "python") for d in corpus_mod.documents(lang)[-200:])
+    held_out = "".join(d for lang in ("english", "python") for d in corpus_mod.documents(lang)[-args.held_out_docs:])
     res["held_out_bytes"] = len(held_out.encode("utf-8"))
     if trained_path.exists():
         trained = fastbpe.load(trained_path)
@@ -545,11 +545,13 @@ def main(argv=None) -> int:
     ap.add_argument("--train-vocab", type=int, default=2048)
     ap.add_argument("--train-timeout", type=float, default=900)
     ap.add_argument("--parallel-chars", type=int, default=200_000)
+    ap.add_argument("--held-out-docs", type=int, default=200, help="documents per language for the vocabulary curve")
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     ap.add_argument("--skip", nargs="*", default=[], choices=["encode", "batch", "train", "wordpiece", "course"])
     args = ap.parse_args(argv)
     if args.quick:
         args.mb, args.repeat, args.train_mb, args.train_vocab, args.parallel_chars = 0.05, 1, 0.1, 300, 20_000
+        args.held_out_docs = 10
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("FASTBPE_VOCAB_DIR", str(_vocab_dir()))

@@ -273,3 +273,28 @@ def test_errors_are_one_line_without_traceback(args, message, tmp_path, tok):
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and b"Traceback" not in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_benchmark_report_smoke(tmp_path):
+    """benchmarks/report.py must not rot: a tiny run of its cheaper sections."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "report.py"
+    if not script.exists():
+        pytest.skip("benchmarks/ is not shipped in this installation")
+    env = dict(os.environ)
+    if VOCAB_DIR.exists():
+        env["FASTBPE_VOCAB_DIR"] = str(VOCAB_DIR)
+    proc = subprocess.run([sys.executable, str(script), "--out", str(tmp_path), "--quick", "--skip", "encode", "batch"],
+                          capture_output=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    for heading in ("## Machine and versions", "## Training", "## Vocabulary size vs sequence length",
+                    "## The first 20 merges", "## The same text in three languages"):
+        assert heading in report
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["train"]["trainers"]["fastbpe"]["vocab"] == 300
+    assert results["train"]["trainers"]["fastbpe"]["peak_rss_mb"] > 0
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert (tmp_path / "vocab_size_vs_tokens.png").exists() and (tmp_path / "tokens_by_language.png").exists()
