@@ -65,9 +65,11 @@ def save_all(res: dict, out: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(6.5, 4.5))
         curve = c["vocab_curve"]
         ax.plot([p["vocab_size"] for p in curve], [p["tokens"] for p in curve], marker="o", label="fastbpe, trained here")
-        for p in c.get("reference_points", []):
+        for i, p in enumerate(c.get("reference_points", [])):
             ax.scatter([p["vocab_size"]], [p["tokens"]], marker="s", zorder=3)
-            ax.annotate(p["name"], (p["vocab_size"], p["tokens"]), textcoords="offset points", xytext=(5, 5), fontsize="small")
+            # alternate above/below: cl100k and o200k land on nearly the same point
+            ax.annotate(p["name"], (p["vocab_size"], p["tokens"]), textcoords="offset points",
+                        xytext=(-20, 8 if i % 2 == 0 else -14), fontsize="small")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("vocabulary size (log scale)")
         ax.set_ylabel(f"tokens for {c['held_out_bytes'] / 1e6:.2f} MB of held-out text")
