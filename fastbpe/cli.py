@@ -29,10 +29,17 @@ import time
 import warnings
 from pathlib import Path
 
-#: ``fastbpe demo`` defaults: small enough to finish in seconds with the pure-Python
-#: trainer on 2 cores (raise them once the native trainer is the default).
-DEMO_MAX_MB = 0.5
-DEMO_VOCAB_SIZE = 640
+#: ``fastbpe demo`` defaults (MB of sources, vocabulary size): small enough to finish in
+#: well under a minute on 2 cores with the pure-Python trainer, larger when
+#: ``fastbpe.train`` runs on the native trainer (``fastbpe._train``).
+DEMO_REFERENCE = (0.5, 640)
+DEMO_NATIVE = (3.0, 2048)
+
+
+def demo_defaults() -> tuple[float, int]:
+    import fastbpe.train  # noqa: F401  (imports the native trainer when it is built and used)
+
+    return DEMO_NATIVE if sys.modules.get("fastbpe._train") is not None else DEMO_REFERENCE
 
 
 class CLIError(Exception):
@@ -132,6 +139,9 @@ def cmd_demo(args) -> int:
     import fastbpe
     from . import show
 
+    max_mb, vocab_size = demo_defaults()
+    args.max_mb = max_mb if args.max_mb is None else args.max_mb
+    args.vocab_size = vocab_size if args.vocab_size is None else args.vocab_size
     files = stdlib_sources(int(args.max_mb * 1e6))
     n_bytes = sum(f.stat().st_size for f in files)
     print(f"Training a {args.vocab_size}-token BPE (cl100k pattern) on {len(files)} Python standard library "
@@ -372,8 +382,11 @@ def build_parser() -> argparse.ArgumentParser:
     tok_help = "a tokenizer file or gpt2 / cl100k_base / o200k_base"
 
     d = sub.add_parser("demo", help="train on the Python standard library and show the result")
-    d.add_argument("--vocab-size", type=_positive("--vocab-size"), default=DEMO_VOCAB_SIZE)
-    d.add_argument("--max-mb", type=float, default=DEMO_MAX_MB, help="MB of standard library sources to train on")
+    d.add_argument("--vocab-size", type=_positive("--vocab-size"), default=None,
+                   help=f"default {DEMO_REFERENCE[1]} ({DEMO_NATIVE[1]} with the native trainer)")
+    d.add_argument("--max-mb", type=float, default=None,
+                   help=f"MB of standard library sources to train on; default {DEMO_REFERENCE[0]} "
+                        f"({DEMO_NATIVE[0]} with the native trainer)")
     d.add_argument("-o", "--output", default="stdlib-demo.tokenizer.json")
     d.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
