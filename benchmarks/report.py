@@ -441,6 +441,10 @@ def _f(x, spec=".2f"):
     return "-" if x is None else format(x, spec)
 
 
+def _ratio(x) -> str:
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
+
+
 def _md_table(header, rows) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
@@ -494,9 +498,14 @@ def markdown(res: dict, charts: list[Path]) -> str:
             if "error" in r:
                 rows.append([name, "-", "-", "-", "-", r["error"]])
             else:
-                ratio = r["seconds"] / fb if fb and not name.endswith("WordPiece") else None
-                rows.append([name, _f(r["seconds"]), _f(ratio) + "x" if ratio else "-", _f(r["peak_rss_mb"], ".0f"), r["vocab"], ""])
-        lines += [_md_table(["trainer", "seconds", "time / fastbpe's", "peak RSS MB", "vocab", "note"], rows), ""]
+                ratio = fb / r["seconds"] if fb and r["seconds"] and not name.endswith("WordPiece") else None
+                rows.append([name, _f(r["seconds"]), _ratio(ratio) if ratio else "-", _f(r["peak_rss_mb"], ".0f"), r["vocab"], ""])
+        wp_fb, wp_hf = (t["trainers"].get(k, {}).get("seconds") for k in ("fastbpe WordPiece", "HF WordPiece"))
+        for row in rows:
+            if row[0] == "HF WordPiece" and wp_fb and wp_hf:
+                row[2] = _ratio(wp_fb / wp_hf) + " (vs fastbpe WordPiece)"
+        lines += ["`speed-up` = fastbpe's time / this trainer's time (>1: this trainer is faster than fastbpe).", "",
+                  _md_table(["trainer", "seconds", "speed-up", "peak RSS MB", "vocab", "note"], rows), ""]
         img("training.png", "training time and memory")
     if res["wordpiece_encode"]:
         lines += ["## WordPiece encode (bert-base-uncased, English, one thread)", ""]
