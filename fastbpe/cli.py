@@ -378,6 +378,9 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fastbpe", description="Exact, fast BPE and WordPiece tokenizers.")
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"fastbpe {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     tok_help = "a tokenizer file or gpt2 / cl100k_base / o200k_base"
 

@@ -93,6 +93,12 @@ def test_train_formats(corpus, tmp_path, ext, fmt):
     assert [int(x) for x in ok(run("encode", "-t", out, "--no-special", stdin=b"hello world")).split()]
 
 
+def test_version():
+    import fastbpe
+
+    assert ok(run("--version")).strip() == f"fastbpe {fastbpe.__version__}"
+
+
 def test_train_from_stdin(tmp_path):
     out = tmp_path / "s.json"
     ok(run("train", "--vocab-size", "260", "-o", out, "-q", stdin=b"aaab aaab\n" * 10))
