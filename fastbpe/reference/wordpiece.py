@@ -18,6 +18,8 @@ Decisions, written down once (the native core must follow every one of them):
   not the same set as ``str.isspace``.
 * Lowercasing is done per character (``c.lower()`` for each ``c``), like HF; so there is no
   Greek final-sigma rule and "İ" becomes "i̇" (two characters).
+* ``turkish_lowercase`` (off by default; HF has no such option) maps İ -> i and I -> ı
+  before accent stripping and lowercasing.
 * Accent stripping is NFD followed by dropping non-spacing marks (category Mn).
   ``strip_accents=None`` follows ``lowercase``, as in HF.
 * CJK padding uses HF's ranges (see ``CJK_RANGES``).
@@ -138,6 +140,11 @@ def lowercase(text: str) -> str:
     return "".join(ch.lower() for ch in text)
 
 
+def turkish_dotted_i(text: str) -> str:
+    """Turkish case pairs before lowercasing: İ -> i and I -> ı. ``"İSTANBUL" -> "iSTANBUL"``"""
+    return text.replace("İ", "i").replace("I", "ı")
+
+
 def normalize(
     text: str,
     *,
@@ -145,12 +152,19 @@ def normalize(
     strip_accents_text: bool | None = None,
     clean: bool = True,
     tokenize_chinese_chars: bool = True,
+    turkish: bool = False,
 ) -> str:
-    """HF BertNormalizer. ``normalize("Héllo\\tWORLD") -> "hello world"``"""
+    """HF BertNormalizer. ``normalize("Héllo\\tWORLD") -> "hello world"``
+
+    ``turkish=True`` (only with lowercasing) maps İ -> i and I -> ı first, so that accent
+    stripping cannot turn İ into "I" -> "i"-without-dot mistakes; BERT/HF never do this.
+    """
     if clean:
         text = clean_text(text)
     if tokenize_chinese_chars:
         text = pad_cjk(text)
+    if lowercase_text and turkish:
+        text = turkish_dotted_i(text)
     if lowercase_text if strip_accents_text is None else strip_accents_text:
         text = strip_accents(text)
     if lowercase_text:
@@ -243,7 +257,9 @@ class BertOptions:
         max_input_chars_per_word: int = 100,
         continuing_subword_prefix: str = "##",
         special_tokens=SPECIAL_TOKENS,
+        turkish_lowercase: bool = False,
     ):
+        self.turkish_lowercase = turkish_lowercase
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.clean_text = clean_text
@@ -260,6 +276,7 @@ class BertOptions:
             strip_accents_text=self.strip_accents,
             clean=self.clean_text,
             tokenize_chinese_chars=self.tokenize_chinese_chars,
+            turkish=self.turkish_lowercase,
         )
 
 
