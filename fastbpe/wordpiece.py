@@ -423,6 +423,91 @@ class WordPiece:
         raise ValueError(f"unknown WordPiece format {format!r}; use 'vocab.txt' or 'tokenizer.json'")
 
 
+#: Texts are handed to the native pre-tokeniser in batches of about this many characters.
+_TRAIN_BATCH_CHARS = 1 << 23
+
+#: Counts must stay below this so that count(AB)*count(A)*count(B) fits 128 bits exactly.
+_MAX_TRAIN_COUNT = 1 << 42
+
+
+def _count_words_native(texts, opts: "_ref.BertOptions", num_threads: int):
+    """Word counts from the native BERT pre-tokeniser (same words as ``_ref.count_words``)."""
+    from collections import Counter
+
+    core = _native.WordPieceCore(
+        {"[UNK]": 0}, unk_token="[UNK]", prefix="##", max_chars=100,
+        lowercase=opts.lowercase,
+        strip_accents=opts.lowercase if opts.strip_accents is None else opts.strip_accents,
+        clean_text=opts.clean_text, cjk=opts.tokenize_chinese_chars, turkish=opts.turkish_lowercase,
+        words_only=True,
+    )
+    counts: Counter = Counter()
+    batch: list[str] = []
+    size = 0
+
+    def flush():
+        if batch:
+            words = _native.words_text(core, batch, num_threads)
+            counts.update(words.split(" "))
+            batch.clear()
+
+    for text in texts:
+        batch.append(text)
+        size += len(text)
+        if size >= _TRAIN_BATCH_CHARS:
+            flush()
+            size = 0
+    flush()
+    counts.pop("", None)
+    return counts
+
+
+def _train_native(texts, vocab_size, opts, *, min_frequency, limit_alphabet, special_tokens,
+                  num_threads, progress):
+    """The reference's training rules on the native trainer; returns token -> id."""
+    from . import _wordpiece_train
+
+    prefix = opts.prefix
+    word_counts = _count_words_native(texts, opts, num_threads)
+    keep = _ref.choose_alphabet(word_counts, limit_alphabet)
+    words = [w for w in word_counts if all(ch in keep for ch in w)]
+    vocab: dict[str, int] = {}
+    for tok in special_tokens:
+        vocab.setdefault(tok, len(vocab))
+    firsts = sorted({w[0] for w in words})
+    inners = sorted({prefix + ch for w in words for ch in w[1:]})
+    for unit in firsts + inners:
+        vocab.setdefault(unit, len(vocab))
+    total = sum(word_counts[w] * len(w) for w in words)
+    if total >= _MAX_TRAIN_COUNT:
+        raise ValueError(f"corpus too large for exact 128-bit scores ({total} characters >= 2**42)")
+    starts = np.zeros(len(words) + 1, dtype=np.int64)
+    starts[1:] = np.cumsum([len(w) for w in words])
+    symbols = np.empty(int(starts[-1]), dtype=np.int32)
+    pos = 0
+    for w in words:
+        symbols[pos] = vocab[w[0]]
+        pos += 1
+        for ch in w[1:]:
+            symbols[pos] = vocab[prefix + ch]
+            pos += 1
+    freqs = np.array([word_counts[w] for w in words], dtype=np.int64)
+    trainer = _wordpiece_train.Trainer()
+    trainer.set_prefix_len(len(prefix))
+    trainer.setup(list(vocab), starts, symbols, freqs, max(min_frequency, 1))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max(0, vocab_size - len(vocab)), desc="merges", unit="tok")
+    try:
+        trainer.run(vocab, max(0, vocab_size - len(vocab)), bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    return vocab
+
+
 def train_wordpiece(
     data,
     vocab_size: int,
@@ -432,12 +517,16 @@ def train_wordpiece(
     min_frequency: int = 0,
     limit_alphabet: int | None = None,
     special_tokens=DEFAULT_SPECIAL_TOKENS,
+    turkish_lowercase: bool = False,
+    num_threads: int | None = None,
     progress: bool = False,
 ) -> WordPiece:
     """Train a likelihood WordPiece vocabulary on ``data`` (a path, list of paths, or iterable of str).
 
     Scores are count(AB)/(count(A)count(B)), compared exactly; see
-    ``fastbpe.reference.wordpiece`` for the tie-break and every other rule.
+    ``fastbpe.reference.wordpiece`` for the tie-break and every other rule. The result is
+    the same vocabulary as ``fastbpe.reference.wordpiece.train`` for any ``num_threads``
+    (threads only split the pre-tokenisation of the input).
     """
     from ._data import iter_texts
 
@@ -447,6 +536,10 @@ def train_wordpiece(
         raise ValueError(f"min_frequency must be an int >= 0, not {min_frequency!r}")
     if limit_alphabet is not None and (not isinstance(limit_alphabet, int) or limit_alphabet < 0):
         raise ValueError(f"limit_alphabet must be None or an int >= 0, not {limit_alphabet!r}")
+    if num_threads is None:
+        num_threads = os.cpu_count() or 1
+    if not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive int, not {num_threads!r}")
     special_tokens = tuple(special_tokens)
     if "[UNK]" not in special_tokens:
         raise ValueError("special_tokens must include '[UNK]'")
@@ -457,9 +550,11 @@ def train_wordpiece(
         from tqdm.auto import tqdm
 
         texts = tqdm(texts, desc="reading", unit="doc")
-    opts = _ref.BertOptions(lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens)
-    vocab = _ref.train(
+    opts = _ref.BertOptions(lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens,
+                            turkish_lowercase=turkish_lowercase)
+    vocab = _train_native(
         texts, vocab_size, opts, min_frequency=min_frequency, limit_alphabet=limit_alphabet,
-        special_tokens=special_tokens,
+        special_tokens=special_tokens, num_threads=num_threads, progress=progress,
     )
-    return WordPiece(vocab, lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens)
+    return WordPiece(vocab, lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens,
+                     turkish_lowercase=turkish_lowercase)

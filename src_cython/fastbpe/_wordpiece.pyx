@@ -191,6 +191,9 @@ cdef struct Model:
     # direct child table of the word-start root for code points < 0x10000 (hot path)
     const int32_t* root_child_bmp
     int32_t suffix_root
+    # training: emit the normalised words (code points, each word followed by a space)
+    # instead of token ids; the word buffer then grows instead of stopping at max_chars
+    bint words_only
 
 
 cdef struct Output:
@@ -209,6 +212,8 @@ cdef struct Scratch:
     Py_ssize_t run_start  # where the current run of combining marks starts (reordering)
     int64_t first_orig
     int64_t last_orig
+    bint growable
+    bint oom
 
 
 cdef inline int32_t child_of(const Model* m, int32_t v, uint32_t c) noexcept nogil:
@@ -248,6 +253,13 @@ cdef int flush_word(const Model* m, Scratch* s, Output* out) noexcept nogil:
     s.run_start = 0
     if n == 0:
         return 0
+    if s.oom:
+        return -1
+    if m.words_only:
+        for i in range(n):
+            if i32_push(&out.ids, <int32_t>s.word[i]) != 0:
+                return -1
+        return i32_push(&out.ids, 0x20)
     if n > m.max_chars:
         return emit(out, m.unk_id, s.first_orig, s.last_orig + 1)
     v = 0
@@ -289,6 +301,21 @@ cdef int flush_word(const Model* m, Scratch* s, Output* out) noexcept nogil:
     return 0
 
 
+cdef void grow_scratch(Scratch* s) noexcept nogil:
+    cdef Py_ssize_t cap = s.cap * 2
+    cdef uint32_t* w = <uint32_t*>realloc(s.word, cap * sizeof(uint32_t))
+    if w == NULL:
+        s.oom = True
+        return
+    s.word = w
+    cdef int64_t* o = <int64_t*>realloc(s.orig, cap * sizeof(int64_t))
+    if o == NULL:
+        s.oom = True
+        return
+    s.orig = o
+    s.cap = cap
+
+
 cdef inline void word_append(const Model* m, Scratch* s, uint32_t c, int64_t orig) noexcept nogil:
     """Add one normalised character to the current word (keeps at most max_chars + 1)."""
     cdef Py_ssize_t j
@@ -297,6 +324,8 @@ cdef inline void word_append(const Model* m, Scratch* s, uint32_t c, int64_t ori
         s.first_orig = orig
         s.run_start = 0
     s.last_orig = orig
+    if s.n == s.cap and s.growable:
+        grow_scratch(s)
     if s.n < s.cap:
         s.word[s.n] = c
         s.orig[s.n] = orig
@@ -373,7 +402,9 @@ cdef int encode_text(const Model* m, const uint32_t* text, Py_ssize_t n, int64_t
     cdef uint32_t c
     cdef uint8_t f
     cdef int rc = 0
-    s.cap = m.max_chars + 1
+    s.cap = 256 if m.words_only else m.max_chars + 1
+    s.growable = m.words_only
+    s.oom = False
     s.word = <uint32_t*>malloc(s.cap * sizeof(uint32_t))
     s.orig = <int64_t*>malloc(s.cap * sizeof(int64_t))
     s.n = 0
@@ -556,7 +587,8 @@ cdef class WordPieceCore:
     cdef readonly int32_t unk_id
 
     def __cinit__(self, dict vocab, *, str unk_token, str prefix, int max_chars, bint lowercase,
-                  bint strip_accents, bint clean_text, bint cjk, bint turkish=False):
+                  bint strip_accents, bint clean_text, bint cjk, bint turkish=False,
+                  bint words_only=False):
         flags, ccc, nfd_index, lower_index, data = unicode_tables()
         trie = build_linmaxmatch(vocab, prefix)
         max_id = max(vocab.values())
@@ -607,6 +639,7 @@ cdef class WordPieceCore:
         self.model.turkish = turkish
         self.model.max_chars = max_chars
         self.model.unk_id = self.unk_id
+        self.model.words_only = words_only
 
     def encode(self, str text, bint offsets=False, int64_t base=0):
         """Ids (list) of ``text``, or (ids, starts, ends) lists with ``offsets=True``."""
@@ -700,6 +733,15 @@ cdef class WordPieceCore:
             for t in range(n_texts):
                 free_output(&outs[t])
             free(ptrs); free(lens); free(outs); free(jobs); free(threads)
+
+
+def words_text(self_core, list texts, int num_threads=1):
+    """Normalised, pre-tokenised words of ``texts`` as one str, each word followed by " ".
+
+    Needs a core built with ``words_only=True``; used to count words for training.
+    """
+    ids, _, _, _ = self_core.encode_batch(texts, num_threads, False)
+    return ids.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
 
 
 cdef _fill(cnp.int32_t[::1] ids, cnp.int64_t[::1] starts, cnp.int64_t[::1] ends,
