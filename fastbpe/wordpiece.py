@@ -463,7 +463,7 @@ def _count_words_native(texts, opts: "_ref.BertOptions", num_threads: int):
 
 
 def _train_native(texts, vocab_size, opts, *, min_frequency, limit_alphabet, special_tokens,
-                  num_threads, progress):
+                  num_threads, progress, algorithm="likelihood"):
     """The reference's training rules on the native trainer; returns token -> id."""
     from . import _wordpiece_train
 
@@ -494,6 +494,7 @@ def _train_native(texts, vocab_size, opts, *, min_frequency, limit_alphabet, spe
     freqs = np.array([word_counts[w] for w in words], dtype=np.int64)
     trainer = _wordpiece_train.Trainer()
     trainer.set_prefix_len(len(prefix))
+    trainer.set_by_frequency(algorithm == "frequency")
     trainer.setup(list(vocab), starts, symbols, freqs, max(min_frequency, 1))
     bar = None
     if progress:
@@ -518,6 +519,7 @@ def train_wordpiece(
     limit_alphabet: int | None = None,
     special_tokens=DEFAULT_SPECIAL_TOKENS,
     turkish_lowercase: bool = False,
+    algorithm: str = "likelihood",
     num_threads: int | None = None,
     progress: bool = False,
 ) -> WordPiece:
@@ -526,7 +528,8 @@ def train_wordpiece(
     Scores are count(AB)/(count(A)count(B)), compared exactly; see
     ``fastbpe.reference.wordpiece`` for the tie-break and every other rule. The result is
     the same vocabulary as ``fastbpe.reference.wordpiece.train`` for any ``num_threads``
-    (threads only split the pre-tokenisation of the input).
+    (threads only split the pre-tokenisation of the input). ``algorithm="frequency"`` merges
+    the most frequent pair instead, like HF's WordPieceTrainer (BPE over ``##`` pieces).
     """
     from ._data import iter_texts
 
@@ -540,6 +543,8 @@ def train_wordpiece(
         num_threads = os.cpu_count() or 1
     if not isinstance(num_threads, int) or num_threads < 1:
         raise ValueError(f"num_threads must be a positive int, not {num_threads!r}")
+    if algorithm not in ("likelihood", "frequency"):
+        raise ValueError(f"algorithm must be 'likelihood' or 'frequency', not {algorithm!r}")
     special_tokens = tuple(special_tokens)
     if "[UNK]" not in special_tokens:
         raise ValueError("special_tokens must include '[UNK]'")
@@ -554,7 +559,7 @@ def train_wordpiece(
                             turkish_lowercase=turkish_lowercase)
     vocab = _train_native(
         texts, vocab_size, opts, min_frequency=min_frequency, limit_alphabet=limit_alphabet,
-        special_tokens=special_tokens, num_threads=num_threads, progress=progress,
+        special_tokens=special_tokens, num_threads=num_threads, progress=progress, algorithm=algorithm,
     )
     return WordPiece(vocab, lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens,
                      turkish_lowercase=turkish_lowercase)

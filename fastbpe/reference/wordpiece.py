@@ -48,6 +48,8 @@ Training (``train``), the likelihood WordPiece of Schuster & Nakajima / the HF c
   count is below 2**42).
 * Tie-break among equal scores: the higher pair count wins, then the smaller A, then the
   smaller B (strings compared by code point). So the choice is total and deterministic.
+* ``algorithm="frequency"`` (HF WordPieceTrainer style, i.e. BPE over ``##`` pieces) ranks
+  pairs by count alone, then by the same string tie-break.
 * Only pairs with count >= ``min_frequency`` are candidates. Merged token = A + B without
   B's ``##``. A merge whose token is already in the vocabulary re-segments words but adds
   no new entry.
@@ -371,18 +373,19 @@ def merged_token(a: str, b: str, prefix: str = "##") -> str:
     return a + b[len(prefix):]
 
 
-def better(cand, best) -> bool:
+def better(cand, best, algorithm: str = "likelihood") -> bool:
     """Is candidate (pair_count, count_a, count_b, a, b) strictly better than ``best``?
 
     Higher score p/(ca*cb) by exact cross-multiplication; then higher p; then smaller a, b.
     ``better((2, 2, 2, "x", "##y"), (4, 4, 4, "a", "##b")) -> True`` (2/4 beats 4/16).
+    With ``algorithm="frequency"`` the score is skipped: higher p, then smaller a, b.
     """
     if best is None:
         return True
     p1, a1, b1, x1, y1 = cand
     p2, a2, b2, x2, y2 = best
     lhs, rhs = p1 * a2 * b2, p2 * a1 * b1
-    if lhs != rhs:
+    if algorithm == "likelihood" and lhs != rhs:
         return lhs > rhs
     if p1 != p2:
         return p1 > p2
@@ -437,12 +440,17 @@ def train(
     limit_alphabet: int | None = None,
     special_tokens=SPECIAL_TOKENS,
     return_merges: bool = False,
+    algorithm: str = "likelihood",
 ):
     """Train a likelihood WordPiece vocabulary (token -> id). See the module docstring.
 
     ``train(["hug hug pug pun bun hugs"], 20)`` gives the special tokens, the alphabet, then
-    merges chosen by count(AB)/(count(A)count(B)).
+    merges chosen by count(AB)/(count(A)count(B)). ``algorithm="frequency"`` picks the most
+    frequent pair instead (BPE with ``##`` pieces, the way HF's WordPieceTrainer works), with
+    the same tie-break after the count.
     """
+    if algorithm not in ("likelihood", "frequency"):
+        raise ValueError(f"algorithm must be 'likelihood' or 'frequency', not {algorithm!r}")
     opts = opts or BertOptions()
     prefix = opts.prefix
     word_counts = count_words(texts, opts)
@@ -466,7 +474,7 @@ def train(
             if p < max(min_frequency, 1):
                 continue
             cand = (p, units[a], units[b], a, b)
-            if better(cand, best):
+            if better(cand, best, algorithm):
                 best = cand
         if best is None:
             break

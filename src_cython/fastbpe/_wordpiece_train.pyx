@@ -96,6 +96,7 @@ cdef class Trainer:
     cdef int64_t min_count
     cdef bint oom
     cdef int prefix_len
+    cdef bint by_frequency
 
     def __cinit__(self):
         self.hcap = 0
@@ -265,11 +266,13 @@ cdef class Trainer:
     # -- heap --------------------------------------------------------------------------
     cdef inline bint better(self, const Entry* x, const Entry* y) noexcept nogil:
         """x strictly before y: higher p/(ca*cb), then higher p, then smaller a, then smaller b."""
-        cdef u128 lhs = <u128>x.p * <u128>y.ca * <u128>y.cb
-        cdef u128 rhs = <u128>y.p * <u128>x.ca * <u128>x.cb
+        cdef u128 lhs, rhs
         cdef int c
-        if lhs != rhs:
-            return lhs > rhs
+        if not self.by_frequency:
+            lhs = <u128>x.p * <u128>y.ca * <u128>y.cb
+            rhs = <u128>y.p * <u128>x.ca * <u128>x.cb
+            if lhs != rhs:
+                return lhs > rhs
         if x.p != y.p:
             return x.p > y.p
         c = self.cmp_units(x.a, y.a)
@@ -517,3 +520,7 @@ cdef class Trainer:
 
     def set_prefix_len(self, int n):
         self.prefix_len = n
+
+    def set_by_frequency(self, bint flag):
+        """Rank pairs by count alone (HF WordPieceTrainer style) instead of the likelihood."""
+        self.by_frequency = flag
