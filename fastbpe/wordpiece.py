@@ -59,8 +59,8 @@ class WordPiece:
         for token, idx in vocab.items():
             if not isinstance(token, str) or not isinstance(idx, int) or isinstance(idx, bool):
                 raise TypeError(f"vocab must map str to int; got {token!r}: {idx!r}")
-            if idx < 0:
-                raise ValueError(f"vocab id {idx} of {token!r} is negative")
+            if idx < 0 or idx >= 2**31:
+                raise ValueError(f"vocab id {idx} of {token!r} is out of range (0 <= id < 2**31)")
             if idx in seen:
                 raise ValueError(f"vocab id {idx} is used by both {seen[idx]!r} and {token!r}")
             seen[idx] = token

@@ -188,6 +188,7 @@ cdef struct Model:
     const int32_t* pop_ids
     const int32_t* tok_chars     # characters a continuation token covers (prefix excluded)
     const int32_t* tok_full_chars  # characters a token covers at the word start (spelled in full)
+    const int32_t* tok_id        # the trie numbers tokens densely 0..n-1; this maps to vocab ids
     # direct child table of the word-start root for code points < 0x10000 (hot path)
     const int32_t* root_child_bmp
     int32_t suffix_root
@@ -280,7 +281,7 @@ cdef int flush_word(const Model* m, Scratch* s, Output* out) noexcept nogil:
         for k in range(m.pop_start[v], m.pop_start[v + 1]):
             tid = m.pop_ids[k]
             width = m.tok_full_chars[tid] if pos == 0 else m.tok_chars[tid]
-            if emit(out, tid, s.orig[pos], s.orig[pos + width - 1] + 1) != 0:
+            if emit(out, m.tok_id[tid], s.orig[pos], s.orig[pos + width - 1] + 1) != 0:
                 return -1
             pos += width
         v = m.fail[v]
@@ -294,7 +295,7 @@ cdef int flush_word(const Model* m, Scratch* s, Output* out) noexcept nogil:
         for k in range(m.pop_start[v], m.pop_start[v + 1]):
             tid = m.pop_ids[k]
             width = m.tok_full_chars[tid] if pos == 0 else m.tok_chars[tid]
-            if emit(out, tid, s.orig[pos], s.orig[pos + width - 1] + 1) != 0:
+            if emit(out, m.tok_id[tid], s.orig[pos], s.orig[pos + width - 1] + 1) != 0:
                 return -1
             pos += width
         v = m.fail[v]
@@ -520,7 +521,8 @@ def build_linmaxmatch(vocab, str prefix):
             v = nxt
         token_at[v] = tid
 
-    for tok, tid in vocab.items():
+    # tokens are numbered densely in the vocabulary's iteration order (ids may be sparse)
+    for tid, tok in enumerate(vocab):
         if tok:
             insert(0, tok, tid)
         if prefix and tok.startswith(prefix) and len(tok) > len(prefix):
@@ -591,17 +593,18 @@ cdef class WordPieceCore:
                   bint words_only=False):
         flags, ccc, nfd_index, lower_index, data = unicode_tables()
         trie = build_linmaxmatch(vocab, prefix)
-        max_id = max(vocab.values())
         # The first token of a word comes from the word-start trie, which spells every
         # token in full (prefix included); later ones come from the suffix trie, which
         # spells continuation tokens without the prefix. Offsets need both widths.
-        tok_chars = np.zeros(max_id + 1, dtype=np.int32)
-        tok_full_chars = np.zeros(max_id + 1, dtype=np.int32)
-        for tok, tid in vocab.items():
-            tok_full_chars[tid] = len(tok)
+        tok_chars = np.zeros(len(vocab) + 1, dtype=np.int32)
+        tok_full_chars = np.zeros(len(vocab) + 1, dtype=np.int32)
+        tok_id = np.zeros(len(vocab) + 1, dtype=np.int32)
+        for dense, (tok, tid) in enumerate(vocab.items()):
+            tok_id[dense] = tid
+            tok_full_chars[dense] = len(tok)
             is_cont = prefix and tok.startswith(prefix) and len(tok) > len(prefix)
-            tok_chars[tid] = len(tok) - len(prefix) if is_cont else len(tok)
-        self._keep = (flags, ccc, nfd_index, lower_index, data, trie, tok_chars, tok_full_chars)
+            tok_chars[dense] = len(tok) - len(prefix) if is_cont else len(tok)
+        self._keep = (flags, ccc, nfd_index, lower_index, data, trie, tok_chars, tok_full_chars, tok_id)
         self.unk_id = vocab[unk_token]
         cdef cnp.uint8_t[::1] fl = flags
         cdef cnp.uint8_t[::1] cc = ccc
@@ -617,6 +620,7 @@ cdef class WordPieceCore:
         cdef cnp.int32_t[::1] rb = trie["root_child_bmp"]
         cdef cnp.int32_t[::1] tc = tok_chars
         cdef cnp.int32_t[::1] tf = tok_full_chars
+        cdef cnp.int32_t[::1] ti = tok_id
         self.model.flags = &fl[0]
         self.model.ccc = &cc[0]
         self.model.nfd_index = &ni[0]
@@ -631,6 +635,7 @@ cdef class WordPieceCore:
         self.model.root_child_bmp = &rb[0]
         self.model.tok_chars = &tc[0]
         self.model.tok_full_chars = &tf[0]
+        self.model.tok_id = &ti[0]
         self.model.suffix_root = 1
         self.model.clean_text = clean_text
         self.model.cjk = cjk
