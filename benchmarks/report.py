@@ -44,11 +44,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-for p in (str(ROOT), str(HERE)):
-    if p not in sys.path:  # run from a checkout: its fastbpe (built in place) and corpus
-        sys.path.insert(0, p)
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))  # corpus modules beside this script
+# A checkout built in place (python setup.py build_ext --inplace) is measured; an unbuilt
+# source tree must not shadow the installed package.
+if any((ROOT / "fastbpe").glob("_core*.so")) or any((ROOT / "fastbpe").glob("_core*.pyd")):
+    sys.path.insert(0, str(ROOT))
 
 import fastbpe  # noqa: E402
+
+#: The folder holding the fastbpe measured here; trainer subprocesses import it from there.
+PKG_PARENT = str(Path(fastbpe.__file__).resolve().parents[1])
 from fastbpe import stats as fstats  # noqa: E402
 
 try:
@@ -311,7 +317,7 @@ def run_trainer(name: str, corpus_file: Path, vocab: int, out: Path, timeout: fl
     """Run one trainer in a fresh process of its own; time excludes imports and reading."""
     code = (
         "import json, sys, time\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        f"sys.path.insert(0, {PKG_PARENT!r})\n"
         f"CORPUS, VOCAB, OUT, PATTERN, THREADS = {str(corpus_file)!r}, {vocab}, {str(out)!r}, {CL100K!r}, {os.cpu_count() or 1}\n"
         + TRAINERS[name]
         + "print(json.dumps({'seconds': secs, 'vocab': n}))\n"

@@ -291,11 +291,14 @@ def test_benchmark_report_smoke(tmp_path):
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "report.py"
     if not script.exists():
         pytest.skip("benchmarks/ is not shipped in this installation")
-    env = dict(os.environ)
+    import fastbpe
+
+    # the report measures the fastbpe this test imports (installed, or built in place)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fastbpe.__file__)))
     if VOCAB_DIR.exists():
         env["FASTBPE_VOCAB_DIR"] = str(VOCAB_DIR)
     proc = subprocess.run([sys.executable, str(script), "--out", str(tmp_path), "--quick", "--skip", "encode", "batch"],
-                          capture_output=True, env=env, timeout=600)
+                          capture_output=True, env=env, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     for heading in ("## Machine and versions", "## Training", "## Vocabulary size vs sequence length",
