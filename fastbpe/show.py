@@ -109,10 +109,18 @@ def render_ansi(segs: list[Segment], *, ids: bool = False) -> str:
 
 
 def render_plain(segs: list[Segment], *, ids: bool = False) -> str:
-    """Without colours: segments separated by ``│`` (ids in brackets after each)."""
-    if ids:
-        return SEPARATOR.join(f"{visible(s.text)}[{' '.join(map(str, s.ids))}]" for s in segs)
-    return SEPARATOR.join(visible(s.text) for s in segs)
+    """Without colours: segments separated by ``│`` (ids in brackets after each); no
+    separator at the start of a line (the ``↵`` already ends the segment before)."""
+    out = []
+    for i, s in enumerate(segs):
+        if i and not segs[i - 1].text.endswith("\n"):
+            out.append(SEPARATOR)
+        text = visible(s.text)
+        if ids:  # the ids stay on the segment's line
+            mark = f"[{' '.join(map(str, s.ids))}]"
+            text = text[:-1] + mark + "\n" if text.endswith("\n") else text + mark
+        out.append(text)
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------- HTML
