@@ -87,6 +87,9 @@ def test_plain_and_ansi_rendering():
     plain = show.render_plain(segs)
     assert "\x1b[" not in plain and plain == "hi│·│hi│↵\n"
     assert show.render_plain(segs, ids=True).startswith("hi[256]│·[32]")
+    two_lines = show.segments(get_toy_encoding(), "a\nb")
+    assert show.render_plain(two_lines) == "a│↵\nb"  # no separator opens a line
+    assert show.render_plain(two_lines, ids=True) == "a[97]│↵[10]\nb[98]"
     ansi = show.render_ansi(segs, ids=True)
     assert ansi.count("\x1b[48;5;") >= len(segs) and "256" in ansi
     # colours cycle through the 6 backgrounds
