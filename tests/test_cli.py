@@ -143,6 +143,34 @@ def test_show_plain_ids_and_colour(tok):
     assert never.strip() in ("ab", "a│b")
 
 
+def test_show_colours_a_terminal_by_default(tok):
+    pty = pytest.importorskip("pty")
+    import fastbpe
+
+    leader, follower = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fastbpe.__file__)))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "fastbpe", "show", "-t", str(tok), "--text", "hello"],
+                              stdout=follower, stderr=subprocess.PIPE, env=env, timeout=120, cwd=tok.parent)
+        os.close(follower)
+        follower = None
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's other end is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if follower is not None:
+            os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 0, proc.stderr
+    assert b"\x1b[48;5;" in out
+
+
 class _Balance(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
