@@ -301,8 +301,19 @@ def cmd_count(args) -> int:
         print(len(stats.count_tokens(tok, text)))
         return 0
     check_files(args.files)
-    texts = [stats.read_text(f) for f in args.files]
-    counts = stats.count_tokens_batch(tok, texts, num_threads=args.threads)
+    # Files are encoded whole (exact counts), in parallel batches of up to ~64 MB of text
+    # so that a long list of big files is never all in memory at once.
+    counts: list[int] = []
+    batch: list[str] = []
+    size = 0
+    for f in args.files:
+        batch.append(stats.read_text(f))
+        size += len(batch[-1])
+        if size >= 64 << 20:
+            counts += stats.count_tokens_batch(tok, batch, num_threads=args.threads)
+            batch, size = [], 0
+    if batch:
+        counts += stats.count_tokens_batch(tok, batch, num_threads=args.threads)
     width = max(len(f"{c:,}") for c in [*counts, sum(counts)])
     for f, c in zip(args.files, counts):
         print(f"{c:>{width},}  {f}")
