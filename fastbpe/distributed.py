@@ -556,6 +556,7 @@ def encode_files(paths, encoding, out_dir, client=None, *, dtype=None, docs: str
         raise ValueError(f"num_workers must be None or a positive int, got {num_workers!r}")
     if client is not None:
         _check_client(client, "encode_files(client=...)")
+        import distributed
         n_threads = _n_worker_threads(client)
     else:
         n_threads = num_workers or os.cpu_count() or 1
@@ -596,6 +597,9 @@ def encode_files(paths, encoding, out_dir, client=None, *, dtype=None, docs: str
             client.submit(_encode_shard, t, enc_future, str(out_dir), errors, key=f"fastbpe-encode-{t['stem']}-{tag}")
             for t in tasks
         ]
+        # let every task settle before reporting a failure: shards that finish are kept
+        # for the rerun, and no task of this call still writes out_dir when it returns
+        distributed.wait(futures)
         results = client.gather(futures)
     elif n_threads == 1 or len(tasks) <= 1:
         results = [_encode_shard(t, encoding, str(out_dir), errors) for t in tasks]
