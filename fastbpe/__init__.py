@@ -11,6 +11,7 @@ from .formats import load
 from .reference.patterns import CL100K, GPT2, O200K
 from .registry import get_encoding, list_encoding_names
 from .train import train_bpe
+from .wordpiece import WordPiece, train_wordpiece
 
 __version__ = "0.1.0"
 
@@ -23,4 +24,6 @@ __all__ = [
     "list_encoding_names",
     "load",
     "train_bpe",
+    "train_wordpiece",
+    "WordPiece",
 ]
