@@ -48,6 +48,7 @@ file that can't seek is one range.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -344,6 +345,27 @@ def count_lines_distributed(client, paths, count_lines: Callable[[Iterable[str]]
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     return count_distributed(client, paths, _count_lines_range, count_lines, errors,
                              ranges_per_file=ranges_per_file, split_every=split_every)
+
+
+def count_words_distributed(client, paths, opts=None, errors: str = "strict",
+                            ranges_per_file: int | None = None, split_every: int = 4):
+    """Phase 1 of ``train_wordpiece`` on a Dask cluster: the ``Counter`` of normalised,
+    pre-tokenised words over every line of ``paths``, equal to
+    ``reference.wordpiece.count_words(_data.iter_texts(paths), opts)`` (BERT
+    normalisation is per character and whitespace ends words, so lines count alike).
+
+    ``opts`` is a ``reference.wordpiece.BertOptions`` (default: BERT uncased).
+    """
+    from collections import Counter
+
+    from .reference import wordpiece as ref_wordpiece
+
+    _check_client(client, "train_wordpiece(client=...)")
+    opts = opts if opts is not None else ref_wordpiece.BertOptions()
+    if not isinstance(opts, ref_wordpiece.BertOptions):
+        raise TypeError(f"opts must be a BertOptions, not {type(opts).__name__}")
+    count = functools.partial(ref_wordpiece.count_words, opts=opts)
+    return Counter(count_lines_distributed(client, paths, count, errors, ranges_per_file, split_every))
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -681,6 +703,7 @@ __all__ = [
     "count_chunks_distributed",
     "count_distributed",
     "count_lines_distributed",
+    "count_words_distributed",
     "encode_corpus_local",
     "encode_files",
     "load_shards",

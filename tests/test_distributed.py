@@ -179,6 +179,19 @@ def test_count_errors(client, corpus, tmp_path):
         D.count_chunks_distributed(client, [bad], pat, SPECIALS)
 
 
+def test_wordpiece_counts_and_vocab_equal_train_wordpiece(client, corpus, monkeypatch):
+    from fastbpe.reference import wordpiece as ref_wp
+    from fastbpe.wordpiece import train_wordpiece
+
+    opts = ref_wp.BertOptions()
+    got = D.count_words_distributed(client, corpus, opts, ranges_per_file=3)
+    assert got == ref_wp.count_words(_data.iter_texts(corpus), opts)
+    # the merge phase on the distributed counts gives train_wordpiece's vocabulary
+    want = train_wordpiece(corpus, 200).vocab
+    monkeypatch.setattr(ref_wp, "count_words", lambda texts, opts=None: got)
+    assert ref_wp.train([], 200, opts, special_tokens=opts.special_tokens) == want
+
+
 # ----------------------------------------------------------------------------- encoding
 def test_encode_files_on_cluster_equals_local(client, corpus, encoding, tmp_path):
     manifest = D.encode_files(corpus, encoding, tmp_path, client, ranges_per_file=3)
