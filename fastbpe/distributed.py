@@ -42,9 +42,16 @@ Encoding a corpus (``encode_files``)
     ``client=None`` or a ``LocalCluster``, a shared filesystem on a real cluster);
     inputs may be any fsspec URL. Two runs must not write the same ``out_dir`` at once.
 
-Remote inputs (``s3://…``, ``gs://…``, ``https://…``; any fsspec URL with its backend
-installed): ranges are cut at line starts by seeking with fsspec; a gzip file or a
-file that can't seek is one range.
+Inputs: local paths must be readable at the same path on every worker (a shared
+filesystem on a real cluster). Remote inputs (``s3://…``, ``gs://…``, ``https://…``;
+any fsspec URL with its backend installed on the client and the workers): ranges are
+cut at line starts by seeking with fsspec; a gzip file or a file that can't seek is one
+range. The client only stats the inputs and reads a line around each cut.
+
+Count tables travel as plain ``dict``s: pickled, a table of 55k unique chunks (10 MB of
+Python sources) is 0.7 MB and takes ~25 ms each way, smaller and no slower than packed
+numpy arrays (bytes + offsets + int64 counts, 1.3 MB), which would still have to be
+rebuilt into a dict to be summed.
 """
 from __future__ import annotations
 
