@@ -62,6 +62,7 @@ import io
 import json
 import math
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -134,7 +135,8 @@ def _normalize_paths(paths) -> list:
                 f"paths[{i}] is {type(p).__name__}; with a Dask client the data must be file paths "
                 "or fsspec URLs (an iterable of str can't be shipped to workers)"
             )
-        out.append(_local_path(p) if _is_local(p) else str(p))
+        # absolute: a worker's working directory need not be the client's
+        out.append(_local_path(p).absolute() if _is_local(p) else str(p))
     return out
 
 
@@ -558,6 +560,17 @@ def _remove_stale_tmp(out_dir: Path) -> None:
         p.unlink(missing_ok=True)
 
 
+_SHARD_FILE = re.compile(r"(shard-\d{6})\.(bin|idx\.npy|json)")
+
+
+def _remove_unlisted_shards(out_dir: Path, stems: set[str]) -> None:
+    """Shards of an earlier run over more ranges: not in the manifest, so not data."""
+    for p in out_dir.iterdir():
+        m = _SHARD_FILE.fullmatch(p.name)
+        if m and m.group(1) not in stems:
+            p.unlink(missing_ok=True)
+
+
 def encode_files(paths, encoding, out_dir, client=None, *, dtype=None, docs: str = "lines",
                  num_workers: int | None = None, eot: bool = True, errors: str = "strict",
                  ranges_per_file: int | None = None) -> dict:
@@ -591,7 +604,7 @@ def encode_files(paths, encoding, out_dir, client=None, *, dtype=None, docs: str
         n_threads = num_workers or os.cpu_count() or 1
     dt = _resolve_dtype(encoding, dtype)
     eot_id = _eot_id(encoding, eot)
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).absolute()
     out_dir.mkdir(parents=True, exist_ok=True)
     _remove_stale_tmp(out_dir)
 
@@ -662,6 +675,7 @@ def encode_files(paths, encoding, out_dir, client=None, *, dtype=None, docs: str
     }
     _atomic_write_bytes(out_dir / MANIFEST_NAME, json.dumps(manifest, indent=1).encode("utf-8"))
     _remove_stale_tmp(out_dir)  # left by attempts that died and were retried elsewhere
+    _remove_unlisted_shards(out_dir, {t["stem"] for t in tasks})
     _fsync_dir(out_dir)
     manifest["skipped"] = sum(1 for r in results if r["skipped"])
     return manifest

@@ -150,6 +150,17 @@ def test_fsspec_url_input(client, corpus):
     assert got == want
 
 
+def test_relative_paths_reach_the_workers(client, corpus, encoding, tmp_path, monkeypatch):
+    monkeypatch.chdir(corpus[0].parent)
+    pat = patterns.resolve_pattern("cl100k")
+    rel = [p.name for p in corpus]
+    want = train.count_documents(_data.iter_documents(corpus), pat, SPECIALS)
+    assert D.count_chunks_distributed(client, rel, pat, SPECIALS) == want
+    m = D.encode_files(rel, encoding, os.path.relpath(tmp_path / "rel"), client)
+    assert m["shards"][0]["source"] == str(corpus[0])
+    assert D.load_shards(tmp_path / "rel")[0].tolist() == _plain_encode(corpus, encoding)
+
+
 def test_count_lines_distributed_generic(client, corpus):
     got = D.count_lines_distributed(client, corpus, _count_words, ranges_per_file=2)
     want = _count_words(_data.iter_documents(corpus))
@@ -270,8 +281,12 @@ def test_resume_redoes_only_damaged_shards(corpus, encoding, tmp_path):
     again = D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=2)
     assert again["skipped"] == len(again["shards"]) - 2
     assert D.load_shards(tmp_path)[0].tolist() == _plain_encode(corpus, encoding)
+    # fewer ranges: the shards of the earlier plan that are not listed are removed
+    fewer = D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=1)
+    assert sorted(p.name for p in tmp_path.glob("shard-*.bin")) == sorted(s["bin"] for s in fewer["shards"])
+    assert D.load_shards(tmp_path)[0].tolist() == _plain_encode(corpus, encoding)
     # different options: nothing may be reused
-    other = D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=2, eot=False)
+    other = D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=1, eot=False)
     assert other["skipped"] == 0
     assert D.load_shards(tmp_path)[0].tolist() == _plain_encode(corpus, encoding, eot=False)
 
