@@ -7,8 +7,13 @@ import pytest
 
 
 def run(*args, stdin=None, cwd=None, env_extra=None):
+    import tempfile
+
     import fastbpe
 
+    # Never run from the project root: `python -m` puts the working directory first on
+    # sys.path, where an unbuilt source tree would shadow the installed package.
+    cwd = cwd or tempfile.gettempdir()
     # The subprocess imports the same fastbpe as this test (installed or in-tree).
     pkg_parent = os.path.dirname(os.path.dirname(fastbpe.__file__))
     env = dict(os.environ, PYTHONPATH=pkg_parent, **(env_extra or {}))

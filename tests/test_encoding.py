@@ -147,19 +147,16 @@ def test_pickle_is_small_and_equal(pair):
     assert again.name == ours.name and again.special_tokens_set == ours.special_tokens_set
 
 
-def _encode_in_worker(args):
-    enc, text = args
-    return enc.encode_ordinary(text)
-
-
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_works_in_process_pools(method, tiktoken_encoding):
     tk = tiktoken_encoding("gpt2")
     enc = fastbpe.Encoding("gpt2", pat_str=tk._pat_str, mergeable_ranks=tk._mergeable_ranks,
                            special_tokens=tk._special_tokens)
     enc.encode_batch(TEXTS, num_threads=2)  # use it in the parent first
+    # A bound method pickles as (encoding, name): workers need nothing from this test
+    # module, which spawned children could not import under --import-mode=importlib.
     with mp.get_context(method).Pool(2) as pool:
-        got = pool.map(_encode_in_worker, [(enc, t) for t in TEXTS])
+        got = pool.map_async(enc.encode_ordinary, TEXTS).get(timeout=300)
     assert got == [tk.encode_ordinary(t) for t in TEXTS]
 
 

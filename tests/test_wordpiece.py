@@ -75,8 +75,17 @@ def test_constructor_validation():
         WordPiece({"[UNK]": "0"})
     with pytest.raises(ValueError, match="both"):
         WordPiece({"[UNK]": 0, "a": 0})
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(ValueError, match="out of range"):
         WordPiece({"[UNK]": -1})
+    with pytest.raises(ValueError, match="out of range"):
+        WordPiece({"[UNK]": 2**31})
+
+
+def test_sparse_ids():
+    wp = WordPiece({"[UNK]": 2**31 - 1, "[CLS]": 7, "[SEP]": 10**6, "ab": 3, "##c": 123456})
+    assert wp.encode("abc") == [7, 3, 123456, 10**6]
+    assert wp.encode("x") == [7, 2**31 - 1, 10**6]
+    assert wp.decode([3, 123456]) == "abc"
     with pytest.raises(ValueError):
         WordPiece({"[UNK]": 0}, max_input_chars_per_word=0)
     with pytest.raises(ValueError, match=r"\[X\]"):

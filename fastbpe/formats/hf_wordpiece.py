@@ -6,6 +6,9 @@ not encode it the way HF does. Added tokens become fastbpe's special tokens (rec
 raw text, skipped by decode). The file's ``truncation`` and ``padding`` sections are not
 applied (fastbpe's ``encode`` takes those as arguments instead).
 
+Turkish-aware lowercasing is written as ``Sequence[Replace İ->i, Replace I->ı,
+BertNormalizer]``, which HF applies with the same result, and read back from that shape.
+
 Writing produces a file that ``tokenizers.Tokenizer.from_file`` loads and encodes like
 fastbpe: BertNormalizer, BertPreTokenizer, WordPiece model, a TemplateProcessing
 ``[CLS] $A [SEP]`` / ``[CLS] $A [SEP] $B:1 [SEP]:1`` post-processor and the WordPiece decoder.
@@ -17,6 +20,13 @@ import os
 from pathlib import Path
 
 from ._atomic import atomic_write_text
+
+
+# Turkish-aware lowercasing as HF can express it: two Replace normalizers before BERT's.
+TURKISH_REPLACES = [
+    {"type": "Replace", "pattern": {"String": "İ"}, "content": "i"},
+    {"type": "Replace", "pattern": {"String": "I"}, "content": "ı"},
+]
 
 
 def read_hf_wordpiece(path: str | os.PathLike) -> dict:
@@ -42,6 +52,12 @@ def read_hf_wordpiece(path: str | os.PathLike) -> dict:
         "continuing_subword_prefix": model.get("continuing_subword_prefix", "##"),
     }
     norm = data.get("normalizer")
+    kwargs["turkish_lowercase"] = False
+    if isinstance(norm, dict) and norm.get("type") == "Sequence" and norm.get("normalizers", [])[:2] == TURKISH_REPLACES:
+        rest = norm["normalizers"][2:]
+        if len(rest) == 1:
+            kwargs["turkish_lowercase"] = True
+            norm = rest[0]
     if norm is None:
         kwargs.update(lowercase=False, strip_accents=False, clean_text=False, tokenize_chinese_chars=False)
     elif norm.get("type") == "BertNormalizer":
@@ -84,6 +100,7 @@ def hf_wordpiece_json(
     max_input_chars_per_word: int,
     continuing_subword_prefix: str,
     special_tokens,
+    turkish_lowercase: bool = False,
 ) -> str:
     """The tokenizer.json text for a fastbpe WordPiece configuration."""
     added = [
@@ -103,18 +120,21 @@ def hf_wordpiece_json(
                 t: {"id": t, "ids": [vocab[t]], "tokens": [t]} for t in ("[CLS]", "[SEP]")
             },
         }
+    normalizer = {
+        "type": "BertNormalizer",
+        "clean_text": clean_text,
+        "handle_chinese_chars": tokenize_chinese_chars,
+        "strip_accents": strip_accents,
+        "lowercase": lowercase,
+    }
+    if turkish_lowercase and lowercase:
+        normalizer = {"type": "Sequence", "normalizers": TURKISH_REPLACES + [normalizer]}
     doc = {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": added,
-        "normalizer": {
-            "type": "BertNormalizer",
-            "clean_text": clean_text,
-            "handle_chinese_chars": tokenize_chinese_chars,
-            "strip_accents": strip_accents,
-            "lowercase": lowercase,
-        },
+        "normalizer": normalizer,
         "pre_tokenizer": {"type": "BertPreTokenizer"},
         "post_processor": post,
         "decoder": {"type": "WordPiece", "prefix": continuing_subword_prefix, "cleanup": True},

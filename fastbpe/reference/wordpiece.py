@@ -18,6 +18,8 @@ Decisions, written down once (the native core must follow every one of them):
   not the same set as ``str.isspace``.
 * Lowercasing is done per character (``c.lower()`` for each ``c``), like HF; so there is no
   Greek final-sigma rule and "İ" becomes "i̇" (two characters).
+* ``turkish_lowercase`` (off by default; HF has no such option) maps İ -> i and I -> ı
+  before accent stripping and lowercasing.
 * Accent stripping is NFD followed by dropping non-spacing marks (category Mn).
   ``strip_accents=None`` follows ``lowercase``, as in HF.
 * CJK padding uses HF's ranges (see ``CJK_RANGES``).
@@ -46,6 +48,8 @@ Training (``train``), the likelihood WordPiece of Schuster & Nakajima / the HF c
   count is below 2**42).
 * Tie-break among equal scores: the higher pair count wins, then the smaller A, then the
   smaller B (strings compared by code point). So the choice is total and deterministic.
+* ``algorithm="frequency"`` (HF WordPieceTrainer style, i.e. BPE over ``##`` pieces) ranks
+  pairs by count alone, then by the same string tie-break.
 * Only pairs with count >= ``min_frequency`` are candidates. Merged token = A + B without
   B's ``##``. A merge whose token is already in the vocabulary re-segments words but adds
   no new entry.
@@ -138,6 +142,11 @@ def lowercase(text: str) -> str:
     return "".join(ch.lower() for ch in text)
 
 
+def turkish_dotted_i(text: str) -> str:
+    """Turkish case pairs before lowercasing: İ -> i and I -> ı. ``"İSTANBUL" -> "iSTANBUL"``"""
+    return text.replace("İ", "i").replace("I", "ı")
+
+
 def normalize(
     text: str,
     *,
@@ -145,12 +154,19 @@ def normalize(
     strip_accents_text: bool | None = None,
     clean: bool = True,
     tokenize_chinese_chars: bool = True,
+    turkish: bool = False,
 ) -> str:
-    """HF BertNormalizer. ``normalize("Héllo\\tWORLD") -> "hello world"``"""
+    """HF BertNormalizer. ``normalize("Héllo\\tWORLD") -> "hello world"``
+
+    ``turkish=True`` (only with lowercasing) maps İ -> i and I -> ı first, so that accent
+    stripping cannot turn İ into "I" -> "i"-without-dot mistakes; BERT/HF never do this.
+    """
     if clean:
         text = clean_text(text)
     if tokenize_chinese_chars:
         text = pad_cjk(text)
+    if lowercase_text and turkish:
+        text = turkish_dotted_i(text)
     if lowercase_text if strip_accents_text is None else strip_accents_text:
         text = strip_accents(text)
     if lowercase_text:
@@ -243,7 +259,9 @@ class BertOptions:
         max_input_chars_per_word: int = 100,
         continuing_subword_prefix: str = "##",
         special_tokens=SPECIAL_TOKENS,
+        turkish_lowercase: bool = False,
     ):
+        self.turkish_lowercase = turkish_lowercase
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.clean_text = clean_text
@@ -260,6 +278,7 @@ class BertOptions:
             strip_accents_text=self.strip_accents,
             clean=self.clean_text,
             tokenize_chinese_chars=self.tokenize_chinese_chars,
+            turkish=self.turkish_lowercase,
         )
 
 
@@ -354,18 +373,19 @@ def merged_token(a: str, b: str, prefix: str = "##") -> str:
     return a + b[len(prefix):]
 
 
-def better(cand, best) -> bool:
+def better(cand, best, algorithm: str = "likelihood") -> bool:
     """Is candidate (pair_count, count_a, count_b, a, b) strictly better than ``best``?
 
     Higher score p/(ca*cb) by exact cross-multiplication; then higher p; then smaller a, b.
     ``better((2, 2, 2, "x", "##y"), (4, 4, 4, "a", "##b")) -> True`` (2/4 beats 4/16).
+    With ``algorithm="frequency"`` the score is skipped: higher p, then smaller a, b.
     """
     if best is None:
         return True
     p1, a1, b1, x1, y1 = cand
     p2, a2, b2, x2, y2 = best
     lhs, rhs = p1 * a2 * b2, p2 * a1 * b1
-    if lhs != rhs:
+    if algorithm == "likelihood" and lhs != rhs:
         return lhs > rhs
     if p1 != p2:
         return p1 > p2
@@ -420,12 +440,17 @@ def train(
     limit_alphabet: int | None = None,
     special_tokens=SPECIAL_TOKENS,
     return_merges: bool = False,
+    algorithm: str = "likelihood",
 ):
     """Train a likelihood WordPiece vocabulary (token -> id). See the module docstring.
 
     ``train(["hug hug pug pun bun hugs"], 20)`` gives the special tokens, the alphabet, then
-    merges chosen by count(AB)/(count(A)count(B)).
+    merges chosen by count(AB)/(count(A)count(B)). ``algorithm="frequency"`` picks the most
+    frequent pair instead (BPE with ``##`` pieces, the way HF's WordPieceTrainer works), with
+    the same tie-break after the count.
     """
+    if algorithm not in ("likelihood", "frequency"):
+        raise ValueError(f"algorithm must be 'likelihood' or 'frequency', not {algorithm!r}")
     opts = opts or BertOptions()
     prefix = opts.prefix
     word_counts = count_words(texts, opts)
@@ -449,7 +474,7 @@ def train(
             if p < max(min_frequency, 1):
                 continue
             cand = (p, units[a], units[b], a, b)
-            if better(cand, best):
+            if better(cand, best, algorithm):
                 best = cand
         if best is None:
             break
