@@ -356,6 +356,18 @@ def count_lines_distributed(client, paths, count_lines: Callable[[Iterable[str]]
                              ranges_per_file=ranges_per_file, split_every=split_every)
 
 
+def _count_words_lines(lines, opts):
+    """WordPiece word counts of some lines: the native counter of ``train_wordpiece``
+    (one thread: a Dask worker thread is the unit of parallelism), else the reference."""
+    try:
+        from .wordpiece import _count_words_native
+    except ImportError:  # pragma: no cover - the native WordPiece core is not built
+        from .reference.wordpiece import count_words
+
+        return count_words(lines, opts)
+    return _count_words_native(lines, opts, 1)
+
+
 def count_words_distributed(client, paths, opts=None, errors: str = "strict",
                             ranges_per_file: int | None = None, split_every: int = 4):
     """Phase 1 of ``train_wordpiece`` on a Dask cluster: the ``Counter`` of normalised,
@@ -373,7 +385,7 @@ def count_words_distributed(client, paths, opts=None, errors: str = "strict",
     opts = opts if opts is not None else ref_wordpiece.BertOptions()
     if not isinstance(opts, ref_wordpiece.BertOptions):
         raise TypeError(f"opts must be a BertOptions, not {type(opts).__name__}")
-    count = functools.partial(ref_wordpiece.count_words, opts=opts)
+    count = functools.partial(_count_words_lines, opts=opts)
     return Counter(count_lines_distributed(client, paths, count, errors, ranges_per_file, split_every))
 
 
