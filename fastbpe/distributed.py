@@ -141,8 +141,10 @@ def _normalize_paths(paths) -> list:
 
 
 def _fs(url: str):
-    import fsspec
-
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(f"reading {url} needs fsspec, which is optional: `{_INSTALL_HINT}`") from None
     return fsspec.core.url_to_fs(url)
 
 

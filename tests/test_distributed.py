@@ -389,12 +389,14 @@ def test_import_error_without_dask(tmp_path):
     script = textwrap.dedent(
         """
         import sys
-        sys.modules["distributed"] = None  # as if dask.distributed were not installed
+        sys.modules["distributed"] = None  # as if dask.distributed and fsspec were not installed
+        sys.modules["fsspec"] = None
         from fastbpe import distributed as D
         from fastbpe.reference import patterns
         for call in (
             lambda: D.count_chunks_distributed(object(), ["x"], patterns.CL100K, []),
             lambda: D.encode_files(["x"], __import__("fastbpe").encoding.get_toy_encoding(), "out", client=object()),
+            lambda: D.plan_ranges(["s3://bucket/x.txt"]),
         ):
             try:
                 call()
@@ -405,7 +407,7 @@ def test_import_error_without_dask(tmp_path):
     r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     lines = [line for line in r.stdout.splitlines() if line.startswith("IMPORTERROR")]
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert all("pip install fastbpe[dask]" in line for line in lines)
 
 
