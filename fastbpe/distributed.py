@@ -184,6 +184,16 @@ def _size(path) -> int:
     return int(fs.size(p))
 
 
+def _source_version(path) -> str:
+    """What tells that an input changed (then its shards are redone on resume): size and
+    mtime for a local file, fsspec's ``ukey`` (e.g. size + ETag/mtime) for a remote one."""
+    if isinstance(path, Path):
+        st = path.stat()
+        return f"{st.st_size}:{st.st_mtime_ns}"
+    fs, p = _fs(path)
+    return str(fs.ukey(p))
+
+
 def _split_remote(url: str, n_parts: int) -> list[tuple[int, int]]:
     """``_data.split_ranges`` for an fsspec URL: cut at line starts by seeking; one
     range for gzip or when the file can't seek."""
@@ -623,12 +633,14 @@ def encode_files(paths, encoding, out_dir, client=None, *, dtype=None, docs: str
     _remove_stale_tmp(out_dir)
 
     if docs == "file":
-        plan = [(p, 0, -1) for p in _normalize_paths(paths)]
-        for p, _, _ in plan:
+        plan = []
+        for p in _normalize_paths(paths):
             _check_exists(p)
+            plan.append((p, 0, _size(p)))
     else:
         plan = plan_ranges(paths, ranges_per_file, n_threads)
     fingerprint = _encoding_fingerprint(encoding)
+    versions = {p: _source_version(p) for p in {p for p, _, _ in plan}}
     tasks = [
         {
             "stem": f"shard-{i:06d}",
@@ -636,6 +648,7 @@ def encode_files(paths, encoding, out_dir, client=None, *, dtype=None, docs: str
             "local": isinstance(p, Path),
             "start": int(s),
             "end": int(e),
+            "source_version": versions[p],
             "docs": docs,
             "dtype": dt.str,
             "eot_id": eot_id,

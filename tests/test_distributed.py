@@ -285,6 +285,19 @@ def test_resume_redoes_only_damaged_shards(corpus, encoding, tmp_path):
     fewer = D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=1)
     assert sorted(p.name for p in tmp_path.glob("shard-*.bin")) == sorted(s["bin"] for s in fewer["shards"])
     assert D.load_shards(tmp_path)[0].tolist() == _plain_encode(corpus, encoding)
+    # a changed source file: its shard is redone, the others are kept
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    src = [changed / p.name for p in corpus]
+    for p, q in zip(corpus, src):
+        q.write_bytes(p.read_bytes())
+    D.encode_files(src, encoding, tmp_path / "c", num_workers=1, ranges_per_file=1)
+    st = src[0].stat()
+    src[0].write_bytes(src[0].read_bytes().replace(b"the", b"THE"))  # same size
+    os.utime(src[0], ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    redo = D.encode_files(src, encoding, tmp_path / "c", num_workers=1, ranges_per_file=1)
+    assert redo["skipped"] == len(src) - 1
+    assert D.load_shards(tmp_path / "c")[0].tolist() == _plain_encode(src, encoding)
     # different options: nothing may be reused
     other = D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=1, eot=False)
     assert other["skipped"] == 0
