@@ -29,7 +29,9 @@ Encoding a corpus (``encode_files``)
     shard, its EOT included, is ``tokens[idx[i]:idx[i+1]]``) and a sidecar
     ``shard-NNNNNN.json`` (what the shard was made from and the sha256 of both files).
     ``manifest.json`` lists the shards in corpus order with their token and document
-    counts and checksums; it is written last.
+    counts and checksums; it is written last. A training loader can ``np.memmap`` each
+    ``.bin`` with the manifest's ``dtype``; ``load_shards`` reads and verifies a whole
+    (small) corpus. With ``docs="file"`` each file is read into memory whole.
 
     Crash safety and resume: every file is written under a temporary name, flushed,
     fsynced and renamed (``os.replace``, atomic on POSIX), so a worker that dies
