@@ -1,0 +1,643 @@
+"""Native BPE trainer: learn merges identical to ``fastbpe.reference.bpe.train_on_chunks``.
+
+Why it is fast: the reference recounts every pair of every chunk after each merge. Here
+the unique chunks live once, as int32 token ids in one flat buffer, and
+
+* pair counts are kept *incrementally* in an open-addressing hash map
+  ``(left, right) -> pair slot`` whose slot holds the int64 count and the list of chunks
+  (words) that contained the pair when it was created (lists may hold stale ids; a word
+  that no longer holds the pair is simply scanned without effect);
+* the next merge comes from a max-heap of ``(count, left, right)`` with lazy
+  invalidation: a popped entry is checked against the live count, and re-pushed with the
+  live count when it was stale;
+* a merge rewrites only the words listed for the pair, and adjusts only the pairs that
+  the merge destroyed or created (the neighbours), which equals recounting the word.
+
+Exactness (see the reference's docstring for each rule): overlapping pair counts,
+leftmost non-overlapping merging, tie-break by highest count then smallest
+``(left, right)``, ``max_token_length`` (ineligible pairs keep correct counts but are
+never chosen), ``min_frequency``, and id reuse when the merged bytes already are a token.
+
+Heap invariant (why the lazy heap is exact): every pair with a live count ``c > 0`` has
+at least one heap entry with count ``>= c``. Decreases keep it; every increase pushes the
+new live count at the end of the merge. So when the top entry equals the live count, no
+other pair can beat it (its entry would be above the top).
+"""
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcmp, memcpy, memset
+
+cdef struct IdList:
+    int32_t* data
+    int32_t n
+    int32_t cap
+
+cdef struct HeapEntry:
+    int64_t count
+    int32_t left
+    int32_t right
+
+# Status codes of _Merger.run
+cdef enum:
+    RUN_MORE = 0        # did the requested number of merges, more may follow
+    RUN_FULL = 1        # the vocabulary reached n_tokens
+    RUN_NO_PAIR = 2     # no eligible pair left
+    RUN_BELOW_MIN = 3   # best eligible count below max(min_frequency, 1)
+    RUN_OOM = -1
+
+
+cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
+    # murmur3 finalizer: pair keys are highly structured (small ids), spread them out
+    x ^= x >> 33
+    x *= 0xff51afd7ed558ccdULL
+    x ^= x >> 33
+    x *= 0xc4ceb9fe1a85ec53ULL
+    x ^= x >> 33
+    return x
+
+
+cdef inline uint64_t pair_key(int32_t left, int32_t right) noexcept nogil:
+    return ((<uint64_t><uint32_t>left) << 32) | <uint64_t><uint32_t>right
+
+
+cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    # FNV-1a, then mixed: token bytes are short, this is only for id reuse detection
+    cdef uint64_t h = 1469598103934665603ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ s[i]) * 1099511628211ULL
+    return mix64(h)
+
+
+cdef int grow(void** ptr, Py_ssize_t* cap, Py_ssize_t need, size_t elem) noexcept nogil:
+    """Make room for ``need`` elements (amortized doubling); -1 when out of memory."""
+    cdef Py_ssize_t new_cap
+    cdef void* p
+    if need <= cap[0]:
+        return 0
+    new_cap = cap[0] * 2 if cap[0] > 0 else 16
+    while new_cap < need:
+        new_cap *= 2
+    p = realloc(ptr[0], <size_t>new_cap * elem)
+    if p == NULL:
+        return -1
+    ptr[0] = p
+    cap[0] = new_cap
+    return 0
+
+
+cdef inline bint heap_before(const HeapEntry* x, const HeapEntry* y) noexcept nogil:
+    """True when x should be merged before y: higher count, then smaller (left, right)."""
+    if x.count != y.count:
+        return x.count > y.count
+    if x.left != y.left:
+        return x.left < y.left
+    return x.right < y.right
+
+
+cdef class _Merger:
+    """All state of one training run; every buffer is malloc'd and freed in __dealloc__."""
+    # words (unique chunks of >= 2 bytes): ids in one flat buffer
+    cdef int32_t* tokens
+    cdef int64_t* wstart
+    cdef int32_t* wlen
+    cdef int64_t* wcount
+    cdef int32_t* wstamp          # merge number that last rewrote the word (dedup of lists)
+    cdef Py_ssize_t n_words
+    # pair map: key -> pair slot, open addressing with linear probing
+    cdef uint64_t* map_keys
+    cdef int32_t* map_vals        # -1 = empty
+    cdef Py_ssize_t map_cap
+    # pair slots
+    cdef int32_t* p_left
+    cdef int32_t* p_right
+    cdef int64_t* p_count
+    cdef int32_t* p_stamp         # merge number that last increased the count
+    cdef IdList* p_words
+    cdef Py_ssize_t n_pairs, pairs_cap
+    # pairs whose count grew during the current merge (pushed at its end)
+    cdef int32_t* touched
+    cdef Py_ssize_t n_touched, touched_cap
+    # max-heap
+    cdef HeapEntry* heap
+    cdef Py_ssize_t heap_n, heap_cap
+    # vocabulary: token bytes in one flat buffer, and bytes -> id for reuse
+    cdef uint8_t* tok_bytes
+    cdef Py_ssize_t tok_bytes_n, tok_bytes_cap
+    cdef int64_t* tok_off
+    cdef int32_t* tok_len
+    cdef int32_t n_vocab, n_tokens
+    cdef int32_t* vmap
+    cdef uint64_t* vmap_hash
+    cdef Py_ssize_t vmap_cap
+    # merges done
+    cdef int32_t* m_left
+    cdef int32_t* m_right
+    cdef Py_ssize_t n_merges, merges_cap
+    # options
+    cdef int64_t threshold
+    cdef int64_t max_len         # 0: no limit
+    cdef int oom
+
+    def __cinit__(self):
+        self.map_cap = 0
+        self.n_pairs = self.pairs_cap = 0
+        self.n_touched = self.touched_cap = 0
+        self.heap_n = self.heap_cap = 0
+        self.tok_bytes_n = self.tok_bytes_cap = 0
+        self.n_merges = self.merges_cap = 0
+        self.n_words = 0
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.p_words != NULL:
+            for i in range(self.n_pairs):
+                free(self.p_words[i].data)
+        free(self.tokens); free(self.wstart); free(self.wlen); free(self.wcount)
+        free(self.wstamp); free(self.map_keys); free(self.map_vals)
+        free(self.p_left); free(self.p_right); free(self.p_count); free(self.p_stamp)
+        free(self.p_words); free(self.touched); free(self.heap); free(self.tok_bytes)
+        free(self.tok_off); free(self.tok_len); free(self.vmap); free(self.vmap_hash)
+        free(self.m_left); free(self.m_right)
+
+    # ------------------------------------------------------------------ pair map
+    cdef int map_rehash(self, Py_ssize_t new_cap) noexcept nogil:
+        cdef uint64_t* keys = <uint64_t*>malloc(<size_t>new_cap * sizeof(uint64_t))
+        cdef int32_t* vals = <int32_t*>malloc(<size_t>new_cap * sizeof(int32_t))
+        cdef Py_ssize_t i, s, mask = new_cap - 1
+        cdef uint64_t key
+        if keys == NULL or vals == NULL:
+            free(keys); free(vals)
+            return -1
+        memset(vals, 0xff, <size_t>new_cap * sizeof(int32_t))
+        for i in range(self.n_pairs):
+            key = pair_key(self.p_left[i], self.p_right[i])
+            s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
+            while vals[s] >= 0:
+                s = (s + 1) & mask
+            keys[s] = key
+            vals[s] = <int32_t>i
+        free(self.map_keys); free(self.map_vals)
+        self.map_keys = keys
+        self.map_vals = vals
+        self.map_cap = new_cap
+        return 0
+
+    cdef inline int32_t pair_find(self, int32_t left, int32_t right) noexcept nogil:
+        cdef uint64_t key = pair_key(left, right)
+        cdef Py_ssize_t mask = self.map_cap - 1
+        cdef Py_ssize_t s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
+        cdef int32_t v
+        while True:
+            v = self.map_vals[s]
+            if v < 0 or self.map_keys[s] == key:
+                return v
+            s = (s + 1) & mask
+
+    cdef int32_t pair_get_or_add(self, int32_t left, int32_t right) noexcept nogil:
+        """Slot of the pair, created with count 0 if new; -1 when out of memory."""
+        cdef uint64_t key = pair_key(left, right)
+        cdef Py_ssize_t mask = self.map_cap - 1
+        cdef Py_ssize_t s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
+        cdef int32_t v
+        cdef Py_ssize_t cap
+        while True:
+            v = self.map_vals[s]
+            if v < 0:
+                break
+            if self.map_keys[s] == key:
+                return v
+            s = (s + 1) & mask
+        # new pair: make room in the slot arrays (all share pairs_cap)
+        if self.n_pairs + 1 > self.pairs_cap:
+            cap = self.pairs_cap
+            if grow(<void**>&self.p_left, &cap, self.n_pairs + 1, sizeof(int32_t)) < 0:
+                return -1
+            cap = self.pairs_cap
+            if grow(<void**>&self.p_right, &cap, self.n_pairs + 1, sizeof(int32_t)) < 0:
+                return -1
+            cap = self.pairs_cap
+            if grow(<void**>&self.p_count, &cap, self.n_pairs + 1, sizeof(int64_t)) < 0:
+                return -1
+            cap = self.pairs_cap
+            if grow(<void**>&self.p_stamp, &cap, self.n_pairs + 1, sizeof(int32_t)) < 0:
+                return -1
+            cap = self.pairs_cap
+            if grow(<void**>&self.p_words, &cap, self.n_pairs + 1, sizeof(IdList)) < 0:
+                return -1
+            self.pairs_cap = cap
+        v = <int32_t>self.n_pairs
+        self.p_left[v] = left
+        self.p_right[v] = right
+        self.p_count[v] = 0
+        self.p_stamp[v] = -1
+        self.p_words[v].data = NULL
+        self.p_words[v].n = 0
+        self.p_words[v].cap = 0
+        self.n_pairs += 1
+        self.map_keys[s] = key
+        self.map_vals[s] = v
+        if self.n_pairs * 2 > self.map_cap:
+            if self.map_rehash(self.map_cap * 2) < 0:
+                return -1
+        return v
+
+    cdef inline int list_add(self, int32_t p, int32_t word) noexcept nogil:
+        cdef IdList* lst = &self.p_words[p]
+        cdef Py_ssize_t cap
+        if lst.n > 0 and lst.data[lst.n - 1] == word:
+            return 0
+        if lst.n == lst.cap:
+            cap = lst.cap
+            if grow(<void**>&lst.data, &cap, lst.n + 1, sizeof(int32_t)) < 0:
+                return -1
+            lst.cap = <int32_t>cap
+        lst.data[lst.n] = word
+        lst.n += 1
+        return 0
+
+    # ------------------------------------------------------------------ heap
+    cdef int heap_push(self, int64_t count, int32_t left, int32_t right) noexcept nogil:
+        cdef Py_ssize_t i, parent
+        cdef HeapEntry e
+        if grow(<void**>&self.heap, &self.heap_cap, self.heap_n + 1, sizeof(HeapEntry)) < 0:
+            return -1
+        e.count = count
+        e.left = left
+        e.right = right
+        i = self.heap_n
+        self.heap_n += 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not heap_before(&e, &self.heap[parent]):
+                break
+            self.heap[i] = self.heap[parent]
+            i = parent
+        self.heap[i] = e
+        return 0
+
+    cdef void heap_sift_down(self, Py_ssize_t i) noexcept nogil:
+        cdef HeapEntry e = self.heap[i]
+        cdef Py_ssize_t n = self.heap_n, child
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and heap_before(&self.heap[child + 1], &self.heap[child]):
+                child += 1
+            if not heap_before(&self.heap[child], &e):
+                break
+            self.heap[i] = self.heap[child]
+            i = child
+        self.heap[i] = e
+
+    cdef HeapEntry heap_pop(self) noexcept nogil:
+        cdef HeapEntry top = self.heap[0]
+        self.heap_n -= 1
+        if self.heap_n > 0:
+            self.heap[0] = self.heap[self.heap_n]
+            self.heap_sift_down(0)
+        return top
+
+    # ------------------------------------------------------------------ vocabulary
+    cdef int32_t vocab_find_or_add(self, int32_t left, int32_t right) noexcept nogil:
+        """Id of bytes(left) + bytes(right): the existing one, or the next new id."""
+        cdef Py_ssize_t n = <Py_ssize_t>self.tok_len[left] + self.tok_len[right]
+        cdef Py_ssize_t mask = self.vmap_cap - 1, s
+        cdef uint8_t* dst
+        cdef uint64_t h
+        cdef int32_t v
+        if grow(<void**>&self.tok_bytes, &self.tok_bytes_cap, self.tok_bytes_n + n, 1) < 0:
+            return -1
+        dst = self.tok_bytes + self.tok_bytes_n
+        memcpy(dst, self.tok_bytes + self.tok_off[left], <size_t>self.tok_len[left])
+        memcpy(dst + self.tok_len[left], self.tok_bytes + self.tok_off[right], <size_t>self.tok_len[right])
+        h = hash_bytes(dst, n)
+        s = <Py_ssize_t>(h & <uint64_t>mask)
+        while True:
+            v = self.vmap[s]
+            if v < 0:
+                break
+            if (self.vmap_hash[s] == h and self.tok_len[v] == n
+                    and memcmp(self.tok_bytes + self.tok_off[v], dst, <size_t>n) == 0):
+                return v   # the bytes already are a token: reuse its id
+            s = (s + 1) & mask
+        v = self.n_vocab
+        self.tok_off[v] = self.tok_bytes_n
+        self.tok_len[v] = <int32_t>n
+        self.tok_bytes_n += n
+        self.vmap[s] = v
+        self.vmap_hash[s] = h
+        self.n_vocab += 1
+        return v
+
+    # ------------------------------------------------------------------ merging
+    cdef inline int pair_inc(self, int32_t left, int32_t right, int32_t word, int64_t by,
+                             int32_t stamp) noexcept nogil:
+        cdef int32_t p = self.pair_get_or_add(left, right)
+        if p < 0:
+            return -1
+        self.p_count[p] += by
+        if self.list_add(p, word) < 0:
+            return -1
+        if self.p_stamp[p] != stamp:
+            self.p_stamp[p] = stamp
+            if grow(<void**>&self.touched, &self.touched_cap, self.n_touched + 1, sizeof(int32_t)) < 0:
+                return -1
+            self.touched[self.n_touched] = p
+            self.n_touched += 1
+        return 0
+
+    cdef inline void pair_dec(self, int32_t left, int32_t right, int64_t by) noexcept nogil:
+        # every destroyed pair was counted before, so it is in the map
+        cdef int32_t p = self.pair_find(left, right)
+        self.p_count[p] -= by
+
+    cdef int merge_word(self, int32_t w, int32_t a, int32_t b, int32_t c, int32_t stamp) noexcept nogil:
+        """Merge (a, b) -> c in word w, in place, and apply the pair-count deltas.
+
+        Destroyed pairs are those of the old sequence that touch a merged position; an
+        occurrence at i destroys (i-1, i) unless the previous occurrence ended at i-1
+        (then (i-1, i) was already destroyed as that occurrence's right neighbour),
+        (i, i+1) = (a, b) itself (zeroed in bulk by the caller) and (i+1, i+2). Created
+        pairs are those of the new sequence with a new c on either side. This equals
+        recounting the word from scratch, overlapping runs like "aaaa" included.
+        """
+        cdef int32_t* ids = self.tokens + self.wstart[w]
+        cdef Py_ssize_t n = self.wlen[w]
+        cdef int64_t wc = self.wcount[w]
+        cdef Py_ssize_t i = 0, j = 0, last_end = -2
+        cdef bint prev_new = False, cur_new
+        while i < n:
+            if i + 1 < n and ids[i] == a and ids[i + 1] == b:
+                # ids[i-1] and ids[i+2] are still the original values: writes go to
+                # indices < j <= i, and index i-1 is rewritten only with its own value
+                if i > 0 and last_end != i - 1:
+                    self.pair_dec(ids[i - 1], a, wc)
+                if i + 2 < n:
+                    self.pair_dec(b, ids[i + 2], wc)
+                ids[j] = c
+                cur_new = True
+                last_end = i + 1
+                i += 2
+            else:
+                ids[j] = ids[i]
+                cur_new = False
+                i += 1
+            if j > 0 and (prev_new or cur_new):
+                if self.pair_inc(ids[j - 1], ids[j], w, wc, stamp) < 0:
+                    return -1
+            prev_new = cur_new
+            j += 1
+        self.wlen[w] = <int32_t>j
+        return 0
+
+    cdef int run(self, Py_ssize_t max_merges) noexcept nogil:
+        """Do up to max_merges merges; return a RUN_* status."""
+        cdef Py_ssize_t done = 0, k, n
+        cdef HeapEntry top
+        cdef int32_t p, a, b, c, w, q, stamp
+        cdef int64_t live
+        cdef int32_t* words
+        cdef bint found
+        while done < max_merges:
+            if self.n_vocab >= self.n_tokens:
+                return RUN_FULL
+            found = False
+            while self.heap_n > 0:
+                top = self.heap_pop()
+                p = self.pair_find(top.left, top.right)
+                live = self.p_count[p]
+                if live != top.count:
+                    # stale: a smaller live count gets its own entry again; a larger
+                    # one already has an entry (pushed when it grew)
+                    if 0 < live < top.count:
+                        if self.heap_push(live, top.left, top.right) < 0:
+                            return RUN_OOM
+                    continue
+                if self.max_len > 0 and <int64_t>self.tok_len[top.left] + self.tok_len[top.right] > self.max_len:
+                    continue  # never eligible: token lengths never change
+                found = True
+                break
+            if not found:
+                return RUN_NO_PAIR
+            if live < self.threshold:
+                return RUN_BELOW_MIN
+            a = top.left
+            b = top.right
+            c = self.vocab_find_or_add(a, b)
+            if c < 0:
+                return RUN_OOM
+            if self.n_merges + 1 > self.merges_cap:
+                # m_left and m_right share merges_cap: grow both from the same value
+                k = self.merges_cap
+                if grow(<void**>&self.m_left, &k, self.n_merges + 1, sizeof(int32_t)) < 0:
+                    return RUN_OOM
+                k = self.merges_cap
+                if grow(<void**>&self.m_right, &k, self.n_merges + 1, sizeof(int32_t)) < 0:
+                    return RUN_OOM
+                self.merges_cap = k
+            self.m_left[self.n_merges] = a
+            self.m_right[self.n_merges] = b
+            stamp = <int32_t>self.n_merges
+            self.n_merges += 1
+            # rewrite the words that held the pair; the list of p never grows meanwhile
+            # (created pairs contain c, and c differs from a and b)
+            words = self.p_words[p].data
+            n = self.p_words[p].n
+            self.n_touched = 0
+            for k in range(n):
+                w = words[k]
+                if self.wstamp[w] == stamp:
+                    continue
+                self.wstamp[w] = stamp
+                if self.merge_word(w, a, b, c, stamp) < 0:
+                    return RUN_OOM
+            # no (a, b) is left anywhere after a leftmost merge
+            self.p_count[p] = 0
+            free(self.p_words[p].data)
+            self.p_words[p].data = NULL
+            self.p_words[p].n = 0
+            self.p_words[p].cap = 0
+            for k in range(self.n_touched):
+                q = self.touched[k]
+                if self.p_count[q] > 0:
+                    if self.heap_push(self.p_count[q], self.p_left[q], self.p_right[q]) < 0:
+                        return RUN_OOM
+            done += 1
+        return RUN_MORE
+
+    # ------------------------------------------------------------------ setup
+    cdef int setup(self, int32_t n_tokens) noexcept nogil:
+        """Byte tokens, vocabulary map, pair counts of every word, and the heap."""
+        cdef Py_ssize_t i, k, s, cap
+        cdef int32_t p, w
+        cdef int32_t* ids
+        cdef uint8_t byte
+        self.n_tokens = n_tokens
+        self.tok_off = <int64_t*>malloc(<size_t>n_tokens * sizeof(int64_t))
+        self.tok_len = <int32_t*>malloc(<size_t>n_tokens * sizeof(int32_t))
+        cap = 1
+        while cap < 2 * <Py_ssize_t>n_tokens:
+            cap *= 2
+        self.vmap_cap = cap
+        self.vmap = <int32_t*>malloc(<size_t>cap * sizeof(int32_t))
+        self.vmap_hash = <uint64_t*>malloc(<size_t>cap * sizeof(uint64_t))
+        if self.tok_off == NULL or self.tok_len == NULL or self.vmap == NULL or self.vmap_hash == NULL:
+            return -1
+        memset(self.vmap, 0xff, <size_t>cap * sizeof(int32_t))
+        if grow(<void**>&self.tok_bytes, &self.tok_bytes_cap, 256 * 8, 1) < 0:
+            return -1
+        # the 256 byte tokens, inserted directly
+        for i in range(256):
+            self.tok_bytes[i] = <uint8_t>i
+            self.tok_off[i] = i
+            self.tok_len[i] = 1
+            byte = <uint8_t>i
+            s = <Py_ssize_t>(hash_bytes(&byte, 1) & <uint64_t>(cap - 1))
+            while self.vmap[s] >= 0:
+                s = (s + 1) & (cap - 1)
+            self.vmap[s] = <int32_t>i
+            self.vmap_hash[s] = hash_bytes(&byte, 1)
+        self.tok_bytes_n = 256
+        self.n_vocab = 256
+        # pair map sized for a guess, grown as needed
+        if self.map_rehash(1 << 16) < 0:
+            return -1
+        for w in range(<int32_t>self.n_words):
+            ids = self.tokens + self.wstart[w]
+            for k in range(self.wlen[w] - 1):
+                p = self.pair_get_or_add(ids[k], ids[k + 1])
+                if p < 0:
+                    return -1
+                self.p_count[p] += self.wcount[w]
+                if self.list_add(p, w) < 0:
+                    return -1
+        # heap of all pairs: fill then heapify bottom-up
+        if grow(<void**>&self.heap, &self.heap_cap, self.n_pairs + 1, sizeof(HeapEntry)) < 0:
+            return -1
+        self.heap_n = 0
+        for i in range(self.n_pairs):
+            if self.p_count[i] > 0:
+                self.heap[self.heap_n].count = self.p_count[i]
+                self.heap[self.heap_n].left = self.p_left[i]
+                self.heap[self.heap_n].right = self.p_right[i]
+                self.heap_n += 1
+        i = self.heap_n // 2 - 1
+        while i >= 0:
+            self.heap_sift_down(i)
+            i -= 1
+        return 0
+
+    cdef load_words(self, chunk_counts):
+        """Copy the chunks of >= 2 bytes with a positive count into the flat buffers."""
+        cdef Py_ssize_t n_words = 0, total = 0, k, n
+        cdef const unsigned char* s
+        cdef int64_t count
+        for chunk, cnt in chunk_counts.items():
+            if not isinstance(chunk, bytes):
+                raise TypeError(f"chunk_counts keys must be bytes, not {type(chunk).__name__} ({chunk!r})")
+            if not isinstance(cnt, int):
+                raise TypeError(f"chunk_counts[{chunk!r}] must be an int, not {type(cnt).__name__}")
+            if cnt < 0:
+                raise ValueError(f"chunk_counts[{chunk!r}] = {cnt} is negative")
+            if len(<bytes>chunk) >= 2 and cnt > 0:
+                n_words += 1
+                total += len(<bytes>chunk)
+        if n_words >= 2**31 - 1 or total >= 2**62:
+            raise ValueError("too many chunks for the native trainer")
+        self.tokens = <int32_t*>malloc(<size_t>max(total, 1) * sizeof(int32_t))
+        self.wstart = <int64_t*>malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wlen = <int32_t*>malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        self.wcount = <int64_t*>malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wstamp = <int32_t*>malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        if (self.tokens == NULL or self.wstart == NULL or self.wlen == NULL
+                or self.wcount == NULL or self.wstamp == NULL):
+            raise MemoryError()
+        cdef Py_ssize_t w = 0, pos = 0
+        for chunk, cnt in chunk_counts.items():
+            n = len(<bytes>chunk)
+            if n < 2 or cnt <= 0:
+                continue
+            if n >= 2**31 - 1:
+                raise ValueError(f"chunk of {n} bytes is too long for the native trainer")
+            s = <const unsigned char*>(<bytes>chunk)
+            self.wstart[w] = pos
+            self.wlen[w] = <int32_t>n
+            self.wcount[w] = <int64_t>cnt   # OverflowError beyond 2**63 - 1
+            self.wstamp[w] = -1
+            for k in range(n):
+                self.tokens[pos + k] = s[k]
+            pos += n
+            w += 1
+        self.n_words = n_words
+
+    def results(self):
+        merges = [(self.m_left[i], self.m_right[i]) for i in range(self.n_merges)]
+        vocab = [PyBytes_FromStringAndSize(<char*>self.tok_bytes + self.tok_off[i], self.tok_len[i])
+                 for i in range(self.n_vocab)]
+        return merges, vocab
+
+
+#: Merges done per nogil run between two progress callbacks.
+PROGRESS_EVERY = 64
+
+
+def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=None,
+                 progress=None):
+    """Learn merges until the vocabulary holds ``n_tokens`` tokens (bytes included).
+
+    Native twin of ``fastbpe.reference.bpe.train_on_chunks``: returns ``(merges, vocab)``
+    where ``merges[i]`` is the pair merged at step ``i`` and ``vocab[id]`` the bytes of
+    each token. ``progress`` is None, a callable called with the number of merges done,
+    or a tqdm-like object whose ``update(n)`` is called; both every few merges.
+
+    >>> train_merges({b"aaabdaaabac": 1}, 259)[0]
+    [(97, 97), (97, 98), (256, 257)]
+    """
+    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int):
+        raise TypeError(f"n_tokens must be an int, not {type(n_tokens).__name__}")
+    if n_tokens > 2**31 - 1:
+        raise ValueError(f"n_tokens={n_tokens} is too large")
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int):
+        raise TypeError(f"min_frequency must be an int, not {type(min_frequency).__name__}")
+    if max_token_length is not None and (
+        isinstance(max_token_length, bool) or not isinstance(max_token_length, int)
+    ):
+        raise TypeError(f"max_token_length must be an int or None, not {type(max_token_length).__name__}")
+    if max_token_length is not None and max_token_length < 1:
+        raise ValueError(f"max_token_length={max_token_length} must be at least 1")
+    if not hasattr(chunk_counts, "items"):
+        raise TypeError(f"chunk_counts must be a mapping bytes -> int, not {type(chunk_counts).__name__}")
+    cdef _Merger m = _Merger()
+    m.load_words(chunk_counts)
+    m.threshold = max(min(min_frequency, 2**63 - 1), 1)
+    m.max_len = 0 if max_token_length is None else min(max_token_length, 2**62)
+    cdef int32_t n_tok = <int32_t>max(n_tokens, 256)
+    cdef int status
+    with nogil:
+        status = m.setup(n_tok)
+    if status < 0:
+        raise MemoryError("out of memory while counting pairs")
+    update = None
+    if progress is not None:
+        update = getattr(progress, "update", None)
+        if update is None and not callable(progress):
+            raise TypeError("progress must be None, a callable or an object with update()")
+    cdef Py_ssize_t step = PROGRESS_EVERY if progress is not None else (1 << 62)
+    cdef Py_ssize_t reported = 0
+    while True:
+        with nogil:
+            status = m.run(step)
+        if status == RUN_OOM:
+            raise MemoryError("out of memory while merging")
+        if progress is not None and m.n_merges != reported:
+            if update is not None:
+                update(m.n_merges - reported)
+            else:
+                progress(m.n_merges)
+            reported = m.n_merges
+        if status != RUN_MORE:
+            break
+    return m.results()
