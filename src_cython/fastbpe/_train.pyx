@@ -641,3 +641,487 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
         if status != RUN_MORE:
             break
     return m.results()
+
+
+# =========================================================================== counting
+# Phase 1: pre-tokenize every document and count the UTF-8 bytes of each chunk.
+#
+# Built-in patterns use the native pre-tokenizer (fastbpe._pretokenize) without the GIL:
+# the main thread reads blocks (file blocks of whole lines, or batches of documents),
+# worker threads each count into their own hash table, and the tables are merged at the
+# end, so memory grows with the number of unique chunks, not with the corpus. Custom
+# patterns go through the ``regex`` module, in worker processes when num_threads > 1.
+
+from fastbpe._pretokenize cimport next_chunk_end
+from fastbpe._pretokenize import pattern_id as _pattern_id
+
+cdef extern from "string.h" nogil:
+    void* memmem(const void* haystack, size_t haystacklen, const void* needle, size_t needlelen)
+    void* memchr(const void* s, int c, size_t n)
+
+
+cdef struct ChunkSlot:
+    uint64_t hash
+    int64_t off        # into the arena
+    int64_t count      # 0: empty slot
+    int64_t len
+
+
+cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    # 8 bytes at a time, then the murmur finalizer; chunks are short but many
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
+    cdef uint64_t w
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, s + i, 8)
+        h = (h ^ w) * 0xff51afd7ed558ccdULL
+        h ^= h >> 29
+        i += 8
+    if i < n:
+        w = 0
+        memcpy(&w, s + i, <size_t>(n - i))
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL
+    return mix64(h)
+
+
+cdef class _ChunkTable:
+    """Chunk bytes -> int64 count: open addressing over slots, chunk bytes in one arena."""
+    cdef ChunkSlot* slots
+    cdef Py_ssize_t cap, used
+    cdef uint8_t* arena
+    cdef Py_ssize_t arena_n, arena_cap
+    cdef int oom
+
+    def __cinit__(self):
+        self.cap = 1 << 14
+        self.slots = <ChunkSlot*>calloc(<size_t>self.cap, sizeof(ChunkSlot))
+        self.used = 0
+        self.arena = NULL
+        self.arena_n = self.arena_cap = 0
+        self.oom = 0
+        if self.slots == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.slots)
+        free(self.arena)
+
+    def __len__(self):
+        return self.used
+
+    cdef int rehash(self) noexcept nogil:
+        cdef Py_ssize_t new_cap = self.cap * 2, i, s, mask = new_cap - 1
+        cdef ChunkSlot* new_slots = <ChunkSlot*>calloc(<size_t>new_cap, sizeof(ChunkSlot))
+        if new_slots == NULL:
+            return -1
+        for i in range(self.cap):
+            if self.slots[i].count != 0:
+                s = <Py_ssize_t>(self.slots[i].hash & <uint64_t>mask)
+                while new_slots[s].count != 0:
+                    s = (s + 1) & mask
+                new_slots[s] = self.slots[i]
+        free(self.slots)
+        self.slots = new_slots
+        self.cap = new_cap
+        return 0
+
+    cdef int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
+        """Add ``by`` to the count of chunk s[:n] (hash h); -1 when out of memory."""
+        cdef Py_ssize_t mask = self.cap - 1
+        cdef Py_ssize_t i = <Py_ssize_t>(h & <uint64_t>mask)
+        cdef ChunkSlot* slot
+        while True:
+            slot = &self.slots[i]
+            if slot.count == 0:
+                break
+            if slot.hash == h and slot.len == n and memcmp(self.arena + slot.off, s, <size_t>n) == 0:
+                slot.count += by
+                return 0
+            i = (i + 1) & mask
+        if grow(<void**>&self.arena, &self.arena_cap, self.arena_n + n, 1) < 0:
+            return -1
+        memcpy(self.arena + self.arena_n, s, <size_t>n)
+        slot.hash = h
+        slot.off = self.arena_n
+        slot.len = n
+        slot.count = by
+        self.arena_n += n
+        self.used += 1
+        if self.used * 2 > self.cap:
+            return self.rehash()
+        return 0
+
+    cdef int merge_from(self, _ChunkTable other) noexcept nogil:
+        cdef Py_ssize_t i
+        cdef ChunkSlot* slot
+        for i in range(other.cap):
+            slot = &other.slots[i]
+            if slot.count != 0:
+                if self.add(other.arena + slot.off, slot.len, slot.hash, slot.count) < 0:
+                    return -1
+        return 0
+
+    def to_dict(self):
+        """The counts as a dict bytes -> int."""
+        cdef Py_ssize_t i
+        cdef dict out = {}
+        for i in range(self.cap):
+            if self.slots[i].count != 0:
+                out[PyBytes_FromStringAndSize(<char*>self.arena + self.slots[i].off,
+                                              self.slots[i].len)] = self.slots[i].count
+        return out
+
+
+cdef int count_piece(_ChunkTable table, int pid, const uint8_t* t, Py_ssize_t start,
+                     Py_ssize_t end) noexcept nogil:
+    """Pre-tokenize t[start:end] (one document, or the text between special tokens)."""
+    cdef Py_ssize_t pos = start, stop
+    cdef const uint8_t* seg = t + start
+    cdef Py_ssize_t n = end - start
+    # the pre-tokenizer sees the piece as its whole text: `$` is the piece's end
+    pos = 0
+    while pos < n:
+        stop = next_chunk_end(pid, seg, pos, n)
+        if table.add(seg + pos, stop - pos, hash_chunk(seg + pos, stop - pos), 1) < 0:
+            return -1
+        pos = stop
+    return 0
+
+
+cdef int count_document(_ChunkTable table, int pid, const uint8_t* t, Py_ssize_t start,
+                        Py_ssize_t end, const uint8_t** sp, const Py_ssize_t* sp_len,
+                        Py_ssize_t n_sp, Py_ssize_t* sp_next) noexcept nogil:
+    """Count one document: split at special tokens (leftmost, longest first), then chunks.
+
+    ``sp`` is sorted longest first, as the reference's alternation, so at equal start
+    the first found wins; sp_next caches each token's next occurrence (-1: none left).
+    """
+    cdef Py_ssize_t pos = start, best, best_k, k
+    cdef void* hit
+    if n_sp == 0:
+        return count_piece(table, pid, t, start, end)
+    for k in range(n_sp):
+        sp_next[k] = -2   # not searched yet
+    while True:
+        best = -1
+        best_k = -1
+        for k in range(n_sp):
+            if sp_next[k] == -2 or (sp_next[k] >= 0 and sp_next[k] < pos):
+                hit = memmem(t + pos, <size_t>(end - pos), sp[k], <size_t>sp_len[k])
+                sp_next[k] = -1 if hit == NULL else <Py_ssize_t>(<const uint8_t*>hit - t)
+            if sp_next[k] >= 0 and (best < 0 or sp_next[k] < best):
+                best = sp_next[k]
+                best_k = k
+        if best < 0:
+            return count_piece(table, pid, t, pos, end)
+        if count_piece(table, pid, t, pos, best) < 0:
+            return -1
+        pos = best + sp_len[best_k]
+
+
+cdef class _NativeCounter:
+    """Counts blocks into one _ChunkTable; one per worker thread."""
+    cdef public _ChunkTable table
+    cdef int pid
+    cdef list specials          # keeps the bytes alive
+    cdef const uint8_t** sp
+    cdef Py_ssize_t* sp_len
+    cdef Py_ssize_t* sp_next
+    cdef Py_ssize_t n_sp
+
+    def __cinit__(self, int pid, specials):
+        cdef Py_ssize_t k
+        self.table = _ChunkTable()
+        self.pid = pid
+        self.specials = list(specials)
+        self.n_sp = len(self.specials)
+        self.sp = <const uint8_t**>malloc(<size_t>(self.n_sp + 1) * sizeof(uint8_t*))
+        self.sp_len = <Py_ssize_t*>malloc(<size_t>(self.n_sp + 1) * sizeof(Py_ssize_t))
+        self.sp_next = <Py_ssize_t*>malloc(<size_t>(self.n_sp + 1) * sizeof(Py_ssize_t))
+        if self.sp == NULL or self.sp_len == NULL or self.sp_next == NULL:
+            raise MemoryError()
+        for k in range(self.n_sp):
+            self.sp[k] = <const uint8_t*>(<bytes>self.specials[k])
+            self.sp_len[k] = len(<bytes>self.specials[k])
+
+    def __dealloc__(self):
+        free(self.sp); free(self.sp_len); free(self.sp_next)
+
+    def count_lines(self, bytes block):
+        """Count a block of whole lines; each line (with its "\\n") is a document."""
+        cdef const uint8_t* t = <const uint8_t*>block
+        cdef Py_ssize_t n = len(block), pos = 0, stop
+        cdef const void* nl
+        cdef int status = 0
+        with nogil:
+            while pos < n:
+                nl = memchr(t + pos, 10, <size_t>(n - pos))
+                stop = n if nl == NULL else <Py_ssize_t>(<const uint8_t*>nl - t) + 1
+                if count_document(self.table, self.pid, t, pos, stop, self.sp, self.sp_len,
+                                  self.n_sp, self.sp_next) < 0:
+                    status = -1
+                    break
+                pos = stop
+        if status < 0:
+            raise MemoryError("out of memory while counting chunks")
+
+    def count_documents(self, bytes block, const int64_t[::1] ends):
+        """Count documents packed in block; document i ends at ends[i]."""
+        cdef const uint8_t* t = <const uint8_t*>block
+        cdef Py_ssize_t i, pos = 0, n_docs = ends.shape[0]
+        cdef int status = 0
+        with nogil:
+            for i in range(n_docs):
+                if count_document(self.table, self.pid, t, pos, ends[i], self.sp, self.sp_len,
+                                  self.n_sp, self.sp_next) < 0:
+                    status = -1
+                    break
+                pos = ends[i]
+        if status < 0:
+            raise MemoryError("out of memory while counting chunks")
+
+
+def _merge_tables(tables):
+    """Merge the tables into the first one and return it."""
+    cdef _ChunkTable first = tables[0], other
+    cdef int status = 0
+    for other in tables[1:]:
+        with nogil:
+            status = first.merge_from(other)
+        if status < 0:
+            raise MemoryError("out of memory while merging chunk counts")
+    return first
+
+
+# --------------------------------------------------------------------------- driver
+import os as _os
+import queue as _queue
+import threading as _threading
+from collections import Counter as _Counter
+
+import numpy as _np
+
+from fastbpe import _data
+from fastbpe.reference import bpe as _ref
+from fastbpe.reference import patterns as _patterns
+
+#: Target size of a block of packed documents (iterable input), in UTF-8 bytes.
+DOC_BLOCK_BYTES = 1 << 20
+
+
+def _check_specials(special_tokens):
+    if isinstance(special_tokens, (str, bytes)):
+        raise TypeError("special_tokens must be an iterable of str, not a single str")
+    specials = []
+    for tok in special_tokens:
+        if not isinstance(tok, str):
+            raise TypeError(f"special token {tok!r} is {type(tok).__name__}, expected str")
+        if not tok:
+            raise ValueError("a special token must not be empty")
+        specials.append(tok)
+    # longest first, like the reference's alternation: the longest wins at equal start
+    return sorted(set(specials), key=lambda t: (-len(t), t))
+
+
+def _iter_file_byte_blocks(path, errors, block_size):
+    """Like _data.iter_file_blocks but yields UTF-8 bytes: ASCII blocks skip decoding."""
+    offset = 0
+    pending = b""
+    with _data._open_binary(path) as fh:
+        while True:
+            raw = fh.read(block_size)
+            buf = pending + raw if pending else raw
+            if not raw:
+                cut = len(buf)
+            else:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    pending = buf
+                    continue
+            if cut == len(buf):
+                block, pending = buf, b""
+            else:
+                block, pending = buf[:cut], buf[cut:]
+            n_raw = len(block)
+            if block:
+                if not block.isascii():
+                    try:
+                        text = block.decode("utf-8", errors=errors)
+                    except UnicodeDecodeError as exc:
+                        raise ValueError(
+                            f"{path}: not valid UTF-8 at byte offset {offset + exc.start} "
+                            f"({exc.reason}); pass errors='replace' to replace invalid bytes"
+                        ) from None
+                    if errors != "strict":
+                        block = text.encode("utf-8", errors="surrogatepass")
+                yield block
+            offset += n_raw
+            if not raw:
+                return
+
+
+def _iter_native_blocks(data, errors, block_size=_data.BLOCK_SIZE):
+    """Yield (kind, bytes, ends, n_bytes): kind "lines" (file block) or "docs" (packed)."""
+    paths = _data.resolve_inputs(data)
+    if paths is not None:
+        for p in paths:
+            for block in _iter_file_byte_blocks(p, errors, block_size):
+                yield "lines", block, None, len(block)
+        return
+    parts = []
+    ends = []
+    total = 0
+    for doc in _data.iter_texts(data, errors=errors):
+        b = doc.encode("utf-8")
+        parts.append(b)
+        total += len(b)
+        ends.append(total)
+        if total >= DOC_BLOCK_BYTES:
+            yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total
+            parts, ends, total = [], [], 0
+    if parts:
+        yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total
+
+
+def _progress_update(progress, n):
+    if progress is not None:
+        progress.update(n)
+
+
+def _count_native(data, int pid, specials, int num_threads, errors, progress, as_table):
+    sp_bytes = [s.encode("utf-8") for s in specials]
+    counters = [_NativeCounter(pid, sp_bytes) for _ in range(num_threads)]
+
+    def run(counter, kind, block, ends):
+        if kind == "lines":
+            counter.count_lines(block)
+        else:
+            counter.count_documents(block, ends)
+
+    if num_threads == 1:
+        for kind, block, ends, n in _iter_native_blocks(data, errors):
+            run(counters[0], kind, block, ends)
+            _progress_update(progress, n)
+    else:
+        # bounded queue: at most a few blocks in flight, never the whole corpus
+        work = _queue.Queue(maxsize=2 * num_threads)
+        failures = []
+
+        def worker(counter):
+            while True:
+                item = work.get()
+                if item is None:
+                    return
+                if failures:
+                    continue  # keep draining so the producer never blocks
+                try:
+                    run(counter, *item)
+                except BaseException as exc:  # reported by the main thread
+                    failures.append(exc)
+
+        threads = [_threading.Thread(target=worker, args=(c,), daemon=True) for c in counters]
+        for t in threads:
+            t.start()
+        try:
+            for kind, block, ends, n in _iter_native_blocks(data, errors):
+                if failures:
+                    break
+                work.put((kind, block, ends))
+                _progress_update(progress, n)
+        finally:
+            for _ in threads:
+                work.put(None)
+            for t in threads:
+                t.join()
+        if failures:
+            raise failures[0]
+    table = _merge_tables([c.table for c in counters])
+    return table if as_table else table.to_dict()
+
+
+def _regex_count_block(args):
+    """Worker: count one block with the regex module (str chunks; encoded by the caller)."""
+    kind, payload, pattern, specials = args
+    pat = _patterns.compile_pattern(pattern)
+    special = _ref.special_token_regex(specials)
+    docs = _data.split_lines(payload) if kind == "lines" else payload
+    counts = _Counter()
+    findall = pat.findall
+    for doc in docs:
+        if special is None:
+            counts.update(findall(doc))
+        else:
+            for piece in special.split(doc):
+                counts.update(findall(piece))
+    return counts
+
+
+def _iter_regex_blocks(data, errors):
+    paths = _data.resolve_inputs(data)
+    if paths is not None:
+        for p in paths:
+            for block in _data.iter_file_blocks(p, errors=errors):
+                yield "lines", block, len(block)
+        return
+    docs, total = [], 0
+    for doc in _data.iter_texts(data, errors=errors):
+        docs.append(doc)
+        total += len(doc)
+        if total >= DOC_BLOCK_BYTES:
+            yield "docs", docs, total
+            docs, total = [], 0
+    if docs:
+        yield "docs", docs, total
+
+
+def _count_regex(data, pattern, specials, int num_threads, errors, progress):
+    _patterns.compile_pattern(pattern)  # a bad pattern fails here, before any work
+    total = _Counter()
+    blocks = ((kind, payload, pattern, specials) for kind, payload, _ in _iter_regex_blocks(data, errors))
+    if num_threads == 1:
+        for args in blocks:
+            total.update(_regex_count_block(args))
+            _progress_update(progress, len(args[1]))
+    else:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        with ctx.Pool(num_threads) as pool:
+            for counts in pool.imap_unordered(_regex_count_block, blocks, chunksize=1):
+                total.update(counts)
+                _progress_update(progress, 0)
+    return {chunk.encode("utf-8"): n for chunk, n in total.items()}
+
+
+def count_chunks(data, pattern="cl100k", special_tokens=(), *, num_threads=None,
+                 errors="strict", progress=None):
+    """Count the UTF-8 bytes of every chunk of every document: ``dict[bytes, int]``.
+
+    Equal to ``fastbpe.reference.bpe.count_chunks(iter_documents(data), pattern,
+    special_tokens)``. ``data`` is a path, a list of paths (each line of a file is a
+    document) or an iterable of str (each item is a document). The built-in patterns
+    (names or exact strings) use the native pre-tokenizer on ``num_threads`` threads
+    (default: all cores); a custom pattern uses ``regex`` in worker processes.
+    ``progress`` is None or a tqdm-like object updated with the bytes read.
+
+    >>> count_chunks(["ab ab"], r"\\w+| ")
+    {b'ab': 2, b' ': 1}
+    """
+    return _count(data, pattern, special_tokens, num_threads, errors, progress, False)
+
+
+def _count(data, pattern, special_tokens, num_threads, errors, progress, as_table):
+    specials = _check_specials(special_tokens)
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+    if num_threads is None:
+        num_threads = _os.cpu_count() or 1
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise TypeError(f"num_threads must be an int or None, not {type(num_threads).__name__}")
+    if num_threads < 1:
+        raise ValueError(f"num_threads={num_threads} must be at least 1")
+    pid = _pattern_id(pattern)
+    if pid >= 0:
+        return _count_native(data, pid, specials, num_threads, errors, progress, as_table)
+    counts = _count_regex(data, _patterns.resolve_pattern(pattern), specials, num_threads, errors, progress)
+    return counts
