@@ -192,3 +192,116 @@ def test_hypothesis_small_alphabet(words, n_tokens, max_len, min_freq):
 def test_hypothesis_random_text(docs, n_tokens):
     counts = bpe.count_chunks(docs, patterns.CL100K)
     _assert_same(counts, n_tokens)
+
+
+# ----------------------------------------------------------------------------- counting
+from fastbpe import _data  # noqa: E402
+from fastbpe._train import count_chunks  # noqa: E402
+
+SPECIALS = ("<|endoftext|>", "<|fim_prefix|>", "<|end", "ş")
+ALL_PATTERNS = ["gpt2", "cl100k", "o200k", patterns.CL100K, r"\p{L}+|\p{N}|[^\p{L}\p{N}]+"]
+
+
+def _mixed_docs() -> list[str]:
+    docs = _sample("english") + _sample("turkish") + _sample("chinese") + _sample("code")
+    docs += ["a<|endoftext|>b<|endoftext|><|end", "  \n", "\r\n", "x   \t\n", "<|fim_prefix|>def f():\n"]
+    docs += ["\t" * 33 + "\n", " " * 129, "a" * 70 + "\n", ""]
+    return docs
+
+
+def _write(tmp_path, name, docs, gz=False):
+    import gzip
+
+    path = tmp_path / name
+    data = "".join(d if d.endswith("\n") else d + "\n" for d in docs).encode()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+@pytest.mark.parametrize("pattern", ALL_PATTERNS)
+@pytest.mark.parametrize("specials", [(), SPECIALS])
+def test_count_chunks_equals_reference(pattern, specials):
+    docs = _mixed_docs()
+    expected = dict(bpe.count_chunks(docs, patterns.resolve_pattern(pattern), specials))
+    for nt in (1, 2, 3):
+        assert count_chunks(docs, pattern, specials, num_threads=nt) == expected
+        assert count_chunks(iter(docs), pattern, specials, num_threads=nt) == expected
+
+
+def test_one_file_many_files_iterator_agree(tmp_path):
+    docs = [d if d.endswith("\n") else d + "\n" for d in _mixed_docs()]
+    one = _write(tmp_path, "all.txt", docs)
+    many = [_write(tmp_path, f"part{i}.txt", docs[i::3], gz=(i == 1)) for i in range(3)]
+    expected = dict(bpe.count_chunks(docs, patterns.CL100K, SPECIALS))
+    for pattern in ("cl100k", r"\S+|\s+"):
+        exp = expected if pattern == "cl100k" else dict(bpe.count_chunks(docs, pattern, SPECIALS))
+        for nt in (1, 2, 3):
+            assert count_chunks(one, pattern, SPECIALS, num_threads=nt) == exp
+            assert count_chunks(many, pattern, SPECIALS, num_threads=nt) == exp
+            assert count_chunks(iter(docs), pattern, SPECIALS, num_threads=nt) == exp
+
+
+def test_small_blocks_and_long_lines(tmp_path):
+    # blocks end at line boundaries whatever the block size; a line longer than a block
+    from fastbpe import _train
+
+    docs = ["x" * 5000 + " yy\n", "short\n", "é" * 3000 + "\n", "last line without newline"]
+    path = _write(tmp_path, "long.txt", docs)
+    expected = dict(bpe.count_chunks(_data.iter_documents(path), patterns.CL100K))
+    for size in (7, 100, 4096):
+        blocks = list(_train._iter_native_blocks(path, "strict", block_size=size))
+        assert b"".join(b for _, b, _, _ in blocks) == path.read_bytes()
+        assert all(b.endswith(b"\n") for _, b, _, _ in blocks[:-1])
+    assert count_chunks(path, "cl100k", num_threads=2) == expected
+
+
+def test_count_bad_input(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok line\nbad \xff byte\n")
+    with pytest.raises(ValueError, match=r"bad.txt.*offset 12"):
+        count_chunks(bad, "cl100k")
+    with pytest.raises(ValueError, match=r"offset 12"):
+        count_chunks(bad, r"\S+")
+    assert count_chunks(bad, "cl100k", errors="replace") == dict(
+        bpe.count_chunks(["ok line\n", "bad \ufffd byte\n"], patterns.CL100K))
+    with pytest.raises(FileNotFoundError):
+        count_chunks([tmp_path / "missing.txt"], "cl100k")
+    with pytest.raises(TypeError):
+        count_chunks(["a", 3], "cl100k")
+    with pytest.raises(TypeError):
+        count_chunks(["a"], "cl100k", "<|x|>")
+    with pytest.raises(ValueError):
+        count_chunks(["a"], "cl100k", [""])
+    with pytest.raises(ValueError):
+        count_chunks(["a"], "cl100k", num_threads=0)
+    with pytest.raises(ValueError, match="pattern"):
+        count_chunks(["a"], "(unclosed")
+
+
+@settings(max_examples=300)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("ab AZ1'\t\r\n.,ğİş中😀<|>x\u0300")), max_size=30),
+                max_size=6),
+       st.sampled_from(["gpt2", "cl100k", "o200k"]),
+       st.sampled_from([(), ("<|x|>",), ("<|x|>", "<|x", "a")]))
+def test_count_hypothesis(docs, pattern, specials):
+    expected = dict(bpe.count_chunks(docs, patterns.resolve_pattern(pattern), specials))
+    # an iterator: a list of str that all name existing paths (['.']) would be read as files
+    assert count_chunks(iter(docs), pattern, specials, num_threads=1) == expected
+
+
+# ----------------------------------------------------------------------------- end to end
+@pytest.mark.parametrize("pattern", ["cl100k", "gpt2", "o200k", r"\S+|\s+"])
+@pytest.mark.parametrize("specials", [(), ("<|endoftext|>", "<|fim_prefix|>")])
+def test_count_then_merge_equals_reference_train(pattern, specials):
+    docs = _sample("turkish")[:60] + _sample("code")[:80] + _sample("chinese")[:20]
+    docs += ["a<|endoftext|>b<|fim_prefix|>aaaa\n"] * 3
+    vocab_size = 256 + 90 + len(specials)
+    ranks, special_ids = bpe.train(docs, vocab_size, patterns.resolve_pattern(pattern), specials)
+    counts = count_chunks(docs, pattern, specials, num_threads=2)
+    merges, vocab = train_merges(counts, vocab_size - len(specials))
+    assert {tok: i for i, tok in enumerate(vocab)} == ranks
+    # every training document round-trips through the trained ranks
+    for doc in docs:
+        for piece in bpe.special_token_regex(specials).split(doc) if specials else [doc]:
+            ids = bpe.encode_ordinary(piece, ranks, patterns.resolve_pattern(pattern))
+            assert bpe.decode(ids, {i: t for t, i in ranks.items()}, errors="strict") == piece
