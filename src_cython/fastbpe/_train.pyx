@@ -96,6 +96,119 @@ cdef inline bint heap_before(const HeapEntry* x, const HeapEntry* y) noexcept no
     return x.right < y.right
 
 
+# Chunk counts of the counting phase; defined here because the merger reads them.
+cdef struct ChunkSlot:
+    uint64_t hash
+    int64_t off        # into the arena
+    int64_t count      # 0: empty slot
+    int64_t len
+
+
+cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    # 8 bytes at a time, then the murmur finalizer; chunks are short but many
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
+    cdef uint64_t w
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, s + i, 8)
+        h = (h ^ w) * 0xff51afd7ed558ccdULL
+        h ^= h >> 29
+        i += 8
+    if i < n:
+        w = 0
+        memcpy(&w, s + i, <size_t>(n - i))
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL
+    return mix64(h)
+
+
+cdef class _ChunkTable:
+    """Chunk bytes -> int64 count: open addressing over slots, chunk bytes in one arena."""
+    cdef ChunkSlot* slots
+    cdef Py_ssize_t cap, used
+    cdef uint8_t* arena
+    cdef Py_ssize_t arena_n, arena_cap
+    cdef int oom
+
+    def __cinit__(self):
+        self.cap = 1 << 14
+        self.slots = <ChunkSlot*>calloc(<size_t>self.cap, sizeof(ChunkSlot))
+        self.used = 0
+        self.arena = NULL
+        self.arena_n = self.arena_cap = 0
+        self.oom = 0
+        if self.slots == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.slots)
+        free(self.arena)
+
+    def __len__(self):
+        return self.used
+
+    cdef int rehash(self) noexcept nogil:
+        cdef Py_ssize_t new_cap = self.cap * 2, i, s, mask = new_cap - 1
+        cdef ChunkSlot* new_slots = <ChunkSlot*>calloc(<size_t>new_cap, sizeof(ChunkSlot))
+        if new_slots == NULL:
+            return -1
+        for i in range(self.cap):
+            if self.slots[i].count != 0:
+                s = <Py_ssize_t>(self.slots[i].hash & <uint64_t>mask)
+                while new_slots[s].count != 0:
+                    s = (s + 1) & mask
+                new_slots[s] = self.slots[i]
+        free(self.slots)
+        self.slots = new_slots
+        self.cap = new_cap
+        return 0
+
+    cdef int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
+        """Add ``by`` to the count of chunk s[:n] (hash h); -1 when out of memory."""
+        cdef Py_ssize_t mask = self.cap - 1
+        cdef Py_ssize_t i = <Py_ssize_t>(h & <uint64_t>mask)
+        cdef ChunkSlot* slot
+        while True:
+            slot = &self.slots[i]
+            if slot.count == 0:
+                break
+            if slot.hash == h and slot.len == n and memcmp(self.arena + slot.off, s, <size_t>n) == 0:
+                slot.count += by
+                return 0
+            i = (i + 1) & mask
+        if grow(<void**>&self.arena, &self.arena_cap, self.arena_n + n, 1) < 0:
+            return -1
+        memcpy(self.arena + self.arena_n, s, <size_t>n)
+        slot.hash = h
+        slot.off = self.arena_n
+        slot.len = n
+        slot.count = by
+        self.arena_n += n
+        self.used += 1
+        if self.used * 2 > self.cap:
+            return self.rehash()
+        return 0
+
+    cdef int merge_from(self, _ChunkTable other) noexcept nogil:
+        cdef Py_ssize_t i
+        cdef ChunkSlot* slot
+        for i in range(other.cap):
+            slot = &other.slots[i]
+            if slot.count != 0:
+                if self.add(other.arena + slot.off, slot.len, slot.hash, slot.count) < 0:
+                    return -1
+        return 0
+
+    def to_dict(self):
+        """The counts as a dict bytes -> int."""
+        cdef Py_ssize_t i
+        cdef dict out = {}
+        for i in range(self.cap):
+            if self.slots[i].count != 0:
+                out[PyBytes_FromStringAndSize(<char*>self.arena + self.slots[i].off,
+                                              self.slots[i].len)] = self.slots[i].count
+        return out
+
+
 cdef class _Merger:
     """All state of one training run; every buffer is malloc'd and freed in __dealloc__."""
     # words (unique chunks of >= 2 bytes): ids in one flat buffer
@@ -573,6 +686,51 @@ cdef class _Merger:
             w += 1
         self.n_words = n_words
 
+    cdef load_table(self, _ChunkTable table):
+        """Copy the chunks of a counting table (no Python objects per chunk)."""
+        cdef Py_ssize_t i, k, n, w = 0, pos = 0, n_words = 0, total = 0
+        cdef const uint8_t* s
+        for i in range(table.cap):
+            if table.slots[i].count > 0 and table.slots[i].len >= 2:
+                if table.slots[i].len >= 2**31 - 1:
+                    raise ValueError(f"chunk of {table.slots[i].len} bytes is too long for the native trainer")
+                n_words += 1
+                total += table.slots[i].len
+        if n_words >= 2**31 - 1:
+            raise ValueError("too many chunks for the native trainer")
+        self.tokens = <int32_t*>malloc(<size_t>max(total, 1) * sizeof(int32_t))
+        self.wstart = <int64_t*>malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wlen = <int32_t*>malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        self.wcount = <int64_t*>malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wstamp = <int32_t*>malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        if (self.tokens == NULL or self.wstart == NULL or self.wlen == NULL
+                or self.wcount == NULL or self.wstamp == NULL):
+            raise MemoryError()
+        with nogil:
+            for i in range(table.cap):
+                n = table.slots[i].len
+                if table.slots[i].count <= 0 or n < 2:
+                    continue
+                s = table.arena + table.slots[i].off
+                self.wstart[w] = pos
+                self.wlen[w] = <int32_t>n
+                self.wcount[w] = table.slots[i].count
+                self.wstamp[w] = -1
+                for k in range(n):
+                    self.tokens[pos + k] = s[k]
+                pos += n
+                w += 1
+        self.n_words = n_words
+
+    def stats(self):
+        """Sizes of the internal tables (for benchmarks and memory tuning)."""
+        cdef Py_ssize_t i, list_cap = 0
+        for i in range(self.n_pairs):
+            list_cap += self.p_words[i].cap
+        return {"words": self.n_words, "pairs": self.n_pairs, "map_cap": self.map_cap,
+                "heap_n": self.heap_n, "heap_cap": self.heap_cap, "list_cap": list_cap,
+                "tokens": int(self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1]) if self.n_words else 0}
+
     def results(self):
         merges = [(self.m_left[i], self.m_right[i]) for i in range(self.n_merges)]
         vocab = [PyBytes_FromStringAndSize(<char*>self.tok_bytes + self.tok_off[i], self.tok_len[i])
@@ -585,7 +743,7 @@ PROGRESS_EVERY = 64
 
 
 def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=None,
-                 progress=None):
+                 progress=None, _stats=None):
     """Learn merges until the vocabulary holds ``n_tokens`` tokens (bytes included).
 
     Native twin of ``fastbpe.reference.bpe.train_on_chunks``: returns ``(merges, vocab)``
@@ -608,10 +766,13 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
         raise TypeError(f"max_token_length must be an int or None, not {type(max_token_length).__name__}")
     if max_token_length is not None and max_token_length < 1:
         raise ValueError(f"max_token_length={max_token_length} must be at least 1")
-    if not hasattr(chunk_counts, "items"):
-        raise TypeError(f"chunk_counts must be a mapping bytes -> int, not {type(chunk_counts).__name__}")
     cdef _Merger m = _Merger()
-    m.load_words(chunk_counts)
+    if isinstance(chunk_counts, _ChunkTable):
+        m.load_table(<_ChunkTable>chunk_counts)
+    elif hasattr(chunk_counts, "items"):
+        m.load_words(chunk_counts)
+    else:
+        raise TypeError(f"chunk_counts must be a mapping bytes -> int, not {type(chunk_counts).__name__}")
     m.threshold = max(min(min_frequency, 2**63 - 1), 1)
     m.max_len = 0 if max_token_length is None else min(max_token_length, 2**62)
     cdef int32_t n_tok = <int32_t>max(n_tokens, 256)
@@ -640,6 +801,8 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
             reported = m.n_merges
         if status != RUN_MORE:
             break
+    if _stats is not None:
+        _stats.update(m.stats())
     return m.results()
 
 
@@ -658,118 +821,6 @@ from fastbpe._pretokenize import pattern_id as _pattern_id
 cdef extern from "string.h" nogil:
     void* memmem(const void* haystack, size_t haystacklen, const void* needle, size_t needlelen)
     void* memchr(const void* s, int c, size_t n)
-
-
-cdef struct ChunkSlot:
-    uint64_t hash
-    int64_t off        # into the arena
-    int64_t count      # 0: empty slot
-    int64_t len
-
-
-cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
-    # 8 bytes at a time, then the murmur finalizer; chunks are short but many
-    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
-    cdef uint64_t w
-    cdef Py_ssize_t i = 0
-    while i + 8 <= n:
-        memcpy(&w, s + i, 8)
-        h = (h ^ w) * 0xff51afd7ed558ccdULL
-        h ^= h >> 29
-        i += 8
-    if i < n:
-        w = 0
-        memcpy(&w, s + i, <size_t>(n - i))
-        h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL
-    return mix64(h)
-
-
-cdef class _ChunkTable:
-    """Chunk bytes -> int64 count: open addressing over slots, chunk bytes in one arena."""
-    cdef ChunkSlot* slots
-    cdef Py_ssize_t cap, used
-    cdef uint8_t* arena
-    cdef Py_ssize_t arena_n, arena_cap
-    cdef int oom
-
-    def __cinit__(self):
-        self.cap = 1 << 14
-        self.slots = <ChunkSlot*>calloc(<size_t>self.cap, sizeof(ChunkSlot))
-        self.used = 0
-        self.arena = NULL
-        self.arena_n = self.arena_cap = 0
-        self.oom = 0
-        if self.slots == NULL:
-            raise MemoryError()
-
-    def __dealloc__(self):
-        free(self.slots)
-        free(self.arena)
-
-    def __len__(self):
-        return self.used
-
-    cdef int rehash(self) noexcept nogil:
-        cdef Py_ssize_t new_cap = self.cap * 2, i, s, mask = new_cap - 1
-        cdef ChunkSlot* new_slots = <ChunkSlot*>calloc(<size_t>new_cap, sizeof(ChunkSlot))
-        if new_slots == NULL:
-            return -1
-        for i in range(self.cap):
-            if self.slots[i].count != 0:
-                s = <Py_ssize_t>(self.slots[i].hash & <uint64_t>mask)
-                while new_slots[s].count != 0:
-                    s = (s + 1) & mask
-                new_slots[s] = self.slots[i]
-        free(self.slots)
-        self.slots = new_slots
-        self.cap = new_cap
-        return 0
-
-    cdef int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
-        """Add ``by`` to the count of chunk s[:n] (hash h); -1 when out of memory."""
-        cdef Py_ssize_t mask = self.cap - 1
-        cdef Py_ssize_t i = <Py_ssize_t>(h & <uint64_t>mask)
-        cdef ChunkSlot* slot
-        while True:
-            slot = &self.slots[i]
-            if slot.count == 0:
-                break
-            if slot.hash == h and slot.len == n and memcmp(self.arena + slot.off, s, <size_t>n) == 0:
-                slot.count += by
-                return 0
-            i = (i + 1) & mask
-        if grow(<void**>&self.arena, &self.arena_cap, self.arena_n + n, 1) < 0:
-            return -1
-        memcpy(self.arena + self.arena_n, s, <size_t>n)
-        slot.hash = h
-        slot.off = self.arena_n
-        slot.len = n
-        slot.count = by
-        self.arena_n += n
-        self.used += 1
-        if self.used * 2 > self.cap:
-            return self.rehash()
-        return 0
-
-    cdef int merge_from(self, _ChunkTable other) noexcept nogil:
-        cdef Py_ssize_t i
-        cdef ChunkSlot* slot
-        for i in range(other.cap):
-            slot = &other.slots[i]
-            if slot.count != 0:
-                if self.add(other.arena + slot.off, slot.len, slot.hash, slot.count) < 0:
-                    return -1
-        return 0
-
-    def to_dict(self):
-        """The counts as a dict bytes -> int."""
-        cdef Py_ssize_t i
-        cdef dict out = {}
-        for i in range(self.cap):
-            if self.slots[i].count != 0:
-                out[PyBytes_FromStringAndSize(<char*>self.arena + self.slots[i].off,
-                                              self.slots[i].len)] = self.slots[i].count
-        return out
 
 
 cdef int count_piece(_ChunkTable table, int pid, const uint8_t* t, Py_ssize_t start,
@@ -1091,6 +1142,22 @@ def _count_regex(data, pattern, specials, int num_threads, errors, progress):
                 total.update(counts)
                 _progress_update(progress, 0)
     return {chunk.encode("utf-8"): n for chunk, n in total.items()}
+
+
+def count_chunk_table(data, pattern="cl100k", special_tokens=(), *, num_threads=None,
+                      errors="strict", progress=None):
+    """Like count_chunks, but return the native table (``len()``, ``to_dict()``), which
+    ``train_merges`` takes directly without building a Python object per chunk."""
+    counts = _count(data, pattern, special_tokens, num_threads, errors, progress, True)
+    if isinstance(counts, _ChunkTable):
+        return counts
+    cdef _ChunkTable table = _ChunkTable()
+    cdef bytes chunk
+    cdef int64_t n
+    for chunk, n in counts.items():
+        if table.add(<const uint8_t*>chunk, len(chunk), hash_chunk(<const uint8_t*>chunk, len(chunk)), n) < 0:
+            raise MemoryError()
+    return table
 
 
 def count_chunks(data, pattern="cl100k", special_tokens=(), *, num_threads=None,
