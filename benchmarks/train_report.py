@@ -168,9 +168,10 @@ def run_fastbpe(path: str, vocab_size: int, threads: int) -> dict:
     t0 = time.perf_counter()
     table = _train.count_chunk_table(path, "cl100k", num_threads=threads)
     t1 = time.perf_counter()
-    merges, vocab = _train.train_merges(table, vocab_size)
+    n_unique = len(table)
+    merges, vocab = _train.train_merges(table, vocab_size, consume=True)
     t2 = time.perf_counter()
-    return {"count_s": t1 - t0, "merge_s": t2 - t1, "unique_chunks": len(table), "vocab": len(vocab)}
+    return {"count_s": t1 - t0, "merge_s": t2 - t1, "unique_chunks": n_unique, "vocab": len(vocab)}
 
 
 def run_rustbpe(path: str, vocab_size: int, threads: int) -> dict:

@@ -25,15 +25,92 @@ other pair can beat it (its entry would be above the top).
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memcpy, memset
+cdef extern from *:
+    """
+    /* Big growing arrays (pair tables, word lists, heap) get their own mappings on
+       Linux: growing is mremap (no copy, no hole left in the malloc heap) and freeing
+       gives the pages back at once, so peak RSS stays close to the live data. Small
+       arrays and other systems use malloc. A 16-byte header records which is which. */
+    #include <stdlib.h>
+    #include <string.h>
+    typedef struct { size_t size; size_t mapped; } fbpe_hdr;
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #define FBPE_MMAP_MIN ((size_t)1 << 20)
+    #endif
+    static void* fbpe_realloc(void* p, size_t n) {
+        fbpe_hdr* h = p ? ((fbpe_hdr*)p) - 1 : NULL;
+        size_t total = n + sizeof(fbpe_hdr);
+    #if defined(__linux__)
+        if (total >= FBPE_MMAP_MIN || (h && h->mapped)) {
+            size_t len = (total + 4095) & ~(size_t)4095;
+            fbpe_hdr* q;
+            if (h && h->mapped) {
+                if (len == h->size) return p;
+                q = (fbpe_hdr*)mremap(h, h->size, len, MREMAP_MAYMOVE);
+                if ((void*)q == MAP_FAILED) return NULL;
+            } else {
+                q = (fbpe_hdr*)mmap(NULL, len, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if ((void*)q == MAP_FAILED) return NULL;
+                if (h) { memcpy(q + 1, h + 1, h->size); free(h); }
+            }
+            q->size = len;
+            q->mapped = 1;
+            return q + 1;
+        }
+    #endif
+        h = (fbpe_hdr*)realloc(h, total);
+        if (!h) return NULL;
+        h->size = n;
+        h->mapped = 0;
+        return h + 1;
+    }
+    static void* fbpe_malloc(size_t n) { return fbpe_realloc(NULL, n); }
+    static void fbpe_free(void* p) {
+        fbpe_hdr* h;
+        if (!p) return;
+        h = ((fbpe_hdr*)p) - 1;
+    #if defined(__linux__)
+        if (h->mapped) { munmap(h, h->size); return; }
+    #endif
+        free(h);
+    }
+    """
+    void* fbpe_realloc(void* p, size_t n) nogil
+    void* fbpe_malloc(size_t n) nogil
+    void fbpe_free(void* p) nogil
+from libc.string cimport memcmp, memcpy, memmove, memset
+
+cdef extern from *:
+    """
+    #if defined(__GLIBC__)
+    #include <malloc.h>
+    /* give freed memory back to the OS (thread arenas keep it otherwise) */
+    static void fbpe_trim_memory(void) { malloc_trim(0); }
+    #else
+    static void fbpe_trim_memory(void) { }
+    #endif
+    """
+    void fbpe_trim_memory() nogil
+
+
+cdef extern from "stdlib.h" nogil:
+    void qsort(void* base, size_t nmemb, size_t size, int (*compar)(const void*, const void*))
+
+
+cdef int cmp_uint64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
 
 cdef struct IdList:
-    int32_t* data
+    # a list of word ids inside _Merger.pool: pool[off : off + n], room for cap
+    uint32_t off
     int32_t n
     int32_t cap
 
-cdef struct HeapEntry:
+cdef packed struct HeapEntry:
     int64_t count
     int32_t left
     int32_t right
@@ -71,15 +148,16 @@ cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
 
 
 cdef int grow(void** ptr, Py_ssize_t* cap, Py_ssize_t need, size_t elem) noexcept nogil:
-    """Make room for ``need`` elements (amortized doubling); -1 when out of memory."""
+    """Make room for ``need`` elements (amortized, x1.5: memory matters as much as
+    speed here); -1 when out of memory."""
     cdef Py_ssize_t new_cap
     cdef void* p
     if need <= cap[0]:
         return 0
-    new_cap = cap[0] * 2 if cap[0] > 0 else 16
+    new_cap = cap[0] + (cap[0] >> 1) if cap[0] >= 16 else 16
     while new_cap < need:
-        new_cap *= 2
-    p = realloc(ptr[0], <size_t>new_cap * elem)
+        new_cap += new_cap >> 1
+    p = fbpe_realloc(ptr[0], <size_t>new_cap * elem)
     if p == NULL:
         return -1
     ptr[0] = p
@@ -97,11 +175,11 @@ cdef inline bint heap_before(const HeapEntry* x, const HeapEntry* y) noexcept no
 
 
 # Chunk counts of the counting phase; defined here because the merger reads them.
-cdef struct ChunkSlot:
-    uint64_t hash
+cdef struct ChunkEntry:
     int64_t off        # into the arena
-    int64_t count      # 0: empty slot
-    int64_t len
+    int64_t count
+    uint32_t hash      # low bits of the 64-bit hash: a cheap filter before memcmp
+    uint32_t len
 
 
 cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
@@ -122,90 +200,115 @@ cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
 
 
 cdef class _ChunkTable:
-    """Chunk bytes -> int64 count: open addressing over slots, chunk bytes in one arena."""
-    cdef ChunkSlot* slots
-    cdef Py_ssize_t cap, used
+    """Chunk bytes -> int64 count.
+
+    Dense entries (24 bytes each, in insertion order) plus an open-addressing index of
+    int32 entry numbers, so empty hash slots cost 4 bytes, not a whole entry; chunk bytes
+    live in one arena. Memory grows with the number of unique chunks only.
+    """
+    cdef ChunkEntry* entries
+    cdef Py_ssize_t used, entries_cap
+    cdef int32_t* index        # -1: empty
+    cdef Py_ssize_t cap
     cdef uint8_t* arena
     cdef Py_ssize_t arena_n, arena_cap
-    cdef int oom
 
     def __cinit__(self):
-        self.cap = 1 << 14
-        self.slots = <ChunkSlot*>calloc(<size_t>self.cap, sizeof(ChunkSlot))
-        self.used = 0
+        self.entries = NULL
+        self.used = self.entries_cap = 0
         self.arena = NULL
         self.arena_n = self.arena_cap = 0
-        self.oom = 0
-        if self.slots == NULL:
+        self.cap = 1 << 12
+        self.index = <int32_t*>fbpe_malloc(<size_t>self.cap * sizeof(int32_t))
+        if self.index == NULL:
             raise MemoryError()
+        memset(self.index, 0xff, <size_t>self.cap * sizeof(int32_t))
 
     def __dealloc__(self):
-        free(self.slots)
-        free(self.arena)
+        fbpe_free(self.entries)
+        fbpe_free(self.index)
+        fbpe_free(self.arena)
 
     def __len__(self):
         return self.used
 
-    cdef int rehash(self) noexcept nogil:
-        cdef Py_ssize_t new_cap = self.cap * 2, i, s, mask = new_cap - 1
-        cdef ChunkSlot* new_slots = <ChunkSlot*>calloc(<size_t>new_cap, sizeof(ChunkSlot))
-        if new_slots == NULL:
+    cdef void release(self) noexcept nogil:
+        """Free everything; the table is empty afterwards (and still usable)."""
+        fbpe_free(self.entries); fbpe_free(self.arena)
+        self.entries = NULL
+        self.arena = NULL
+        self.used = self.entries_cap = self.arena_n = self.arena_cap = 0
+        memset(self.index, 0xff, <size_t>self.cap * sizeof(int32_t))
+
+    cdef int rehash(self, Py_ssize_t new_cap) noexcept nogil:
+        cdef Py_ssize_t i, s, mask = new_cap - 1
+        cdef int32_t* fresh = <int32_t*>fbpe_malloc(<size_t>new_cap * sizeof(int32_t))
+        if fresh == NULL:
             return -1
-        for i in range(self.cap):
-            if self.slots[i].count != 0:
-                s = <Py_ssize_t>(self.slots[i].hash & <uint64_t>mask)
-                while new_slots[s].count != 0:
-                    s = (s + 1) & mask
-                new_slots[s] = self.slots[i]
-        free(self.slots)
-        self.slots = new_slots
+        memset(fresh, 0xff, <size_t>new_cap * sizeof(int32_t))
+        for i in range(self.used):
+            s = <Py_ssize_t>(mix64(self.entries[i].hash) & <uint64_t>mask)
+            while fresh[s] >= 0:
+                s = (s + 1) & mask
+            fresh[s] = <int32_t>i
+        fbpe_free(self.index)
+        self.index = fresh
         self.cap = new_cap
         return 0
 
     cdef int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
         """Add ``by`` to the count of chunk s[:n] (hash h); -1 when out of memory."""
+        cdef uint32_t h32 = <uint32_t>h
         cdef Py_ssize_t mask = self.cap - 1
-        cdef Py_ssize_t i = <Py_ssize_t>(h & <uint64_t>mask)
-        cdef ChunkSlot* slot
+        cdef Py_ssize_t i = <Py_ssize_t>(mix64(h32) & <uint64_t>mask)
+        cdef int32_t e
+        cdef ChunkEntry* entry
         while True:
-            slot = &self.slots[i]
-            if slot.count == 0:
+            e = self.index[i]
+            if e < 0:
                 break
-            if slot.hash == h and slot.len == n and memcmp(self.arena + slot.off, s, <size_t>n) == 0:
-                slot.count += by
+            entry = &self.entries[e]
+            if (entry.hash == h32 and entry.len == n
+                    and memcmp(self.arena + entry.off, s, <size_t>n) == 0):
+                entry.count += by
                 return 0
             i = (i + 1) & mask
+        if <uint64_t>n > <uint64_t>0xFFFFFFFFU or self.used >= <Py_ssize_t>0x7FFFFFFF:
+            return -1
         if grow(<void**>&self.arena, &self.arena_cap, self.arena_n + n, 1) < 0:
             return -1
+        if grow(<void**>&self.entries, &self.entries_cap, self.used + 1, sizeof(ChunkEntry)) < 0:
+            return -1
         memcpy(self.arena + self.arena_n, s, <size_t>n)
-        slot.hash = h
-        slot.off = self.arena_n
-        slot.len = n
-        slot.count = by
+        entry = &self.entries[self.used]
+        entry.hash = h32
+        entry.off = self.arena_n
+        entry.len = <uint32_t>n
+        entry.count = by
+        self.index[i] = <int32_t>self.used
         self.arena_n += n
         self.used += 1
         if self.used * 2 > self.cap:
-            return self.rehash()
+            return self.rehash(self.cap * 2)
         return 0
 
     cdef int merge_from(self, _ChunkTable other) noexcept nogil:
         cdef Py_ssize_t i
-        cdef ChunkSlot* slot
-        for i in range(other.cap):
-            slot = &other.slots[i]
-            if slot.count != 0:
-                if self.add(other.arena + slot.off, slot.len, slot.hash, slot.count) < 0:
-                    return -1
+        cdef ChunkEntry* e
+        for i in range(other.used):
+            e = &other.entries[i]
+            # the stored hash is 32-bit; add() only uses those bits
+            if self.add(other.arena + e.off, e.len, e.hash, e.count) < 0:
+                return -1
         return 0
 
     def to_dict(self):
         """The counts as a dict bytes -> int."""
         cdef Py_ssize_t i
         cdef dict out = {}
-        for i in range(self.cap):
-            if self.slots[i].count != 0:
-                out[PyBytes_FromStringAndSize(<char*>self.arena + self.slots[i].off,
-                                              self.slots[i].len)] = self.slots[i].count
+        for i in range(self.used):
+            out[PyBytes_FromStringAndSize(<char*>self.arena + self.entries[i].off,
+                                          self.entries[i].len)] = self.entries[i].count
         return out
 
 
@@ -219,15 +322,18 @@ cdef class _Merger:
     cdef int32_t* wstamp          # merge number that last rewrote the word (dedup of lists)
     cdef Py_ssize_t n_words
     # pair map: key -> pair slot, open addressing with linear probing
-    cdef uint64_t* map_keys
     cdef int32_t* map_vals        # -1 = empty
     cdef Py_ssize_t map_cap
     # pair slots
-    cdef int32_t* p_left
-    cdef int32_t* p_right
+    cdef uint64_t* p_key          # pair_key(left, right): the map compares these
     cdef int64_t* p_count
     cdef int32_t* p_stamp         # merge number that last increased the count
     cdef IdList* p_words
+    # all word lists live in one pool (no malloc per pair); a list that outgrows its
+    # room moves to the end, and the pool is compacted when half of it is abandoned
+    cdef int32_t* pool
+    cdef Py_ssize_t pool_n, pool_cap, pool_waste
+    cdef int32_t merging        # pair slot being merged: its list must stay put
     cdef Py_ssize_t n_pairs, pairs_cap
     # pairs whose count grew during the current merge (pushed at its end)
     cdef int32_t* touched
@@ -254,6 +360,8 @@ cdef class _Merger:
     cdef int oom
 
     def __cinit__(self):
+        self.pool_n = self.pool_cap = self.pool_waste = 0
+        self.merging = -1
         self.map_cap = 0
         self.n_pairs = self.pairs_cap = 0
         self.n_touched = self.touched_cap = 0
@@ -264,35 +372,28 @@ cdef class _Merger:
 
     def __dealloc__(self):
         cdef Py_ssize_t i
-        if self.p_words != NULL:
-            for i in range(self.n_pairs):
-                free(self.p_words[i].data)
-        free(self.tokens); free(self.wstart); free(self.wlen); free(self.wcount)
-        free(self.wstamp); free(self.map_keys); free(self.map_vals)
-        free(self.p_left); free(self.p_right); free(self.p_count); free(self.p_stamp)
-        free(self.p_words); free(self.touched); free(self.heap); free(self.tok_bytes)
-        free(self.tok_off); free(self.tok_len); free(self.vmap); free(self.vmap_hash)
-        free(self.m_left); free(self.m_right)
+        fbpe_free(self.pool)
+        fbpe_free(self.tokens); fbpe_free(self.wstart); fbpe_free(self.wlen); fbpe_free(self.wcount)
+        fbpe_free(self.wstamp); fbpe_free(self.map_vals)
+        fbpe_free(self.p_key); fbpe_free(self.p_count); fbpe_free(self.p_stamp)
+        fbpe_free(self.p_words); fbpe_free(self.touched); fbpe_free(self.heap); fbpe_free(self.tok_bytes)
+        fbpe_free(self.tok_off); fbpe_free(self.tok_len); fbpe_free(self.vmap); fbpe_free(self.vmap_hash)
+        fbpe_free(self.m_left); fbpe_free(self.m_right)
 
     # ------------------------------------------------------------------ pair map
     cdef int map_rehash(self, Py_ssize_t new_cap) noexcept nogil:
-        cdef uint64_t* keys = <uint64_t*>malloc(<size_t>new_cap * sizeof(uint64_t))
-        cdef int32_t* vals = <int32_t*>malloc(<size_t>new_cap * sizeof(int32_t))
+        # the map holds only slot numbers (4 bytes per bucket); keys are read from p_key
+        cdef int32_t* vals = <int32_t*>fbpe_malloc(<size_t>new_cap * sizeof(int32_t))
         cdef Py_ssize_t i, s, mask = new_cap - 1
-        cdef uint64_t key
-        if keys == NULL or vals == NULL:
-            free(keys); free(vals)
+        if vals == NULL:
             return -1
         memset(vals, 0xff, <size_t>new_cap * sizeof(int32_t))
         for i in range(self.n_pairs):
-            key = pair_key(self.p_left[i], self.p_right[i])
-            s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
+            s = <Py_ssize_t>(mix64(self.p_key[i]) & <uint64_t>mask)
             while vals[s] >= 0:
                 s = (s + 1) & mask
-            keys[s] = key
             vals[s] = <int32_t>i
-        free(self.map_keys); free(self.map_vals)
-        self.map_keys = keys
+        fbpe_free(self.map_vals)
         self.map_vals = vals
         self.map_cap = new_cap
         return 0
@@ -304,7 +405,7 @@ cdef class _Merger:
         cdef int32_t v
         while True:
             v = self.map_vals[s]
-            if v < 0 or self.map_keys[s] == key:
+            if v < 0 or self.p_key[v] == key:
                 return v
             s = (s + 1) & mask
 
@@ -319,16 +420,13 @@ cdef class _Merger:
             v = self.map_vals[s]
             if v < 0:
                 break
-            if self.map_keys[s] == key:
+            if self.p_key[v] == key:
                 return v
             s = (s + 1) & mask
         # new pair: make room in the slot arrays (all share pairs_cap)
         if self.n_pairs + 1 > self.pairs_cap:
             cap = self.pairs_cap
-            if grow(<void**>&self.p_left, &cap, self.n_pairs + 1, sizeof(int32_t)) < 0:
-                return -1
-            cap = self.pairs_cap
-            if grow(<void**>&self.p_right, &cap, self.n_pairs + 1, sizeof(int32_t)) < 0:
+            if grow(<void**>&self.p_key, &cap, self.n_pairs + 1, sizeof(uint64_t)) < 0:
                 return -1
             cap = self.pairs_cap
             if grow(<void**>&self.p_count, &cap, self.n_pairs + 1, sizeof(int64_t)) < 0:
@@ -341,33 +439,82 @@ cdef class _Merger:
                 return -1
             self.pairs_cap = cap
         v = <int32_t>self.n_pairs
-        self.p_left[v] = left
-        self.p_right[v] = right
+        self.p_key[v] = key
         self.p_count[v] = 0
         self.p_stamp[v] = -1
-        self.p_words[v].data = NULL
+        self.p_words[v].off = 0
         self.p_words[v].n = 0
         self.p_words[v].cap = 0
         self.n_pairs += 1
-        self.map_keys[s] = key
         self.map_vals[s] = v
-        if self.n_pairs * 2 > self.map_cap:
+        if self.n_pairs * 4 > self.map_cap * 3:
             if self.map_rehash(self.map_cap * 2) < 0:
                 return -1
         return v
 
     cdef inline int list_add(self, int32_t p, int32_t word) noexcept nogil:
         cdef IdList* lst = &self.p_words[p]
-        cdef Py_ssize_t cap
-        if lst.n > 0 and lst.data[lst.n - 1] == word:
+        cdef Py_ssize_t new_cap
+        if lst.n > 0 and self.pool[lst.off + lst.n - 1] == word:
             return 0
         if lst.n == lst.cap:
-            cap = lst.cap
-            if grow(<void**>&lst.data, &cap, lst.n + 1, sizeof(int32_t)) < 0:
+            new_cap = 2 * lst.cap if lst.cap > 0 else 2
+            if self.pool_n + new_cap >= ((<Py_ssize_t>1 << 32) - 1):
+                return -1  # offsets are 32-bit: 16 GB of word lists
+            if grow(<void**>&self.pool, &self.pool_cap, self.pool_n + new_cap, sizeof(int32_t)) < 0:
                 return -1
-            lst.cap = <int32_t>cap
-        lst.data[lst.n] = word
+            if lst.n > 0:
+                memcpy(self.pool + self.pool_n, self.pool + lst.off, <size_t>lst.n * sizeof(int32_t))
+            self.pool_waste += lst.cap
+            lst.off = <uint32_t>self.pool_n
+            lst.cap = <int32_t>new_cap
+            self.pool_n += new_cap
+        self.pool[lst.off + lst.n] = word
         lst.n += 1
+        return 0
+
+    cdef inline void list_free(self, int32_t p) noexcept nogil:
+        self.pool_waste += self.p_words[p].cap
+        self.p_words[p].n = 0
+        self.p_words[p].cap = 0
+
+    cdef int pool_compact(self) noexcept nogil:
+        """Slide the live lists down to the start of the pool, in place, in order of
+        their offsets (each move goes to a lower address), then give back the tail.
+        Not while a list is being iterated."""
+        cdef Py_ssize_t i, n_lists = 0, pos = 0
+        cdef uint64_t* order
+        cdef int32_t p
+        cdef void* shrunk
+        for i in range(self.n_pairs):
+            if self.p_words[i].n > 0:
+                n_lists += 1
+        order = <uint64_t*>fbpe_malloc(<size_t>(n_lists + 1) * sizeof(uint64_t))
+        if order == NULL:
+            return -1
+        n_lists = 0
+        for i in range(self.n_pairs):
+            if self.p_words[i].n > 0:
+                order[n_lists] = ((<uint64_t>self.p_words[i].off) << 32) | <uint64_t>i
+                n_lists += 1
+            else:
+                self.p_words[i].cap = 0
+        qsort(order, <size_t>n_lists, sizeof(uint64_t), cmp_uint64)
+        for i in range(n_lists):
+            p = <int32_t>(order[i] & 0xFFFFFFFFU)
+            memmove(self.pool + pos, self.pool + self.p_words[p].off,
+                    <size_t>self.p_words[p].n * sizeof(int32_t))
+            self.p_words[p].off = <uint32_t>pos
+            self.p_words[p].cap = self.p_words[p].n
+            pos += self.p_words[p].n
+        fbpe_free(order)
+        self.pool_n = pos
+        self.pool_waste = 0
+        if pos + (pos >> 2) + 16 < self.pool_cap:
+            shrunk = fbpe_realloc(self.pool, <size_t>(pos + (pos >> 2) + 16) * sizeof(int32_t))
+            if shrunk != NULL:
+                self.pool = <int32_t*>shrunk
+                self.pool_cap = pos + (pos >> 2) + 16
         return 0
 
     # ------------------------------------------------------------------ heap
@@ -466,6 +613,9 @@ cdef class _Merger:
         # every destroyed pair was counted before, so it is in the map
         cdef int32_t p = self.pair_find(left, right)
         self.p_count[p] -= by
+        if self.p_count[p] == 0 and p != self.merging:
+            # no word holds the pair any more: its list is dead weight
+            self.list_free(p)
 
     cdef int merge_word(self, int32_t w, int32_t a, int32_t b, int32_t c, int32_t stamp) noexcept nogil:
         """Merge (a, b) -> c in word w, in place, and apply the pair-count deltas.
@@ -512,7 +662,7 @@ cdef class _Merger:
         cdef HeapEntry top
         cdef int32_t p, a, b, c, w, q, stamp
         cdef int64_t live
-        cdef int32_t* words
+        cdef int64_t words_off
         cdef bint found
         while done < max_merges:
             if self.n_vocab >= self.n_tokens:
@@ -557,11 +707,13 @@ cdef class _Merger:
             self.n_merges += 1
             # rewrite the words that held the pair; the list of p never grows meanwhile
             # (created pairs contain c, and c differs from a and b)
-            words = self.p_words[p].data
+            # index, not pointer: appends to other lists may move the pool
+            words_off = self.p_words[p].off
             n = self.p_words[p].n
+            self.merging = p
             self.n_touched = 0
             for k in range(n):
-                w = words[k]
+                w = self.pool[words_off + k]
                 if self.wstamp[w] == stamp:
                     continue
                 self.wstamp[w] = stamp
@@ -569,14 +721,16 @@ cdef class _Merger:
                     return RUN_OOM
             # no (a, b) is left anywhere after a leftmost merge
             self.p_count[p] = 0
-            free(self.p_words[p].data)
-            self.p_words[p].data = NULL
-            self.p_words[p].n = 0
-            self.p_words[p].cap = 0
+            self.merging = -1
+            self.list_free(p)
+            if self.pool_waste > 4096 and 3 * self.pool_waste > self.pool_n:
+                if self.pool_compact() < 0:
+                    return RUN_OOM
             for k in range(self.n_touched):
                 q = self.touched[k]
                 if self.p_count[q] > 0:
-                    if self.heap_push(self.p_count[q], self.p_left[q], self.p_right[q]) < 0:
+                    if self.heap_push(self.p_count[q], <int32_t>(self.p_key[q] >> 32),
+                                      <int32_t>(self.p_key[q] & 0xFFFFFFFFU)) < 0:
                         return RUN_OOM
             done += 1
         return RUN_MORE
@@ -584,19 +738,19 @@ cdef class _Merger:
     # ------------------------------------------------------------------ setup
     cdef int setup(self, int32_t n_tokens) noexcept nogil:
         """Byte tokens, vocabulary map, pair counts of every word, and the heap."""
-        cdef Py_ssize_t i, k, s, cap
+        cdef Py_ssize_t i, k, s, cap, total
         cdef int32_t p, w
         cdef int32_t* ids
         cdef uint8_t byte
         self.n_tokens = n_tokens
-        self.tok_off = <int64_t*>malloc(<size_t>n_tokens * sizeof(int64_t))
-        self.tok_len = <int32_t*>malloc(<size_t>n_tokens * sizeof(int32_t))
+        self.tok_off = <int64_t*>fbpe_malloc(<size_t>n_tokens * sizeof(int64_t))
+        self.tok_len = <int32_t*>fbpe_malloc(<size_t>n_tokens * sizeof(int32_t))
         cap = 1
         while cap < 2 * <Py_ssize_t>n_tokens:
             cap *= 2
         self.vmap_cap = cap
-        self.vmap = <int32_t*>malloc(<size_t>cap * sizeof(int32_t))
-        self.vmap_hash = <uint64_t*>malloc(<size_t>cap * sizeof(uint64_t))
+        self.vmap = <int32_t*>fbpe_malloc(<size_t>cap * sizeof(int32_t))
+        self.vmap_hash = <uint64_t*>fbpe_malloc(<size_t>cap * sizeof(uint64_t))
         if self.tok_off == NULL or self.tok_len == NULL or self.vmap == NULL or self.vmap_hash == NULL:
             return -1
         memset(self.vmap, 0xff, <size_t>cap * sizeof(int32_t))
@@ -618,6 +772,7 @@ cdef class _Merger:
         # pair map sized for a guess, grown as needed
         if self.map_rehash(1 << 16) < 0:
             return -1
+        # pass 1: pair counts, and how many words hold each pair (p_stamp = last word)
         for w in range(<int32_t>self.n_words):
             ids = self.tokens + self.wstart[w]
             for k in range(self.wlen[w] - 1):
@@ -625,6 +780,24 @@ cdef class _Merger:
                 if p < 0:
                     return -1
                 self.p_count[p] += self.wcount[w]
+                if self.p_stamp[p] != w:
+                    self.p_stamp[p] = w
+                    self.p_words[p].cap += 1
+        # pass 2: the word lists, packed exactly in the pool
+        total = 0
+        for i in range(self.n_pairs):
+            self.p_words[i].off = <uint32_t>total
+            total += self.p_words[i].cap
+            self.p_stamp[i] = -1
+        if total >= ((<Py_ssize_t>1 << 32) - 1):
+            return -1
+        if grow(<void**>&self.pool, &self.pool_cap, total + 16, sizeof(int32_t)) < 0:
+            return -1
+        self.pool_n = total
+        for w in range(<int32_t>self.n_words):
+            ids = self.tokens + self.wstart[w]
+            for k in range(self.wlen[w] - 1):
+                p = self.pair_find(ids[k], ids[k + 1])
                 if self.list_add(p, w) < 0:
                     return -1
         # heap of all pairs: fill then heapify bottom-up
@@ -634,8 +807,8 @@ cdef class _Merger:
         for i in range(self.n_pairs):
             if self.p_count[i] > 0:
                 self.heap[self.heap_n].count = self.p_count[i]
-                self.heap[self.heap_n].left = self.p_left[i]
-                self.heap[self.heap_n].right = self.p_right[i]
+                self.heap[self.heap_n].left = <int32_t>(self.p_key[i] >> 32)
+                self.heap[self.heap_n].right = <int32_t>(self.p_key[i] & 0xFFFFFFFFU)
                 self.heap_n += 1
         i = self.heap_n // 2 - 1
         while i >= 0:
@@ -660,11 +833,11 @@ cdef class _Merger:
                 total += len(<bytes>chunk)
         if n_words >= 2**31 - 1 or total >= 2**62:
             raise ValueError("too many chunks for the native trainer")
-        self.tokens = <int32_t*>malloc(<size_t>max(total, 1) * sizeof(int32_t))
-        self.wstart = <int64_t*>malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
-        self.wlen = <int32_t*>malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
-        self.wcount = <int64_t*>malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
-        self.wstamp = <int32_t*>malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        self.tokens = <int32_t*>fbpe_malloc(<size_t>max(total, 1) * sizeof(int32_t))
+        self.wstart = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wlen = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        self.wcount = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wstamp = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
         if (self.tokens == NULL or self.wstart == NULL or self.wlen == NULL
                 or self.wcount == NULL or self.wstamp == NULL):
             raise MemoryError()
@@ -686,40 +859,45 @@ cdef class _Merger:
             w += 1
         self.n_words = n_words
 
-    cdef load_table(self, _ChunkTable table):
+    cdef load_table(self, _ChunkTable table, bint consume):
         """Copy the chunks of a counting table (no Python objects per chunk)."""
         cdef Py_ssize_t i, k, n, w = 0, pos = 0, n_words = 0, total = 0
         cdef const uint8_t* s
-        for i in range(table.cap):
-            if table.slots[i].count > 0 and table.slots[i].len >= 2:
-                if table.slots[i].len >= 2**31 - 1:
-                    raise ValueError(f"chunk of {table.slots[i].len} bytes is too long for the native trainer")
+        cdef ChunkEntry* e
+        for i in range(table.used):
+            if table.entries[i].count > 0 and table.entries[i].len >= 2:
+                if table.entries[i].len >= 2**31 - 1:
+                    raise ValueError(f"chunk of {table.entries[i].len} bytes is too long for the native trainer")
                 n_words += 1
-                total += table.slots[i].len
+                total += table.entries[i].len
         if n_words >= 2**31 - 1:
             raise ValueError("too many chunks for the native trainer")
-        self.tokens = <int32_t*>malloc(<size_t>max(total, 1) * sizeof(int32_t))
-        self.wstart = <int64_t*>malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
-        self.wlen = <int32_t*>malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
-        self.wcount = <int64_t*>malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
-        self.wstamp = <int32_t*>malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        self.tokens = <int32_t*>fbpe_malloc(<size_t>max(total, 1) * sizeof(int32_t))
+        self.wstart = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wlen = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        self.wcount = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wstamp = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
         if (self.tokens == NULL or self.wstart == NULL or self.wlen == NULL
                 or self.wcount == NULL or self.wstamp == NULL):
             raise MemoryError()
         with nogil:
-            for i in range(table.cap):
-                n = table.slots[i].len
-                if table.slots[i].count <= 0 or n < 2:
+            for i in range(table.used):
+                e = &table.entries[i]
+                n = e.len
+                if e.count <= 0 or n < 2:
                     continue
-                s = table.arena + table.slots[i].off
+                s = table.arena + e.off
                 self.wstart[w] = pos
                 self.wlen[w] = <int32_t>n
-                self.wcount[w] = table.slots[i].count
+                self.wcount[w] = e.count
                 self.wstamp[w] = -1
                 for k in range(n):
                     self.tokens[pos + k] = s[k]
                 pos += n
                 w += 1
+            if consume:
+                table.release()
+                fbpe_trim_memory()
         self.n_words = n_words
 
     def stats(self):
@@ -727,8 +905,13 @@ cdef class _Merger:
         cdef Py_ssize_t i, list_cap = 0
         for i in range(self.n_pairs):
             list_cap += self.p_words[i].cap
+        list_cap = self.pool_cap
         return {"words": self.n_words, "pairs": self.n_pairs, "map_cap": self.map_cap,
                 "heap_n": self.heap_n, "heap_cap": self.heap_cap, "list_cap": list_cap,
+                "pairs_cap": self.pairs_cap, "pool_n": self.pool_n, "pool_waste": self.pool_waste,
+                "bytes": (self.pairs_cap * (8 + 8 + 4 + sizeof(IdList)) + self.map_cap * 4
+                          + self.heap_cap * sizeof(HeapEntry) + self.pool_cap * 4
+                          + self.n_words * 24 + (self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1] if self.n_words else 0) * 4),
                 "tokens": int(self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1]) if self.n_words else 0}
 
     def results(self):
@@ -743,13 +926,15 @@ PROGRESS_EVERY = 64
 
 
 def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=None,
-                 progress=None, _stats=None):
+                 progress=None, consume=False, _stats=None):
     """Learn merges until the vocabulary holds ``n_tokens`` tokens (bytes included).
 
     Native twin of ``fastbpe.reference.bpe.train_on_chunks``: returns ``(merges, vocab)``
     where ``merges[i]`` is the pair merged at step ``i`` and ``vocab[id]`` the bytes of
     each token. ``progress`` is None, a callable called with the number of merges done,
     or a tqdm-like object whose ``update(n)`` is called; both every few merges.
+    ``chunk_counts`` may also be the table of ``count_chunk_table``; with
+    ``consume=True`` its memory is freed as soon as it is loaded (it is empty after).
 
     >>> train_merges({b"aaabdaaabac": 1}, 259)[0]
     [(97, 97), (97, 98), (256, 257)]
@@ -768,7 +953,7 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
         raise ValueError(f"max_token_length={max_token_length} must be at least 1")
     cdef _Merger m = _Merger()
     if isinstance(chunk_counts, _ChunkTable):
-        m.load_table(<_ChunkTable>chunk_counts)
+        m.load_table(<_ChunkTable>chunk_counts, consume)
     elif hasattr(chunk_counts, "items"):
         m.load_words(chunk_counts)
     else:
@@ -886,9 +1071,9 @@ cdef class _NativeCounter:
         self.pid = pid
         self.specials = list(specials)
         self.n_sp = len(self.specials)
-        self.sp = <const uint8_t**>malloc(<size_t>(self.n_sp + 1) * sizeof(uint8_t*))
-        self.sp_len = <Py_ssize_t*>malloc(<size_t>(self.n_sp + 1) * sizeof(Py_ssize_t))
-        self.sp_next = <Py_ssize_t*>malloc(<size_t>(self.n_sp + 1) * sizeof(Py_ssize_t))
+        self.sp = <const uint8_t**>fbpe_malloc(<size_t>(self.n_sp + 1) * sizeof(uint8_t*))
+        self.sp_len = <Py_ssize_t*>fbpe_malloc(<size_t>(self.n_sp + 1) * sizeof(Py_ssize_t))
+        self.sp_next = <Py_ssize_t*>fbpe_malloc(<size_t>(self.n_sp + 1) * sizeof(Py_ssize_t))
         if self.sp == NULL or self.sp_len == NULL or self.sp_next == NULL:
             raise MemoryError()
         for k in range(self.n_sp):
@@ -896,7 +1081,7 @@ cdef class _NativeCounter:
             self.sp_len[k] = len(<bytes>self.specials[k])
 
     def __dealloc__(self):
-        free(self.sp); free(self.sp_len); free(self.sp_next)
+        fbpe_free(self.sp); fbpe_free(self.sp_len); fbpe_free(self.sp_next)
 
     def count_lines(self, bytes block):
         """Count a block of whole lines; each line (with its "\\n") is a document."""
@@ -933,14 +1118,18 @@ cdef class _NativeCounter:
 
 
 def _merge_tables(tables):
-    """Merge the tables into the first one and return it."""
+    """Merge the tables into the largest one, freeing each other as soon as it is merged."""
+    tables = sorted(tables, key=len, reverse=True)
     cdef _ChunkTable first = tables[0], other
     cdef int status = 0
     for other in tables[1:]:
         with nogil:
             status = first.merge_from(other)
+            other.release()
         if status < 0:
             raise MemoryError("out of memory while merging chunk counts")
+    with nogil:
+        fbpe_trim_memory()
     return first
 
 
