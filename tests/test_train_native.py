@@ -305,3 +305,73 @@ def test_count_then_merge_equals_reference_train(pattern, specials):
         for piece in bpe.special_token_regex(specials).split(doc) if specials else [doc]:
             ids = bpe.encode_ordinary(piece, ranks, patterns.resolve_pattern(pattern))
             assert bpe.decode(ids, {i: t for t, i in ranks.items()}, errors="strict") == piece
+
+
+# ----------------------------------------------------------------------------- internals
+@pytest.fixture
+def eager_housekeeping():
+    """Compact the word-list pool and rebuild the heap after every merge."""
+    from fastbpe import _train
+
+    old = _train._set_housekeeping(0, 0)
+    yield
+    _train._set_housekeeping(*old)
+
+
+@pytest.mark.parametrize("kind", ["code", "chinese"])
+def test_eager_housekeeping_matches_reference(kind, eager_housekeeping):
+    counts = bpe.count_chunks(_sample(kind), patterns.CL100K)
+    _assert_same(counts, 256 + 150)
+    _assert_same(counts, 256 + 150, max_token_length=3)
+    _assert_same({b"a" * n: n % 5 + 1 for n in range(1, 90)}, 256 + 40)
+
+
+@settings(max_examples=150)
+@given(_words, st.integers(256, 300))
+def test_hypothesis_eager_housekeeping(words, n_tokens):
+    from fastbpe import _train
+
+    old = _train._set_housekeeping(0, 0)
+    try:
+        counts: dict[bytes, int] = {}
+        for w, c in words:
+            counts[w] = counts.get(w, 0) + c
+        _assert_same(counts, n_tokens)
+    finally:
+        _train._set_housekeeping(*old)
+
+
+def test_larger_corpus_housekeeping_does_not_change_result():
+    # big enough for the default thresholds to compact and rebuild several times
+    from fastbpe import _train
+
+    docs = []
+    for path in sorted(STDLIB.glob("*.py"))[:40]:
+        docs += path.read_text(errors="replace").splitlines(True)
+    counts = count_chunks(iter(docs), "cl100k", num_threads=2)
+    default = train_merges(counts, 6000)
+    old = _train._set_housekeeping(0, 0)
+    try:
+        eager = train_merges(counts, 6000)
+    finally:
+        _train._set_housekeeping(*old)
+    assert default == eager
+    # and the first merges agree with the reference (it is too slow for all of them)
+    few = bpe.train_on_chunks(counts, 256 + 40)
+    assert default[0][:40] == few[0] and default[1][:296] == few[1]
+
+
+def test_chunk_table_feeds_train_merges(tmp_path):
+    from fastbpe._train import count_chunk_table
+
+    docs = _mixed_docs()
+    table = count_chunk_table(iter(docs), "o200k", SPECIALS, num_threads=2)
+    expected = dict(bpe.count_chunks(docs, patterns.O200K, SPECIALS))
+    assert len(table) == len(expected) and table.to_dict() == expected
+    want = bpe.train_on_chunks(expected, 256 + 60)
+    assert train_merges(table, 256 + 60) == want
+    assert train_merges(table, 256 + 60, consume=True) == want
+    assert len(table) == 0 and table.to_dict() == {}
+    # custom patterns give a table too
+    table = count_chunk_table(iter(docs), r"\S+|\s+", num_threads=1)
+    assert table.to_dict() == dict(bpe.count_chunks(docs, r"\S+|\s+"))

@@ -134,6 +134,24 @@ cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
     return x
 
 
+# Housekeeping thresholds (tests lower them to exercise compaction and heap rebuilds).
+cdef Py_ssize_t POOL_MIN_WASTE = 4096   # compact the word-list pool beyond this waste
+cdef Py_ssize_t HEAP_SLACK = 4096       # rebuild the heap beyond 2 * live pairs + this
+
+
+def _set_housekeeping(pool_min_waste, heap_slack):
+    """Set the housekeeping thresholds; return the old ones (for tests)."""
+    global POOL_MIN_WASTE, HEAP_SLACK
+    old = (POOL_MIN_WASTE, HEAP_SLACK)
+    POOL_MIN_WASTE = pool_min_waste
+    HEAP_SLACK = heap_slack
+    return old
+
+
+# p_key of a recycled slot: (-1, -1) is no pair
+cdef uint64_t DEAD_KEY = 0xFFFFFFFFFFFFFFFFULL
+
+
 cdef inline uint64_t pair_key(int32_t left, int32_t right) noexcept nogil:
     return ((<uint64_t><uint32_t>left) << 32) | <uint64_t><uint32_t>right
 
@@ -334,6 +352,10 @@ cdef class _Merger:
     cdef int32_t* pool
     cdef Py_ssize_t pool_n, pool_cap, pool_waste
     cdef int32_t merging        # pair slot being merged: its list must stay put
+    # slots of pairs whose count fell to 0 (deleted from the map), reused by new pairs:
+    # about half of all pairs ever seen are dead by the end of a run
+    cdef int32_t* free_slots
+    cdef Py_ssize_t n_free, free_cap
     cdef Py_ssize_t n_pairs, pairs_cap
     # pairs whose count grew during the current merge (pushed at its end)
     cdef int32_t* touched
@@ -362,6 +384,7 @@ cdef class _Merger:
     def __cinit__(self):
         self.pool_n = self.pool_cap = self.pool_waste = 0
         self.merging = -1
+        self.n_free = self.free_cap = 0
         self.map_cap = 0
         self.n_pairs = self.pairs_cap = 0
         self.n_touched = self.touched_cap = 0
@@ -372,7 +395,7 @@ cdef class _Merger:
 
     def __dealloc__(self):
         cdef Py_ssize_t i
-        fbpe_free(self.pool)
+        fbpe_free(self.pool); fbpe_free(self.free_slots)
         fbpe_free(self.tokens); fbpe_free(self.wstart); fbpe_free(self.wlen); fbpe_free(self.wcount)
         fbpe_free(self.wstamp); fbpe_free(self.map_vals)
         fbpe_free(self.p_key); fbpe_free(self.p_count); fbpe_free(self.p_stamp)
@@ -389,6 +412,8 @@ cdef class _Merger:
             return -1
         memset(vals, 0xff, <size_t>new_cap * sizeof(int32_t))
         for i in range(self.n_pairs):
+            if self.p_key[i] == DEAD_KEY:
+                continue
             s = <Py_ssize_t>(mix64(self.p_key[i]) & <uint64_t>mask)
             while vals[s] >= 0:
                 s = (s + 1) & mask
@@ -423,7 +448,31 @@ cdef class _Merger:
             if self.p_key[v] == key:
                 return v
             s = (s + 1) & mask
-        # new pair: make room in the slot arrays (all share pairs_cap)
+        if self.n_free > 0:
+            self.n_free -= 1
+            v = self.free_slots[self.n_free]
+        else:
+            v = self.new_slot()
+            if v < 0:
+                return -1
+        self.p_key[v] = key
+        self.p_count[v] = 0
+        self.p_stamp[v] = -1
+        self.p_words[v].off = 0
+        self.p_words[v].n = 0
+        self.p_words[v].cap = 0
+        self.map_vals[s] = v
+        if (self.n_pairs - self.n_free) * 4 > self.map_cap * 3:
+            if self.map_rehash(self.map_cap * 2) < 0:
+                return -1
+        return v
+
+    cdef int32_t new_slot(self) noexcept nogil:
+        """A fresh slot at the end of the slot arrays (all share pairs_cap)."""
+        cdef Py_ssize_t cap
+        cdef int32_t v
+        if self.n_pairs >= 0x7FFFFFFF:
+            return -1
         if self.n_pairs + 1 > self.pairs_cap:
             cap = self.pairs_cap
             if grow(<void**>&self.p_key, &cap, self.n_pairs + 1, sizeof(uint64_t)) < 0:
@@ -439,18 +488,40 @@ cdef class _Merger:
                 return -1
             self.pairs_cap = cap
         v = <int32_t>self.n_pairs
-        self.p_key[v] = key
-        self.p_count[v] = 0
-        self.p_stamp[v] = -1
-        self.p_words[v].off = 0
-        self.p_words[v].n = 0
-        self.p_words[v].cap = 0
         self.n_pairs += 1
-        self.map_vals[s] = v
-        if self.n_pairs * 4 > self.map_cap * 3:
-            if self.map_rehash(self.map_cap * 2) < 0:
-                return -1
         return v
+
+    cdef int pair_delete(self, int32_t v) noexcept nogil:
+        """Remove a dead pair (count 0) from the map and recycle its slot.
+
+        Linear probing with backward-shift deletion: later entries of the probe run
+        move into the hole unless their home bucket lies cyclically in (hole, entry].
+        """
+        cdef Py_ssize_t mask = self.map_cap - 1
+        cdef Py_ssize_t i = <Py_ssize_t>(mix64(self.p_key[v]) & <uint64_t>mask), j, home
+        cdef int32_t u
+        while self.map_vals[i] != v:
+            i = (i + 1) & mask
+        j = i
+        while True:
+            j = (j + 1) & mask
+            u = self.map_vals[j]
+            if u < 0:
+                break
+            home = <Py_ssize_t>(mix64(self.p_key[u]) & <uint64_t>mask)
+            if (i < home <= j) if i <= j else (home > i or home <= j):
+                continue
+            self.map_vals[i] = u
+            i = j
+        self.map_vals[i] = -1
+        self.list_free(v)
+        self.p_key[v] = DEAD_KEY
+        self.p_count[v] = 0
+        if grow(<void**>&self.free_slots, &self.free_cap, self.n_free + 1, sizeof(int32_t)) < 0:
+            return -1
+        self.free_slots[self.n_free] = v
+        self.n_free += 1
+        return 0
 
     cdef inline int list_add(self, int32_t p, int32_t word) noexcept nogil:
         cdef IdList* lst = &self.p_words[p]
@@ -609,13 +680,14 @@ cdef class _Merger:
             self.n_touched += 1
         return 0
 
-    cdef inline void pair_dec(self, int32_t left, int32_t right, int64_t by) noexcept nogil:
+    cdef inline int pair_dec(self, int32_t left, int32_t right, int64_t by) noexcept nogil:
         # every destroyed pair was counted before, so it is in the map
         cdef int32_t p = self.pair_find(left, right)
         self.p_count[p] -= by
         if self.p_count[p] == 0 and p != self.merging:
-            # no word holds the pair any more: its list is dead weight
-            self.list_free(p)
+            # no word holds the pair any more: drop it (heap entries for it go stale)
+            return self.pair_delete(p)
+        return 0
 
     cdef int merge_word(self, int32_t w, int32_t a, int32_t b, int32_t c, int32_t stamp) noexcept nogil:
         """Merge (a, b) -> c in word w, in place, and apply the pair-count deltas.
@@ -637,9 +709,11 @@ cdef class _Merger:
                 # ids[i-1] and ids[i+2] are still the original values: writes go to
                 # indices < j <= i, and index i-1 is rewritten only with its own value
                 if i > 0 and last_end != i - 1:
-                    self.pair_dec(ids[i - 1], a, wc)
+                    if self.pair_dec(ids[i - 1], a, wc) < 0:
+                        return -1
                 if i + 2 < n:
-                    self.pair_dec(b, ids[i + 2], wc)
+                    if self.pair_dec(b, ids[i + 2], wc) < 0:
+                        return -1
                 ids[j] = c
                 cur_new = True
                 last_end = i + 1
@@ -671,6 +745,8 @@ cdef class _Merger:
             while self.heap_n > 0:
                 top = self.heap_pop()
                 p = self.pair_find(top.left, top.right)
+                if p < 0:
+                    continue  # the pair died since this entry was pushed
                 live = self.p_count[p]
                 if live != top.count:
                     # stale: a smaller live count gets its own entry again; a larger
@@ -722,8 +798,9 @@ cdef class _Merger:
             # no (a, b) is left anywhere after a leftmost merge
             self.p_count[p] = 0
             self.merging = -1
-            self.list_free(p)
-            if self.pool_waste > 4096 and 3 * self.pool_waste > self.pool_n:
+            if self.pair_delete(p) < 0:
+                return RUN_OOM
+            if self.pool_waste > POOL_MIN_WASTE and 3 * self.pool_waste > self.pool_n:
                 if self.pool_compact() < 0:
                     return RUN_OOM
             for k in range(self.n_touched):
@@ -732,8 +809,25 @@ cdef class _Merger:
                     if self.heap_push(self.p_count[q], <int32_t>(self.p_key[q] >> 32),
                                       <int32_t>(self.p_key[q] & 0xFFFFFFFFU)) < 0:
                         return RUN_OOM
+            if self.heap_n > 2 * (self.n_pairs - self.n_free) + HEAP_SLACK:
+                self.heap_rebuild()
             done += 1
         return RUN_MORE
+
+    cdef void heap_rebuild(self) noexcept nogil:
+        """One entry per live pair, with its live count: drops the stale entries."""
+        cdef Py_ssize_t i
+        self.heap_n = 0
+        for i in range(self.n_pairs):
+            if self.p_count[i] > 0:   # the heap holds at least this many entries
+                self.heap[self.heap_n].count = self.p_count[i]
+                self.heap[self.heap_n].left = <int32_t>(self.p_key[i] >> 32)
+                self.heap[self.heap_n].right = <int32_t>(self.p_key[i] & 0xFFFFFFFFU)
+                self.heap_n += 1
+        i = self.heap_n // 2 - 1
+        while i >= 0:
+            self.heap_sift_down(i)
+            i -= 1
 
     # ------------------------------------------------------------------ setup
     cdef int setup(self, int32_t n_tokens) noexcept nogil:
@@ -803,17 +897,7 @@ cdef class _Merger:
         # heap of all pairs: fill then heapify bottom-up
         if grow(<void**>&self.heap, &self.heap_cap, self.n_pairs + 1, sizeof(HeapEntry)) < 0:
             return -1
-        self.heap_n = 0
-        for i in range(self.n_pairs):
-            if self.p_count[i] > 0:
-                self.heap[self.heap_n].count = self.p_count[i]
-                self.heap[self.heap_n].left = <int32_t>(self.p_key[i] >> 32)
-                self.heap[self.heap_n].right = <int32_t>(self.p_key[i] & 0xFFFFFFFFU)
-                self.heap_n += 1
-        i = self.heap_n // 2 - 1
-        while i >= 0:
-            self.heap_sift_down(i)
-            i -= 1
+        self.heap_rebuild()
         return 0
 
     cdef load_words(self, chunk_counts):
@@ -906,9 +990,12 @@ cdef class _Merger:
         for i in range(self.n_pairs):
             list_cap += self.p_words[i].cap
         list_cap = self.pool_cap
+        live = 0
+        for i in range(self.n_pairs):
+            live += self.p_count[i] > 0
         return {"words": self.n_words, "pairs": self.n_pairs, "map_cap": self.map_cap,
                 "heap_n": self.heap_n, "heap_cap": self.heap_cap, "list_cap": list_cap,
-                "pairs_cap": self.pairs_cap, "pool_n": self.pool_n, "pool_waste": self.pool_waste,
+                "pairs_cap": self.pairs_cap, "live_pairs": live, "pool_n": self.pool_n, "pool_waste": self.pool_waste,
                 "bytes": (self.pairs_cap * (8 + 8 + 4 + sizeof(IdList)) + self.map_cap * 4
                           + self.heap_cap * sizeof(HeapEntry) + self.pool_cap * 4
                           + self.n_words * 24 + (self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1] if self.n_words else 0) * 4),
