@@ -132,3 +132,58 @@ def iter_documents(data, errors: str = "strict") -> Iterator[str]:
             yield from split_lines(block)
     else:
         yield from iter_texts(data, errors=errors)
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def split_ranges(path: Path, n_parts: int) -> list[tuple[int, int]]:
+    """Cut a plain file into about ``n_parts`` byte ranges ``[start, end)``; a range
+    owns the lines that *start* inside it, so ranges can be read independently (a gzip
+    file is one range: it can't be entered in the middle).
+
+    >>> import tempfile, os; f = tempfile.NamedTemporaryFile(delete=False); _ = f.write(b"ab\\ncd\\n"); f.close()
+    >>> split_ranges(Path(f.name), 2); os.unlink(f.name)
+    [(0, 3), (3, 6)]
+    """
+    size = path.stat().st_size
+    if n_parts <= 1 or size == 0 or is_gzip(path):
+        return [(0, size)]
+    cuts = [0]
+    with open(path, "rb") as fh:
+        for i in range(1, n_parts):
+            fh.seek(max(size * i // n_parts - 1, cuts[-1]))
+            fh.readline()  # move to the start of the next line
+            pos = fh.tell()
+            if cuts[-1] < pos < size:
+                cuts.append(pos)
+    cuts.append(size)
+    return list(zip(cuts, cuts[1:]))
+
+
+def iter_range_lines(path: Path, start: int, end: int, errors: str = "strict") -> Iterator[str]:
+    """Yield the documents (lines) of a byte range made by ``split_ranges``."""
+    path = Path(path)
+    if is_gzip(path):
+        if start != 0:
+            raise ValueError(f"{path}: a gzip file can only be read as a whole")
+        for block in iter_file_blocks(path, errors=errors):
+            yield from split_lines(block)
+        return
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        offset = start
+        while offset < end:
+            line = fh.readline()
+            if not line:
+                return
+            try:
+                yield line.decode("utf-8", errors=errors)
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{path}: not valid UTF-8 at byte offset {offset + exc.start} "
+                    f"({exc.reason}); pass errors='replace' to replace invalid bytes"
+                ) from None
+            offset += len(line)
