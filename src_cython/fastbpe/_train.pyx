@@ -24,6 +24,7 @@ new live count at the end of the merge. So when the top entry equals the live co
 other pair can beat it (its entry would be above the top).
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 cdef extern from *:
     """
@@ -1009,7 +1010,7 @@ cdef class _Merger:
 
 
 #: Merges done per nogil run between two progress callbacks.
-PROGRESS_EVERY = 64
+PROGRESS_EVERY = 128
 
 
 def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=None,
@@ -1058,13 +1059,15 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
         update = getattr(progress, "update", None)
         if update is None and not callable(progress):
             raise TypeError("progress must be None, a callable or an object with update()")
-    cdef Py_ssize_t step = PROGRESS_EVERY if progress is not None else (1 << 62)
+    # nogil runs of a few merges; between them: progress, and Ctrl-C (KeyboardInterrupt)
+    cdef Py_ssize_t step = PROGRESS_EVERY
     cdef Py_ssize_t reported = 0
     while True:
         with nogil:
             status = m.run(step)
         if status == RUN_OOM:
             raise MemoryError("out of memory while merging")
+        PyErr_CheckSignals()
         if progress is not None and m.n_merges != reported:
             if update is not None:
                 update(m.n_merges - reported)
@@ -1302,11 +1305,20 @@ def _utf8_invalid_at(bytes data):
     return r
 
 
-def _iter_file_byte_blocks(path, errors, block_size):
-    """Like _data.iter_file_blocks but yields UTF-8 bytes: ASCII blocks skip decoding."""
-    offset = 0
+def _iter_file_byte_blocks(path, errors, block_size, start=0, end=None):
+    """Like _data.iter_file_blocks but yields UTF-8 bytes (checked natively, so valid
+    text is never decoded). With ``start``/``end``: only the lines that start in
+    ``[start, end)`` (``start`` must be a line start, as ``_data.split_ranges`` gives)."""
+    offset = start
     pending = b""
     with _data._open_binary(path) as fh:
+        if _data.is_gzip(path):
+            # a gzip file is one range (split_ranges' end is its compressed size)
+            if start:
+                raise ValueError(f"{path}: a gzip file can only be read as a whole")
+            end = None
+        elif start:
+            fh.seek(start)
         while True:
             raw = fh.read(block_size)
             buf = pending + raw if pending else raw
@@ -1317,6 +1329,14 @@ def _iter_file_byte_blocks(path, errors, block_size):
                 if cut == 0:
                     pending = buf
                     continue
+            last = not raw
+            if end is not None and offset + cut >= end:
+                # the range ends in this block: keep the line that holds byte end - 1
+                if end <= offset:
+                    return
+                nl = buf.find(b"\n", end - 1 - offset)
+                cut = len(buf) if nl < 0 else nl + 1
+                last = True
             if cut == len(buf):
                 block, pending = buf, b""
             else:
@@ -1335,12 +1355,23 @@ def _iter_file_byte_blocks(path, errors, block_size):
                         block = text.encode("utf-8", errors="surrogatepass")
                 yield block
             offset += n_raw
-            if not raw:
+            if last:
                 return
+
+
+class _FileRange:
+    """Input that is the lines starting in [start, end) of one file."""
+
+    def __init__(self, path, start, end):
+        self.path, self.start, self.end = path, start, end
 
 
 def _iter_native_blocks(data, errors, block_size=_data.BLOCK_SIZE):
     """Yield (kind, bytes, ends, n_bytes): kind "lines" (file block) or "docs" (packed)."""
+    if isinstance(data, _FileRange):
+        for block in _iter_file_byte_blocks(data.path, errors, block_size, data.start, data.end):
+            yield "lines", block, None, len(block)
+        return
     paths = _data.resolve_inputs(data)
     if paths is not None:
         for p in paths:
@@ -1436,6 +1467,10 @@ def _regex_count_block(args):
 
 
 def _iter_regex_blocks(data, errors):
+    if isinstance(data, _FileRange):
+        for block in _iter_file_byte_blocks(data.path, errors, _data.BLOCK_SIZE, data.start, data.end):
+            yield "lines", block.decode("utf-8", errors="surrogatepass"), len(block)
+        return
     paths = _data.resolve_inputs(data)
     if paths is not None:
         for p in paths:
@@ -1486,6 +1521,21 @@ def count_chunk_table(data, pattern="cl100k", special_tokens=(), *, num_threads=
         if table.add(<const uint8_t*>chunk, len(chunk), hash_chunk(<const uint8_t*>chunk, len(chunk)), n) < 0:
             raise MemoryError()
     return table
+
+
+def count_file_range(path, start, end, pattern="cl100k", special_tokens=(), *,
+                     num_threads=1, errors="strict", progress=None):
+    """count_chunks over the lines that start in bytes ``[start, end)`` of one file (the
+    ranges of ``_data.split_ranges``): the unit of work of distributed counting."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"training file not found: {path}")
+    if end is None:
+        end = path.stat().st_size
+    return _count(_FileRange(path, start, end), pattern, special_tokens, num_threads, errors,
+                  progress, False)
 
 
 def count_chunks(data, pattern="cl100k", special_tokens=(), *, num_threads=None,
