@@ -390,3 +390,34 @@ def test_native_utf8_check_agrees_with_python(data):
     except UnicodeDecodeError as exc:
         expected = exc.start
     assert _utf8_invalid_at(data) == expected
+
+
+def test_count_file_range_equals_reference(tmp_path):
+    from fastbpe._train import count_file_range
+
+    docs = [d if d.endswith("\n") else d + "\n" for d in _mixed_docs()]
+    path = _write(tmp_path, "ranges.txt", docs)
+    for n_parts in (1, 2, 5, 13):
+        total: Counter = Counter()
+        for start, end in _data.split_ranges(path, n_parts):
+            lines = list(_data.iter_range_lines(path, start, end))
+            for pattern in ("cl100k", r"\S+|\s+"):
+                expected = dict(bpe.count_chunks(lines, patterns.resolve_pattern(pattern), SPECIALS))
+                assert count_file_range(path, start, end, pattern, SPECIALS) == expected
+            total.update(count_file_range(path, start, end, "cl100k"))
+        assert dict(total) == dict(bpe.count_chunks(docs, patterns.CL100K))
+    gz = _write(tmp_path, "ranges.txt.gz", docs, gz=True)
+    (start, end), = _data.split_ranges(gz, 4)
+    assert count_file_range(gz, start, end, "gpt2") == dict(bpe.count_chunks(docs, patterns.GPT2))
+
+
+def test_regex_path_streams_with_many_blocks(monkeypatch):
+    # custom pattern on 3 processes over many small blocks: same counts, bounded in-flight
+    from fastbpe import _train
+
+    monkeypatch.setattr(_train, "DOC_BLOCK_BYTES", 200)
+    docs = _mixed_docs() * 3
+    expected = dict(bpe.count_chunks(docs, r"\w+|\W", SPECIALS))
+    assert count_chunks(iter(docs), r"\w+|\W", SPECIALS, num_threads=3) == expected
+    assert count_chunks(iter(docs), "cl100k", SPECIALS, num_threads=3) == dict(
+        bpe.count_chunks(docs, patterns.CL100K, SPECIALS))
