@@ -421,3 +421,10 @@ def test_regex_path_streams_with_many_blocks(monkeypatch):
     assert count_chunks(iter(docs), r"\w+|\W", SPECIALS, num_threads=3) == expected
     assert count_chunks(iter(docs), "cl100k", SPECIALS, num_threads=3) == dict(
         bpe.count_chunks(docs, patterns.CL100K, SPECIALS))
+
+
+@pytest.mark.parametrize("n_tokens", [65536, 65537, 100000])
+def test_wide_and_narrow_token_storage(n_tokens):
+    # ids are stored as uint16 up to 65536 tokens and as int32 beyond: same results
+    counts = bpe.count_chunks(_sample("code")[:60] + ["a" * 300, " " * 129], patterns.CL100K)
+    _assert_same(counts, n_tokens)

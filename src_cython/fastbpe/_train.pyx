@@ -25,7 +25,7 @@ other pair can beat it (its entry would be above the top).
 """
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_CheckSignals
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 cdef extern from *:
     """
     /* Big growing arrays (pair tables, word lists, heap) get their own mappings on
@@ -407,7 +407,8 @@ cdef class _ChunkTable:
 cdef class _Merger:
     """All state of one training run; every buffer is malloc'd and freed in __dealloc__."""
     # words (unique chunks of >= 2 bytes): ids in one flat buffer
-    cdef int32_t* tokens
+    cdef void* tokens             # uint16 ids while n_tokens <= 65536 (half the memory), else int32
+    cdef bint wide
     cdef int64_t* wstart
     cdef int32_t* wlen
     cdef int64_t* wcount
@@ -763,52 +764,12 @@ cdef class _Merger:
             return self.pair_delete(p)
         return 0
 
-    cdef int merge_word(self, int32_t w, int32_t a, int32_t b, int32_t c, int32_t stamp) noexcept nogil:
-        """Merge (a, b) -> c in word w, in place, and apply the pair-count deltas.
-
-        Destroyed pairs are those of the old sequence that touch a merged position; an
-        occurrence at i destroys (i-1, i) unless the previous occurrence ended at i-1
-        (then (i-1, i) was already destroyed as that occurrence's right neighbour),
-        (i, i+1) = (a, b) itself (zeroed in bulk by the caller) and (i+1, i+2). Created
-        pairs are those of the new sequence with a new c on either side. This equals
-        recounting the word from scratch, overlapping runs like "aaaa" included.
-        """
-        cdef int32_t* ids = self.tokens + self.wstart[w]
-        cdef Py_ssize_t n = self.wlen[w]
-        cdef int64_t wc = self.wcount[w]
-        cdef Py_ssize_t i = 0, j = 0, last_end = -2
-        cdef bint prev_new = False, cur_new
-        while i < n:
-            if i + 1 < n and ids[i] == a and ids[i + 1] == b:
-                # ids[i-1] and ids[i+2] are still the original values: writes go to
-                # indices < j <= i, and index i-1 is rewritten only with its own value
-                if i > 0 and last_end != i - 1:
-                    if self.pair_dec(ids[i - 1], a, wc) < 0:
-                        return -1
-                if i + 2 < n:
-                    if self.pair_dec(b, ids[i + 2], wc) < 0:
-                        return -1
-                ids[j] = c
-                cur_new = True
-                last_end = i + 1
-                i += 2
-            else:
-                ids[j] = ids[i]
-                cur_new = False
-                i += 1
-            if j > 0 and (prev_new or cur_new):
-                if self.pair_inc(ids[j - 1], ids[j], w, wc, stamp) < 0:
-                    return -1
-            prev_new = cur_new
-            j += 1
-        self.wlen[w] = <int32_t>j
-        return 0
-
     cdef int run(self, Py_ssize_t max_merges) noexcept nogil:
         """Do up to max_merges merges; return a RUN_* status."""
         cdef Py_ssize_t done = 0, k, n
         cdef HeapEntry top
         cdef int32_t p, a, b, c, w, q, stamp
+        cdef int status
         cdef int64_t live
         cdef int64_t words_off
         cdef bint found
@@ -867,7 +828,11 @@ cdef class _Merger:
                 if self.wstamp[w] == stamp:
                     continue
                 self.wstamp[w] = stamp
-                if self.merge_word(w, a, b, c, stamp) < 0:
+                if self.wide:
+                    status = merge_word(self, <int32_t*>self.tokens, w, a, b, c, stamp)
+                else:
+                    status = merge_word(self, <uint16_t*>self.tokens, w, a, b, c, stamp)
+                if status < 0:
                     return RUN_OOM
             # no (a, b) is left anywhere after a leftmost merge
             self.p_count[p] = 0
@@ -908,6 +873,7 @@ cdef class _Merger:
         """Byte tokens, vocabulary map, pair counts of every word, and the heap."""
         cdef Py_ssize_t i, k, s, cap, total
         cdef int32_t p, w
+        cdef int status
         cdef int32_t* ids
         cdef uint8_t byte
         self.n_tokens = n_tokens
@@ -940,17 +906,12 @@ cdef class _Merger:
         # pair map sized for a guess, grown as needed
         if self.map_rehash(1 << 16) < 0:
             return -1
-        # pass 1: pair counts, and how many words hold each pair (p_stamp = last word)
-        for w in range(<int32_t>self.n_words):
-            ids = self.tokens + self.wstart[w]
-            for k in range(self.wlen[w] - 1):
-                p = self.pair_get_or_add(ids[k], ids[k + 1])
-                if p < 0:
-                    return -1
-                self.p_count[p] += self.wcount[w]
-                if self.p_stamp[p] != w:
-                    self.p_stamp[p] = w
-                    self.p_words[p].cap += 1
+        if self.wide:
+            status = count_initial_pairs(self, <int32_t*>self.tokens)
+        else:
+            status = count_initial_pairs(self, <uint16_t*>self.tokens)
+        if status < 0:
+            return -1
         # pass 2: the word lists, packed exactly in the pool
         total = 0
         for i in range(self.n_pairs):
@@ -962,12 +923,12 @@ cdef class _Merger:
         if grow(<void**>&self.pool, &self.pool_cap, total + 16, sizeof(int32_t)) < 0:
             return -1
         self.pool_n = total
-        for w in range(<int32_t>self.n_words):
-            ids = self.tokens + self.wstart[w]
-            for k in range(self.wlen[w] - 1):
-                p = self.pair_find(ids[k], ids[k + 1])
-                if self.list_add(p, w) < 0:
-                    return -1
+        if self.wide:
+            status = fill_initial_lists(self, <int32_t*>self.tokens)
+        else:
+            status = fill_initial_lists(self, <uint16_t*>self.tokens)
+        if status < 0:
+            return -1
         # heap of all pairs: fill then heapify bottom-up
         if grow(<void**>&self.heap, &self.heap_cap, self.n_pairs + 1, sizeof(HeapEntry)) < 0:
             return -1
@@ -991,7 +952,7 @@ cdef class _Merger:
                 total += len(<bytes>chunk)
         if n_words >= 2**31 - 1 or total >= 2**62:
             raise ValueError("too many chunks for the native trainer")
-        self.tokens = <int32_t*>fbpe_malloc(<size_t>max(total, 1) * sizeof(int32_t))
+        self.tokens = fbpe_malloc(<size_t>max(total, 1) * (sizeof(int32_t) if self.wide else sizeof(uint16_t)))
         self.wstart = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
         self.wlen = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
         self.wcount = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
@@ -1011,8 +972,12 @@ cdef class _Merger:
             self.wlen[w] = <int32_t>n
             self.wcount[w] = <int64_t>cnt   # OverflowError beyond 2**63 - 1
             self.wstamp[w] = -1
-            for k in range(n):
-                self.tokens[pos + k] = s[k]
+            if self.wide:
+                for k in range(n):
+                    (<int32_t*>self.tokens)[pos + k] = s[k]
+            else:
+                for k in range(n):
+                    (<uint16_t*>self.tokens)[pos + k] = s[k]
             pos += n
             w += 1
         self.n_words = n_words
@@ -1030,7 +995,7 @@ cdef class _Merger:
                 total += table.entries[i].len
         if n_words >= 2**31 - 1:
             raise ValueError("too many chunks for the native trainer")
-        self.tokens = <int32_t*>fbpe_malloc(<size_t>max(total, 1) * sizeof(int32_t))
+        self.tokens = fbpe_malloc(<size_t>max(total, 1) * (sizeof(int32_t) if self.wide else sizeof(uint16_t)))
         self.wstart = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
         self.wlen = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
         self.wcount = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
@@ -1049,8 +1014,12 @@ cdef class _Merger:
                 self.wlen[w] = <int32_t>n
                 self.wcount[w] = e.count
                 self.wstamp[w] = -1
-                for k in range(n):
-                    self.tokens[pos + k] = s[k]
+                if self.wide:
+                    for k in range(n):
+                        (<int32_t*>self.tokens)[pos + k] = s[k]
+                else:
+                    for k in range(n):
+                        (<uint16_t*>self.tokens)[pos + k] = s[k]
                 pos += n
                 w += 1
             if consume:
@@ -1080,6 +1049,86 @@ cdef class _Merger:
         vocab = [PyBytes_FromStringAndSize(<char*>self.tok_bytes + self.tok_off[i], self.tok_len[i])
                  for i in range(self.n_vocab)]
         return merges, vocab
+
+
+ctypedef fused tok_t:
+    uint16_t
+    int32_t
+
+
+cdef int merge_word(_Merger self, tok_t* tokens, int32_t w, int32_t a, int32_t b, int32_t c,
+                    int32_t stamp) noexcept nogil:
+    """Merge (a, b) -> c in word w, in place, and apply the pair-count deltas.
+
+    Destroyed pairs are those of the old sequence that touch a merged position; an
+    occurrence at i destroys (i-1, i) unless the previous occurrence ended at i-1
+    (then (i-1, i) was already destroyed as that occurrence's right neighbour),
+    (i, i+1) = (a, b) itself (zeroed in bulk by the caller) and (i+1, i+2). Created
+    pairs are those of the new sequence with a new c on either side. This equals
+    recounting the word from scratch, overlapping runs like "aaaa" included.
+    """
+    cdef tok_t* ids = tokens + self.wstart[w]
+    cdef Py_ssize_t n = self.wlen[w]
+    cdef int64_t wc = self.wcount[w]
+    cdef Py_ssize_t i = 0, j = 0, last_end = -2
+    cdef bint prev_new = False, cur_new
+    while i < n:
+        if i + 1 < n and ids[i] == a and ids[i + 1] == b:
+            # ids[i-1] and ids[i+2] are still the original values: writes go to
+            # indices < j <= i, and index i-1 is rewritten only with its own value
+            if i > 0 and last_end != i - 1:
+                if self.pair_dec(ids[i - 1], a, wc) < 0:
+                    return -1
+            if i + 2 < n:
+                if self.pair_dec(b, ids[i + 2], wc) < 0:
+                    return -1
+            ids[j] = <tok_t>c
+            cur_new = True
+            last_end = i + 1
+            i += 2
+        else:
+            ids[j] = ids[i]
+            cur_new = False
+            i += 1
+        if j > 0 and (prev_new or cur_new):
+            if self.pair_inc(ids[j - 1], ids[j], w, wc, stamp) < 0:
+                return -1
+        prev_new = cur_new
+        j += 1
+    self.wlen[w] = <int32_t>j
+    return 0
+
+
+cdef int count_initial_pairs(_Merger self, tok_t* tokens) noexcept nogil:
+    """Setup pass 1: pair counts, and how many words hold each pair (p_stamp = last word)."""
+    cdef int32_t w, p
+    cdef Py_ssize_t k
+    cdef tok_t* ids
+    for w in range(<int32_t>self.n_words):
+        ids = tokens + self.wstart[w]
+        for k in range(self.wlen[w] - 1):
+            p = self.pair_get_or_add(ids[k], ids[k + 1])
+            if p < 0:
+                return -1
+            self.p_count[p] += self.wcount[w]
+            if self.p_stamp[p] != w:
+                self.p_stamp[p] = w
+                self.p_words[p].cap += 1
+    return 0
+
+
+cdef int fill_initial_lists(_Merger self, tok_t* tokens) noexcept nogil:
+    """Setup pass 2: the word lists, into the room pass 1 counted."""
+    cdef int32_t w, p
+    cdef Py_ssize_t k
+    cdef tok_t* ids
+    for w in range(<int32_t>self.n_words):
+        ids = tokens + self.wstart[w]
+        for k in range(self.wlen[w] - 1):
+            p = self.pair_find(ids[k], ids[k + 1])
+            if self.list_add(p, w) < 0:
+                return -1
+    return 0
 
 
 #: Merges done per nogil run between two progress callbacks.
@@ -1113,6 +1162,8 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
     if max_token_length is not None and max_token_length < 1:
         raise ValueError(f"max_token_length={max_token_length} must be at least 1")
     cdef _Merger m = _Merger()
+    cdef int32_t n_tok = <int32_t>max(n_tokens, 256)
+    m.wide = n_tok > 65536   # ids stay below n_tokens
     if isinstance(chunk_counts, _ChunkTable):
         m.load_table(<_ChunkTable>chunk_counts, consume)
     elif hasattr(chunk_counts, "items"):
@@ -1121,7 +1172,6 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
         raise TypeError(f"chunk_counts must be a mapping bytes -> int, not {type(chunk_counts).__name__}")
     m.threshold = max(min(min_frequency, 2**63 - 1), 1)
     m.max_len = 0 if max_token_length is None else min(max_token_length, 2**62)
-    cdef int32_t n_tok = <int32_t>max(n_tokens, 256)
     cdef int status
     with nogil:
         status = m.setup(n_tok)
