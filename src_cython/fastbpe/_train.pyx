@@ -1579,21 +1579,35 @@ def _count_native(data, int pid, specials, int num_threads, errors, progress, as
     return table if as_table else table.to_dict()
 
 
-def _regex_count_block(args):
-    """Worker: count one block with the regex module (str chunks; encoded by the caller)."""
-    kind, payload, pattern, specials = args
+def _regex_count_into(counts, kind, payload, pattern, specials):
+    """Count one block with the regex module into ``counts`` (str chunks; the caller
+    encodes the unique ones once at the end)."""
     pat = _patterns.compile_pattern(pattern)
     special = _ref.special_token_regex(specials)
     docs = _data.split_lines(payload) if kind == "lines" else payload
-    counts = _Counter()
     findall = pat.findall
+    update = counts.update
     for doc in docs:
         if special is None:
-            counts.update(findall(doc))
+            update(findall(doc))
         else:
             for piece in special.split(doc):
-                counts.update(findall(piece))
-    return counts
+                update(findall(piece))
+
+
+def _regex_worker(tasks, results, pattern, specials):
+    """Worker process: count every block it takes from ``tasks`` into one Counter, and
+    send that once at the end (per-block results would make the parent the bottleneck)."""
+    counts = _Counter()
+    try:
+        while True:
+            item = tasks.get()
+            if item is None:
+                break
+            _regex_count_into(counts, item[0], item[1], pattern, specials)
+        results.put(("ok", counts))
+    except BaseException as exc:  # reported by the parent
+        results.put(("error", exc))
 
 
 def _iter_regex_blocks(data, errors):
@@ -1620,32 +1634,63 @@ def _iter_regex_blocks(data, errors):
 
 def _count_regex(data, pattern, specials, int num_threads, errors, progress):
     _patterns.compile_pattern(pattern)  # a bad pattern fails here, before any work
-    total = _Counter()
-    blocks = ((kind, payload, pattern, specials) for kind, payload, _ in _iter_regex_blocks(data, errors))
     if num_threads == 1:
-        for args in blocks:
-            total.update(_regex_count_block(args))
-            _progress_update(progress, len(args[1]))
-    else:
-        import multiprocessing
+        total = _Counter()
+        for kind, payload, n in _iter_regex_blocks(data, errors):
+            _regex_count_into(total, kind, payload, pattern, specials)
+            _progress_update(progress, n)
+        return {chunk.encode("utf-8"): n for chunk, n in total.items()}
 
-        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        from collections import deque
+    import multiprocessing
 
-        with ctx.Pool(num_threads) as pool:
-            # at most 2 blocks per worker in flight: Pool.imap would read the whole
-            # input ahead into its task queue
-            in_flight = deque()
-            for args in blocks:
-                in_flight.append((pool.apply_async(_regex_count_block, (args,)), len(args[1])))
-                while len(in_flight) >= 2 * num_threads:
-                    result, n = in_flight.popleft()
-                    total.update(result.get())
-                    _progress_update(progress, n)
-            while in_flight:
-                result, n = in_flight.popleft()
-                total.update(result.get())
-                _progress_update(progress, n)
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    # bounded: at most 2 blocks per worker wait in the queue, never the whole input
+    tasks = ctx.Queue(maxsize=2 * num_threads)
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_regex_worker, args=(tasks, results, pattern, specials), daemon=True)
+             for _ in range(num_threads)]
+    for proc in procs:
+        proc.start()
+
+    def check_alive():
+        if any(proc.exitcode not in (None, 0) for proc in procs):
+            raise RuntimeError("a chunk-counting worker process died")
+
+    def put(item):
+        while True:
+            try:
+                tasks.put(item, timeout=0.5)
+                return
+            except _queue.Full:
+                check_alive()
+
+    parts = []
+    try:
+        for kind, payload, n in _iter_regex_blocks(data, errors):
+            put((kind, payload))
+            _progress_update(progress, n)
+        for _ in procs:
+            put(None)
+        while len(parts) < num_threads:
+            try:
+                status, value = results.get(timeout=0.5)
+            except _queue.Empty:
+                check_alive()
+                continue
+            if status == "error":
+                raise value
+            parts.append(value)
+    finally:
+        if len(parts) < num_threads:
+            for proc in procs:
+                proc.terminate()
+        for proc in procs:
+            proc.join()
+    total = max(parts, key=len)
+    for part in parts:
+        if part is not total:
+            total.update(part)
     return {chunk.encode("utf-8"): n for chunk, n in total.items()}
 
 
