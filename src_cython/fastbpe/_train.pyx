@@ -423,7 +423,7 @@ cdef class _Merger:
     cdef int32_t* p_stamp         # merge number that last increased the count
     cdef IdList* p_words
     # all word lists live in one pool (no malloc per pair); a list that outgrows its
-    # room moves to the end, and the pool is compacted when half of it is abandoned
+    # room moves to the end, and the pool is compacted when a third of it is abandoned
     cdef int32_t* pool
     cdef Py_ssize_t pool_n, pool_cap, pool_waste
     cdef int32_t merging        # pair slot being merged: its list must stay put
@@ -454,7 +454,6 @@ cdef class _Merger:
     # options
     cdef int64_t threshold
     cdef int64_t max_len         # 0: no limit
-    cdef int oom
 
     def __cinit__(self):
         self.pool_n = self.pool_cap = self.pool_waste = 0
