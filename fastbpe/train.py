@@ -1,20 +1,21 @@
 """``fastbpe.train_bpe``: learn a byte-level BPE from files or an iterable of str.
 
-Two phases, each with a native core where one is built (see ``reference.bpe`` for the
-rules both phases follow):
+Two phases, both native (``fastbpe._train``; ``reference.bpe`` holds the rules both
+follow and the tests compare them):
 
-1. read and count: stream the documents (``fastbpe._data``), split them by the pattern
-   and count unique chunks;
-2. merge: learn merges over the unique chunks until ``vocab_size`` is reached.
+1. read and count: stream the documents (``fastbpe._data``) in blocks, split them by the
+   pattern (native pre-tokenizers for the built-in patterns, on ``num_threads`` threads;
+   ``regex`` in worker processes for a custom one) and count unique chunks;
+2. merge: learn merges over the unique chunks until ``vocab_size`` is reached
+   (incremental pair counts, lazy max-heap).
 """
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
 
-from . import _data
+from . import _data, _train
 from .encoding import Encoding
-from .reference import bpe as ref
 from .reference import patterns
 
 
@@ -48,22 +49,49 @@ def _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_t
 def count_documents(documents: Iterable[str], pat_str: str, special_tokens: list[str],
                     num_threads: int | None = None) -> dict[bytes, int]:
     """Phase 1 over an iterable of documents: ``{chunk bytes: count}``."""
-    return ref.count_chunks(documents, pat_str, special_tokens)
+    # a generator: a list of str must stay documents, never be taken for file names
+    return _train.count_chunks((doc for doc in documents), pat_str, special_tokens,
+                               num_threads=num_threads)
 
 
 def count_file_range(path, start: int, end: int, pat_str: str, special_tokens: list[str],
                      errors: str = "strict") -> dict[bytes, int]:
     """Phase 1 over the lines of one byte range of a file (see ``_data.split_ranges``);
     the unit of work of distributed training."""
-    return count_documents(_data.iter_range_lines(path, start, end, errors), pat_str, special_tokens, 1)
+    return _train.count_file_range(path, start, end, pat_str, special_tokens, num_threads=1,
+                                   errors=errors)
 
 
-def learn_merges(chunk_counts: dict[bytes, int], n_tokens: int, *, min_frequency: int = 0,
+def learn_merges(chunk_counts, n_tokens: int, *, min_frequency: int = 0,
                  max_token_length: int | None = None, progress: bool = False) -> list[bytes]:
-    """Phase 2: the vocabulary (token bytes by id) learned from unique chunk counts."""
-    _, vocab = ref.train_on_chunks(chunk_counts, n_tokens, min_frequency=min_frequency,
-                                   max_token_length=max_token_length)
+    """Phase 2: the vocabulary (token bytes by id) learned from unique chunk counts
+    (a dict, or the native table of phase 1, which is freed as soon as it is loaded)."""
+    bar = _bar(progress, total=max(n_tokens - 256, 0), desc="merging", unit=" merges")
+    try:
+        _, vocab = _train.train_merges(chunk_counts, n_tokens, min_frequency=min_frequency,
+                                       max_token_length=max_token_length, progress=bar,
+                                       consume=True)
+    finally:
+        if bar is not None:
+            bar.close()
     return vocab
+
+
+def _bar(progress: bool, **kw):
+    """A tqdm bar, or None (nothing printed) when progress is off."""
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(**kw)
+
+
+def _input_bytes(data) -> int | None:
+    """Total size of the input files (for the reading bar), None if unknown (.gz, str)."""
+    paths = _data.resolve_inputs(data)
+    if paths is None or any(_data.is_gzip(p) for p in paths):
+        return None
+    return sum(p.stat().st_size for p in paths)
 
 
 def train_bpe(
@@ -96,9 +124,16 @@ def train_bpe(
     patterns.compile_pattern(pat_str)  # a bad pattern fails before any reading
     _data.resolve_inputs(data)  # a missing file fails before any work
 
-    # 1. read and count unique chunks
-    counts = count_documents(_data.iter_documents(data, errors=errors), pat_str, special_tokens, num_threads)
-    if not counts:
+    # 1. read and count unique chunks (a native table: no Python object per chunk)
+    bar = _bar(progress, total=_input_bytes(data), desc="reading", unit="B", unit_scale=True,
+               unit_divisor=1024)
+    try:
+        counts = _train.count_chunk_table(data, pat_str, special_tokens, num_threads=num_threads,
+                                          errors=errors, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not len(counts):
         raise ValueError("the training corpus is empty (no text to learn from)")
 
     # 2. learn merges

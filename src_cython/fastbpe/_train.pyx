@@ -1,0 +1,1758 @@
+"""Native BPE trainer: learn merges identical to ``fastbpe.reference.bpe.train_on_chunks``.
+
+Why it is fast: the reference recounts every pair of every chunk after each merge. Here
+the unique chunks live once, as int32 token ids in one flat buffer, and
+
+* pair counts are kept *incrementally* in an open-addressing hash map
+  ``(left, right) -> pair slot`` whose slot holds the int64 count and the list of chunks
+  (words) that contained the pair when it was created (lists may hold stale ids; a word
+  that no longer holds the pair is simply scanned without effect);
+* the next merge comes from a max-heap of ``(count, left, right)`` with lazy
+  invalidation: a popped entry is checked against the live count, and re-pushed with the
+  live count when it was stale;
+* a merge rewrites only the words listed for the pair, and adjusts only the pairs that
+  the merge destroyed or created (the neighbours), which equals recounting the word.
+
+Exactness (see the reference's docstring for each rule): overlapping pair counts,
+leftmost non-overlapping merging, tie-break by highest count then smallest
+``(left, right)``, ``max_token_length`` (ineligible pairs keep correct counts but are
+never chosen), ``min_frequency``, and id reuse when the merged bytes already are a token.
+
+Heap invariant (why the lazy heap is exact): every pair with a live count ``c > 0`` has
+at least one heap entry with count ``>= c``. Decreases keep it; every increase pushes the
+new live count at the end of the merge. So when the top entry equals the live count, no
+other pair can beat it (its entry would be above the top).
+"""
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.exc cimport PyErr_CheckSignals
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+cdef extern from *:
+    """
+    /* Big growing arrays (pair tables, word lists, heap) get their own mappings on
+       Linux: growing is mremap (no copy, no hole left in the malloc heap) and freeing
+       gives the pages back at once, so peak RSS stays close to the live data. Small
+       arrays and other systems use malloc. A 16-byte header records which is which. */
+    #include <stdlib.h>
+    #include <string.h>
+    typedef struct { size_t size; size_t mapped; } fbpe_hdr;
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #define FBPE_MMAP_MIN ((size_t)1 << 20)
+    #endif
+    static void* fbpe_realloc(void* p, size_t n) {
+        fbpe_hdr* h = p ? ((fbpe_hdr*)p) - 1 : NULL;
+        size_t total = n + sizeof(fbpe_hdr);
+    #if defined(__linux__)
+        if (total >= FBPE_MMAP_MIN || (h && h->mapped)) {
+            size_t len = (total + 4095) & ~(size_t)4095;
+            fbpe_hdr* q;
+            if (h && h->mapped) {
+                if (len == h->size) return p;
+                q = (fbpe_hdr*)mremap(h, h->size, len, MREMAP_MAYMOVE);
+                if ((void*)q == MAP_FAILED) return NULL;
+            } else {
+                q = (fbpe_hdr*)mmap(NULL, len, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if ((void*)q == MAP_FAILED) return NULL;
+                if (h) { memcpy(q + 1, h + 1, h->size); free(h); }
+            }
+            q->size = len;
+            q->mapped = 1;
+            return q + 1;
+        }
+    #endif
+        h = (fbpe_hdr*)realloc(h, total);
+        if (!h) return NULL;
+        h->size = n;
+        h->mapped = 0;
+        return h + 1;
+    }
+    static void* fbpe_malloc(size_t n) { return fbpe_realloc(NULL, n); }
+    static void fbpe_free(void* p) {
+        fbpe_hdr* h;
+        if (!p) return;
+        h = ((fbpe_hdr*)p) - 1;
+    #if defined(__linux__)
+        if (h->mapped) { munmap(h, h->size); return; }
+    #endif
+        free(h);
+    }
+    """
+    void* fbpe_realloc(void* p, size_t n) nogil
+    void* fbpe_malloc(size_t n) nogil
+    void fbpe_free(void* p) nogil
+from libc.string cimport memcmp, memcpy, memmove, memset
+
+cdef extern from *:
+    """
+    #if defined(__GLIBC__)
+    #include <malloc.h>
+    /* give freed memory back to the OS (thread arenas keep it otherwise) */
+    static void fbpe_trim_memory(void) { malloc_trim(0); }
+    #else
+    static void fbpe_trim_memory(void) { }
+    #endif
+    """
+    void fbpe_trim_memory() nogil
+
+
+cdef extern from "stdlib.h" nogil:
+    void qsort(void* base, size_t nmemb, size_t size, int (*compar)(const void*, const void*))
+
+
+cdef int cmp_uint64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef struct IdList:
+    # a list of word ids inside _Merger.pool: pool[off : off + n], room for cap
+    uint32_t off
+    int32_t n
+    int32_t cap
+
+cdef packed struct HeapEntry:
+    int64_t count
+    int32_t left
+    int32_t right
+
+# Status codes of _Merger.run
+cdef enum:
+    RUN_MORE = 0        # did the requested number of merges, more may follow
+    RUN_FULL = 1        # the vocabulary reached n_tokens
+    RUN_NO_PAIR = 2     # no eligible pair left
+    RUN_BELOW_MIN = 3   # best eligible count below max(min_frequency, 1)
+    RUN_OOM = -1
+
+
+cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
+    # murmur3 finalizer: pair keys are highly structured (small ids), spread them out
+    x ^= x >> 33
+    x *= 0xff51afd7ed558ccdULL
+    x ^= x >> 33
+    x *= 0xc4ceb9fe1a85ec53ULL
+    x ^= x >> 33
+    return x
+
+
+# Housekeeping thresholds (tests lower them to exercise compaction and heap rebuilds).
+cdef Py_ssize_t POOL_MIN_WASTE = 4096   # compact the word-list pool beyond this waste
+cdef Py_ssize_t HEAP_SLACK = 4096       # rebuild the heap beyond 2 * live pairs + this
+
+
+def _set_housekeeping(pool_min_waste, heap_slack):
+    """Set the housekeeping thresholds; return the old ones (for tests)."""
+    global POOL_MIN_WASTE, HEAP_SLACK
+    old = (POOL_MIN_WASTE, HEAP_SLACK)
+    POOL_MIN_WASTE = pool_min_waste
+    HEAP_SLACK = heap_slack
+    return old
+
+
+# p_key of a recycled slot: (-1, -1) is no pair
+cdef uint64_t DEAD_KEY = 0xFFFFFFFFFFFFFFFFULL
+
+
+cdef inline uint64_t pair_key(int32_t left, int32_t right) noexcept nogil:
+    return ((<uint64_t><uint32_t>left) << 32) | <uint64_t><uint32_t>right
+
+
+cdef inline uint64_t hash_bytes(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    # FNV-1a, then mixed: token bytes are short, this is only for id reuse detection
+    cdef uint64_t h = 1469598103934665603ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ s[i]) * 1099511628211ULL
+    return mix64(h)
+
+
+cdef int grow(void** ptr, Py_ssize_t* cap, Py_ssize_t need, size_t elem) noexcept nogil:
+    """Make room for ``need`` elements (amortized, x1.5: memory matters as much as
+    speed here); -1 when out of memory."""
+    cdef Py_ssize_t new_cap
+    cdef void* p
+    if need <= cap[0]:
+        return 0
+    new_cap = cap[0] + (cap[0] >> 1) if cap[0] >= 16 else 16
+    while new_cap < need:
+        new_cap += new_cap >> 1
+    p = fbpe_realloc(ptr[0], <size_t>new_cap * elem)
+    if p == NULL:
+        return -1
+    ptr[0] = p
+    cap[0] = new_cap
+    return 0
+
+
+cdef inline bint heap_before(const HeapEntry* x, const HeapEntry* y) noexcept nogil:
+    """True when x should be merged before y: higher count, then smaller (left, right)."""
+    if x.count != y.count:
+        return x.count > y.count
+    if x.left != y.left:
+        return x.left < y.left
+    return x.right < y.right
+
+
+# Chunk counts of the counting phase; defined here because the merger reads them.
+cdef struct ChunkEntry:
+    # chunks of <= 16 bytes (nearly all) live inline, zero padded, so a lookup touches
+    # one cache line; longer ones keep their arena offset in w0
+    uint64_t w0
+    uint64_t w1
+    int64_t count
+    uint32_t hash      # low bits of the 64-bit hash: a cheap filter
+    uint32_t len
+
+
+cdef struct PendingChunk:
+    const uint8_t* s
+    Py_ssize_t n
+    uint64_t h
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define fbpe_prefetch(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define fbpe_prefetch(p) ((void)0)
+    #endif
+    """
+    void fbpe_prefetch(const void* p) nogil
+
+
+# Chunks queued per table before their lookups run: their hash buckets and entries are
+# prefetched first, so the cache misses of a batch overlap instead of adding up.
+cdef enum:
+    BATCH = 32
+
+
+cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    # 8 bytes at a time, then the murmur finalizer; chunks are short but many
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
+    cdef uint64_t w
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, s + i, 8)
+        h = (h ^ w) * 0xff51afd7ed558ccdULL
+        h ^= h >> 29
+        i += 8
+    if i < n:
+        w = 0
+        memcpy(&w, s + i, <size_t>(n - i))
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL
+    return mix64(h)
+
+
+cdef class _ChunkTable:
+    """Chunk bytes -> int64 count.
+
+    Dense entries (24 bytes each, in insertion order) plus an open-addressing index of
+    int32 entry numbers, so empty hash slots cost 4 bytes, not a whole entry; chunk bytes
+    live in one arena. Memory grows with the number of unique chunks only.
+    """
+    cdef ChunkEntry* entries
+    cdef Py_ssize_t used, entries_cap
+    cdef int32_t* index        # -1: empty
+    cdef Py_ssize_t cap
+    cdef uint8_t* arena
+    cdef Py_ssize_t arena_n, arena_cap
+    cdef PendingChunk pending[BATCH]
+    cdef int n_pending
+
+    def __cinit__(self):
+        self.n_pending = 0
+        self.entries = NULL
+        self.used = self.entries_cap = 0
+        self.arena = NULL
+        self.arena_n = self.arena_cap = 0
+        self.cap = 1 << 12
+        self.index = <int32_t*>fbpe_malloc(<size_t>self.cap * sizeof(int32_t))
+        if self.index == NULL:
+            raise MemoryError()
+        memset(self.index, 0xff, <size_t>self.cap * sizeof(int32_t))
+
+    def __dealloc__(self):
+        fbpe_free(self.entries)
+        fbpe_free(self.index)
+        fbpe_free(self.arena)
+
+    def __len__(self):
+        return self.used
+
+    cdef void release(self) noexcept nogil:
+        """Free everything; the table is empty afterwards (and still usable)."""
+        fbpe_free(self.entries); fbpe_free(self.arena)
+        self.entries = NULL
+        self.arena = NULL
+        self.used = self.entries_cap = self.arena_n = self.arena_cap = 0
+        memset(self.index, 0xff, <size_t>self.cap * sizeof(int32_t))
+
+    cdef int rehash(self, Py_ssize_t new_cap) noexcept nogil:
+        cdef Py_ssize_t i, s, mask = new_cap - 1
+        cdef int32_t* fresh = <int32_t*>fbpe_malloc(<size_t>new_cap * sizeof(int32_t))
+        if fresh == NULL:
+            return -1
+        memset(fresh, 0xff, <size_t>new_cap * sizeof(int32_t))
+        for i in range(self.used):
+            s = <Py_ssize_t>(mix64(self.entries[i].hash) & <uint64_t>mask)
+            while fresh[s] >= 0:
+                s = (s + 1) & mask
+            fresh[s] = <int32_t>i
+        fbpe_free(self.index)
+        self.index = fresh
+        self.cap = new_cap
+        return 0
+
+    cdef inline const uint8_t* key_bytes(self, const ChunkEntry* e) noexcept nogil:
+        return <const uint8_t*>&e.w0 if e.len <= 16 else self.arena + e.w0
+
+    cdef int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
+        """Add ``by`` to the count of chunk s[:n] (hash h); -1 when out of memory."""
+        cdef uint32_t h32 = <uint32_t>h
+        cdef Py_ssize_t mask = self.cap - 1
+        cdef Py_ssize_t i = <Py_ssize_t>(mix64(h32) & <uint64_t>mask)
+        cdef int32_t e
+        cdef ChunkEntry* entry
+        cdef uint64_t w[2]
+        cdef bint short = n <= 16
+        if short:
+            w[0] = 0
+            w[1] = 0
+            memcpy(w, s, <size_t>n)
+        while True:
+            e = self.index[i]
+            if e < 0:
+                break
+            entry = &self.entries[e]
+            if entry.hash == h32 and entry.len == n:
+                if short:
+                    if entry.w0 == w[0] and entry.w1 == w[1]:
+                        entry.count += by
+                        return 0
+                elif memcmp(self.arena + entry.w0, s, <size_t>n) == 0:
+                    entry.count += by
+                    return 0
+            i = (i + 1) & mask
+        if <uint64_t>n > <uint64_t>0xFFFFFFFFU or self.used >= <Py_ssize_t>0x7FFFFFFF:
+            return -1
+        if grow(<void**>&self.entries, &self.entries_cap, self.used + 1, sizeof(ChunkEntry)) < 0:
+            return -1
+        entry = &self.entries[self.used]
+        if short:
+            entry.w0 = w[0]
+            entry.w1 = w[1]
+        else:
+            if grow(<void**>&self.arena, &self.arena_cap, self.arena_n + n, 1) < 0:
+                return -1
+            memcpy(self.arena + self.arena_n, s, <size_t>n)
+            entry.w0 = <uint64_t>self.arena_n
+            entry.w1 = 0
+            self.arena_n += n
+        entry.hash = h32
+        entry.len = <uint32_t>n
+        entry.count = by
+        self.index[i] = <int32_t>self.used
+        self.used += 1
+        if self.used * 2 > self.cap:
+            return self.rehash(self.cap * 2)
+        return 0
+
+    cdef inline int push(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
+        """Queue chunk s[:n] for counting (once); s must stay valid until flush()."""
+        cdef uint64_t h = hash_chunk(s, n)
+        cdef PendingChunk* c = &self.pending[self.n_pending]
+        c.s = s
+        c.n = n
+        c.h = h
+        fbpe_prefetch(&self.index[<Py_ssize_t>(mix64(<uint32_t>h) & <uint64_t>(self.cap - 1))])
+        self.n_pending += 1
+        if self.n_pending == BATCH:
+            return self.flush()
+        return 0
+
+    cdef int flush(self) noexcept nogil:
+        cdef int k, n = self.n_pending
+        cdef int32_t e
+        self.n_pending = 0
+        for k in range(n):
+            e = self.index[<Py_ssize_t>(mix64(<uint32_t>self.pending[k].h) & <uint64_t>(self.cap - 1))]
+            if e >= 0:
+                fbpe_prefetch(&self.entries[e])
+        for k in range(n):
+            if self.add(self.pending[k].s, self.pending[k].n, self.pending[k].h, 1) < 0:
+                return -1
+        return 0
+
+    cdef int merge_from(self, _ChunkTable other) noexcept nogil:
+        cdef Py_ssize_t i
+        cdef ChunkEntry* e
+        for i in range(other.used):
+            e = &other.entries[i]
+            # the stored hash is 32-bit; add() only uses those bits
+            if self.add(other.key_bytes(e), e.len, e.hash, e.count) < 0:
+                return -1
+        return 0
+
+    def to_dict(self):
+        """The counts as a dict bytes -> int."""
+        cdef Py_ssize_t i
+        cdef dict out = {}
+        for i in range(self.used):
+            out[PyBytes_FromStringAndSize(<const char*>self.key_bytes(&self.entries[i]),
+                                          self.entries[i].len)] = self.entries[i].count
+        return out
+
+
+cdef class _Merger:
+    """All state of one training run; every buffer is malloc'd and freed in __dealloc__."""
+    # words (unique chunks of >= 2 bytes): ids in one flat buffer
+    cdef void* tokens             # uint16 ids while n_tokens <= 65536 (half the memory), else int32
+    cdef bint wide
+    cdef int64_t* wstart
+    cdef int32_t* wlen
+    cdef int64_t* wcount
+    cdef int32_t* wstamp          # merge number that last rewrote the word (dedup of lists)
+    cdef Py_ssize_t n_words
+    # pair map: key -> pair slot, open addressing with linear probing
+    cdef int32_t* map_vals        # -1 = empty
+    cdef Py_ssize_t map_cap
+    # pair slots
+    cdef uint64_t* p_key          # pair_key(left, right): the map compares these
+    cdef int64_t* p_count
+    cdef int32_t* p_stamp         # merge number that last increased the count
+    cdef IdList* p_words
+    # all word lists live in one pool (no malloc per pair); a list that outgrows its
+    # room moves to the end, and the pool is compacted when a third of it is abandoned
+    cdef int32_t* pool
+    cdef Py_ssize_t pool_n, pool_cap, pool_waste
+    cdef int32_t merging        # pair slot being merged: its list must stay put
+    # slots of pairs whose count fell to 0 (deleted from the map), reused by new pairs:
+    # about half of all pairs ever seen are dead by the end of a run
+    cdef int32_t* free_slots
+    cdef Py_ssize_t n_free, free_cap
+    cdef Py_ssize_t n_pairs, pairs_cap
+    # pairs whose count grew during the current merge (pushed at its end)
+    cdef int32_t* touched
+    cdef Py_ssize_t n_touched, touched_cap
+    # max-heap
+    cdef HeapEntry* heap
+    cdef Py_ssize_t heap_n, heap_cap
+    # vocabulary: token bytes in one flat buffer, and bytes -> id for reuse
+    cdef uint8_t* tok_bytes
+    cdef Py_ssize_t tok_bytes_n, tok_bytes_cap
+    cdef int64_t* tok_off
+    cdef int32_t* tok_len
+    cdef int32_t n_vocab, n_tokens
+    cdef int32_t* vmap
+    cdef uint64_t* vmap_hash
+    cdef Py_ssize_t vmap_cap
+    # merges done
+    cdef int32_t* m_left
+    cdef int32_t* m_right
+    cdef Py_ssize_t n_merges, merges_cap
+    # options
+    cdef int64_t threshold
+    cdef int64_t max_len         # 0: no limit
+
+    def __cinit__(self):
+        self.pool_n = self.pool_cap = self.pool_waste = 0
+        self.merging = -1
+        self.n_free = self.free_cap = 0
+        self.map_cap = 0
+        self.n_pairs = self.pairs_cap = 0
+        self.n_touched = self.touched_cap = 0
+        self.heap_n = self.heap_cap = 0
+        self.tok_bytes_n = self.tok_bytes_cap = 0
+        self.n_merges = self.merges_cap = 0
+        self.n_words = 0
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        fbpe_free(self.pool); fbpe_free(self.free_slots)
+        fbpe_free(self.tokens); fbpe_free(self.wstart); fbpe_free(self.wlen); fbpe_free(self.wcount)
+        fbpe_free(self.wstamp); fbpe_free(self.map_vals)
+        fbpe_free(self.p_key); fbpe_free(self.p_count); fbpe_free(self.p_stamp)
+        fbpe_free(self.p_words); fbpe_free(self.touched); fbpe_free(self.heap); fbpe_free(self.tok_bytes)
+        fbpe_free(self.tok_off); fbpe_free(self.tok_len); fbpe_free(self.vmap); fbpe_free(self.vmap_hash)
+        fbpe_free(self.m_left); fbpe_free(self.m_right)
+
+    # ------------------------------------------------------------------ pair map
+    cdef int map_rehash(self, Py_ssize_t new_cap) noexcept nogil:
+        # the map holds only slot numbers (4 bytes per bucket); keys are read from p_key
+        cdef int32_t* vals = <int32_t*>fbpe_malloc(<size_t>new_cap * sizeof(int32_t))
+        cdef Py_ssize_t i, s, mask = new_cap - 1
+        if vals == NULL:
+            return -1
+        memset(vals, 0xff, <size_t>new_cap * sizeof(int32_t))
+        for i in range(self.n_pairs):
+            if self.p_key[i] == DEAD_KEY:
+                continue
+            s = <Py_ssize_t>(mix64(self.p_key[i]) & <uint64_t>mask)
+            while vals[s] >= 0:
+                s = (s + 1) & mask
+            vals[s] = <int32_t>i
+        fbpe_free(self.map_vals)
+        self.map_vals = vals
+        self.map_cap = new_cap
+        return 0
+
+    cdef inline int32_t pair_find(self, int32_t left, int32_t right) noexcept nogil:
+        cdef uint64_t key = pair_key(left, right)
+        cdef Py_ssize_t mask = self.map_cap - 1
+        cdef Py_ssize_t s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
+        cdef int32_t v
+        while True:
+            v = self.map_vals[s]
+            if v < 0 or self.p_key[v] == key:
+                return v
+            s = (s + 1) & mask
+
+    cdef int32_t pair_get_or_add(self, int32_t left, int32_t right) noexcept nogil:
+        """Slot of the pair, created with count 0 if new; -1 when out of memory."""
+        cdef uint64_t key = pair_key(left, right)
+        cdef Py_ssize_t mask = self.map_cap - 1
+        cdef Py_ssize_t s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
+        cdef int32_t v
+        cdef Py_ssize_t cap
+        while True:
+            v = self.map_vals[s]
+            if v < 0:
+                break
+            if self.p_key[v] == key:
+                return v
+            s = (s + 1) & mask
+        if self.n_free > 0:
+            self.n_free -= 1
+            v = self.free_slots[self.n_free]
+        else:
+            v = self.new_slot()
+            if v < 0:
+                return -1
+        self.p_key[v] = key
+        self.p_count[v] = 0
+        self.p_stamp[v] = -1
+        self.p_words[v].off = 0
+        self.p_words[v].n = 0
+        self.p_words[v].cap = 0
+        self.map_vals[s] = v
+        if (self.n_pairs - self.n_free) * 4 > self.map_cap * 3:
+            if self.map_rehash(self.map_cap * 2) < 0:
+                return -1
+        return v
+
+    cdef int32_t new_slot(self) noexcept nogil:
+        """A fresh slot at the end of the slot arrays (all share pairs_cap)."""
+        cdef Py_ssize_t cap
+        cdef int32_t v
+        if self.n_pairs >= 0x7FFFFFFF:
+            return -1
+        if self.n_pairs + 1 > self.pairs_cap:
+            cap = self.pairs_cap
+            if grow(<void**>&self.p_key, &cap, self.n_pairs + 1, sizeof(uint64_t)) < 0:
+                return -1
+            cap = self.pairs_cap
+            if grow(<void**>&self.p_count, &cap, self.n_pairs + 1, sizeof(int64_t)) < 0:
+                return -1
+            cap = self.pairs_cap
+            if grow(<void**>&self.p_stamp, &cap, self.n_pairs + 1, sizeof(int32_t)) < 0:
+                return -1
+            cap = self.pairs_cap
+            if grow(<void**>&self.p_words, &cap, self.n_pairs + 1, sizeof(IdList)) < 0:
+                return -1
+            self.pairs_cap = cap
+        v = <int32_t>self.n_pairs
+        self.n_pairs += 1
+        return v
+
+    cdef int pair_delete(self, int32_t v) noexcept nogil:
+        """Remove a dead pair (count 0) from the map and recycle its slot.
+
+        Linear probing with backward-shift deletion: later entries of the probe run
+        move into the hole unless their home bucket lies cyclically in (hole, entry].
+        """
+        cdef Py_ssize_t mask = self.map_cap - 1
+        cdef Py_ssize_t i = <Py_ssize_t>(mix64(self.p_key[v]) & <uint64_t>mask), j, home
+        cdef int32_t u
+        while self.map_vals[i] != v:
+            i = (i + 1) & mask
+        j = i
+        while True:
+            j = (j + 1) & mask
+            u = self.map_vals[j]
+            if u < 0:
+                break
+            home = <Py_ssize_t>(mix64(self.p_key[u]) & <uint64_t>mask)
+            if (i < home <= j) if i <= j else (home > i or home <= j):
+                continue
+            self.map_vals[i] = u
+            i = j
+        self.map_vals[i] = -1
+        self.list_free(v)
+        self.p_key[v] = DEAD_KEY
+        self.p_count[v] = 0
+        if grow(<void**>&self.free_slots, &self.free_cap, self.n_free + 1, sizeof(int32_t)) < 0:
+            return -1
+        self.free_slots[self.n_free] = v
+        self.n_free += 1
+        return 0
+
+    cdef inline int list_add(self, int32_t p, int32_t word) noexcept nogil:
+        cdef IdList* lst = &self.p_words[p]
+        cdef Py_ssize_t new_cap
+        if lst.n > 0 and self.pool[lst.off + lst.n - 1] == word:
+            return 0
+        if lst.n == lst.cap:
+            new_cap = 2 * lst.cap if lst.cap > 0 else 2
+            if self.pool_n + new_cap >= ((<Py_ssize_t>1 << 32) - 1):
+                return -1  # offsets are 32-bit: 16 GB of word lists
+            if grow(<void**>&self.pool, &self.pool_cap, self.pool_n + new_cap, sizeof(int32_t)) < 0:
+                return -1
+            if lst.n > 0:
+                memcpy(self.pool + self.pool_n, self.pool + lst.off, <size_t>lst.n * sizeof(int32_t))
+            self.pool_waste += lst.cap
+            lst.off = <uint32_t>self.pool_n
+            lst.cap = <int32_t>new_cap
+            self.pool_n += new_cap
+        self.pool[lst.off + lst.n] = word
+        lst.n += 1
+        return 0
+
+    cdef inline void list_free(self, int32_t p) noexcept nogil:
+        self.pool_waste += self.p_words[p].cap
+        self.p_words[p].n = 0
+        self.p_words[p].cap = 0
+
+    cdef int pool_compact(self) noexcept nogil:
+        """Slide the live lists down to the start of the pool, in place, in order of
+        their offsets (each move goes to a lower address), then give back the tail.
+        Not while a list is being iterated."""
+        cdef Py_ssize_t i, n_lists = 0, pos = 0
+        cdef uint64_t* order
+        cdef int32_t p
+        cdef void* shrunk
+        for i in range(self.n_pairs):
+            if self.p_words[i].n > 0:
+                n_lists += 1
+        order = <uint64_t*>fbpe_malloc(<size_t>(n_lists + 1) * sizeof(uint64_t))
+        if order == NULL:
+            return -1
+        n_lists = 0
+        for i in range(self.n_pairs):
+            if self.p_words[i].n > 0:
+                order[n_lists] = ((<uint64_t>self.p_words[i].off) << 32) | <uint64_t>i
+                n_lists += 1
+            else:
+                self.p_words[i].cap = 0
+        qsort(order, <size_t>n_lists, sizeof(uint64_t), cmp_uint64)
+        for i in range(n_lists):
+            p = <int32_t>(order[i] & 0xFFFFFFFFU)
+            memmove(self.pool + pos, self.pool + self.p_words[p].off,
+                    <size_t>self.p_words[p].n * sizeof(int32_t))
+            self.p_words[p].off = <uint32_t>pos
+            self.p_words[p].cap = self.p_words[p].n
+            pos += self.p_words[p].n
+        fbpe_free(order)
+        self.pool_n = pos
+        self.pool_waste = 0
+        if pos + (pos >> 2) + 16 < self.pool_cap:
+            shrunk = fbpe_realloc(self.pool, <size_t>(pos + (pos >> 2) + 16) * sizeof(int32_t))
+            if shrunk != NULL:
+                self.pool = <int32_t*>shrunk
+                self.pool_cap = pos + (pos >> 2) + 16
+        return 0
+
+    # ------------------------------------------------------------------ heap
+    cdef int heap_push(self, int64_t count, int32_t left, int32_t right) noexcept nogil:
+        cdef Py_ssize_t i, parent
+        cdef HeapEntry e
+        if grow(<void**>&self.heap, &self.heap_cap, self.heap_n + 1, sizeof(HeapEntry)) < 0:
+            return -1
+        e.count = count
+        e.left = left
+        e.right = right
+        i = self.heap_n
+        self.heap_n += 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not heap_before(&e, &self.heap[parent]):
+                break
+            self.heap[i] = self.heap[parent]
+            i = parent
+        self.heap[i] = e
+        return 0
+
+    cdef void heap_sift_down(self, Py_ssize_t i) noexcept nogil:
+        cdef HeapEntry e = self.heap[i]
+        cdef Py_ssize_t n = self.heap_n, child
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and heap_before(&self.heap[child + 1], &self.heap[child]):
+                child += 1
+            if not heap_before(&self.heap[child], &e):
+                break
+            self.heap[i] = self.heap[child]
+            i = child
+        self.heap[i] = e
+
+    cdef HeapEntry heap_pop(self) noexcept nogil:
+        cdef HeapEntry top = self.heap[0]
+        self.heap_n -= 1
+        if self.heap_n > 0:
+            self.heap[0] = self.heap[self.heap_n]
+            self.heap_sift_down(0)
+        return top
+
+    # ------------------------------------------------------------------ vocabulary
+    cdef int32_t vocab_find_or_add(self, int32_t left, int32_t right) noexcept nogil:
+        """Id of bytes(left) + bytes(right): the existing one, or the next new id."""
+        cdef Py_ssize_t n = <Py_ssize_t>self.tok_len[left] + self.tok_len[right]
+        cdef Py_ssize_t mask = self.vmap_cap - 1, s
+        cdef uint8_t* dst
+        cdef uint64_t h
+        cdef int32_t v
+        if grow(<void**>&self.tok_bytes, &self.tok_bytes_cap, self.tok_bytes_n + n, 1) < 0:
+            return -1
+        dst = self.tok_bytes + self.tok_bytes_n
+        memcpy(dst, self.tok_bytes + self.tok_off[left], <size_t>self.tok_len[left])
+        memcpy(dst + self.tok_len[left], self.tok_bytes + self.tok_off[right], <size_t>self.tok_len[right])
+        h = hash_bytes(dst, n)
+        s = <Py_ssize_t>(h & <uint64_t>mask)
+        while True:
+            v = self.vmap[s]
+            if v < 0:
+                break
+            if (self.vmap_hash[s] == h and self.tok_len[v] == n
+                    and memcmp(self.tok_bytes + self.tok_off[v], dst, <size_t>n) == 0):
+                return v   # the bytes already are a token: reuse its id
+            s = (s + 1) & mask
+        v = self.n_vocab
+        self.tok_off[v] = self.tok_bytes_n
+        self.tok_len[v] = <int32_t>n
+        self.tok_bytes_n += n
+        self.vmap[s] = v
+        self.vmap_hash[s] = h
+        self.n_vocab += 1
+        return v
+
+    # ------------------------------------------------------------------ merging
+    cdef inline int pair_inc(self, int32_t left, int32_t right, int32_t word, int64_t by,
+                             int32_t stamp) noexcept nogil:
+        cdef int32_t p = self.pair_get_or_add(left, right)
+        if p < 0:
+            return -1
+        self.p_count[p] += by
+        if self.list_add(p, word) < 0:
+            return -1
+        if self.p_stamp[p] != stamp:
+            self.p_stamp[p] = stamp
+            if grow(<void**>&self.touched, &self.touched_cap, self.n_touched + 1, sizeof(int32_t)) < 0:
+                return -1
+            self.touched[self.n_touched] = p
+            self.n_touched += 1
+        return 0
+
+    cdef inline int pair_dec(self, int32_t left, int32_t right, int64_t by) noexcept nogil:
+        # every destroyed pair was counted before, so it is in the map
+        cdef int32_t p = self.pair_find(left, right)
+        self.p_count[p] -= by
+        if self.p_count[p] == 0 and p != self.merging:
+            # no word holds the pair any more: drop it (heap entries for it go stale)
+            return self.pair_delete(p)
+        return 0
+
+    cdef int run(self, Py_ssize_t max_merges) noexcept nogil:
+        """Do up to max_merges merges; return a RUN_* status."""
+        cdef Py_ssize_t done = 0, k, n
+        cdef HeapEntry top
+        cdef int32_t p, a, b, c, w, q, stamp
+        cdef int status
+        cdef int64_t live
+        cdef int64_t words_off
+        cdef bint found
+        while done < max_merges:
+            if self.n_vocab >= self.n_tokens:
+                return RUN_FULL
+            found = False
+            while self.heap_n > 0:
+                top = self.heap_pop()
+                p = self.pair_find(top.left, top.right)
+                if p < 0:
+                    continue  # the pair died since this entry was pushed
+                live = self.p_count[p]
+                if live != top.count:
+                    # stale: a smaller live count gets its own entry again; a larger
+                    # one already has an entry (pushed when it grew)
+                    if 0 < live < top.count:
+                        if self.heap_push(live, top.left, top.right) < 0:
+                            return RUN_OOM
+                    continue
+                if self.max_len > 0 and <int64_t>self.tok_len[top.left] + self.tok_len[top.right] > self.max_len:
+                    continue  # never eligible: token lengths never change
+                found = True
+                break
+            if not found:
+                return RUN_NO_PAIR
+            if live < self.threshold:
+                return RUN_BELOW_MIN
+            a = top.left
+            b = top.right
+            c = self.vocab_find_or_add(a, b)
+            if c < 0:
+                return RUN_OOM
+            if self.n_merges + 1 > self.merges_cap:
+                # m_left and m_right share merges_cap: grow both from the same value
+                k = self.merges_cap
+                if grow(<void**>&self.m_left, &k, self.n_merges + 1, sizeof(int32_t)) < 0:
+                    return RUN_OOM
+                k = self.merges_cap
+                if grow(<void**>&self.m_right, &k, self.n_merges + 1, sizeof(int32_t)) < 0:
+                    return RUN_OOM
+                self.merges_cap = k
+            self.m_left[self.n_merges] = a
+            self.m_right[self.n_merges] = b
+            stamp = <int32_t>self.n_merges
+            self.n_merges += 1
+            # rewrite the words that held the pair; the list of p never grows meanwhile
+            # (created pairs contain c, and c differs from a and b)
+            # index, not pointer: appends to other lists may move the pool
+            words_off = self.p_words[p].off
+            n = self.p_words[p].n
+            self.merging = p
+            self.n_touched = 0
+            for k in range(n):
+                w = self.pool[words_off + k]
+                if self.wstamp[w] == stamp:
+                    continue
+                self.wstamp[w] = stamp
+                if self.wide:
+                    status = merge_word(self, <int32_t*>self.tokens, w, a, b, c, stamp)
+                else:
+                    status = merge_word(self, <uint16_t*>self.tokens, w, a, b, c, stamp)
+                if status < 0:
+                    return RUN_OOM
+            # no (a, b) is left anywhere after a leftmost merge
+            self.p_count[p] = 0
+            self.merging = -1
+            if self.pair_delete(p) < 0:
+                return RUN_OOM
+            if self.pool_waste > POOL_MIN_WASTE and 3 * self.pool_waste > self.pool_n:
+                if self.pool_compact() < 0:
+                    return RUN_OOM
+            for k in range(self.n_touched):
+                q = self.touched[k]
+                if self.p_count[q] > 0:
+                    if self.heap_push(self.p_count[q], <int32_t>(self.p_key[q] >> 32),
+                                      <int32_t>(self.p_key[q] & 0xFFFFFFFFU)) < 0:
+                        return RUN_OOM
+            if self.heap_n > 2 * (self.n_pairs - self.n_free) + HEAP_SLACK:
+                self.heap_rebuild()
+            done += 1
+        return RUN_MORE
+
+    cdef void heap_rebuild(self) noexcept nogil:
+        """One entry per live pair, with its live count: drops the stale entries."""
+        cdef Py_ssize_t i
+        self.heap_n = 0
+        for i in range(self.n_pairs):
+            if self.p_count[i] > 0:   # the heap holds at least this many entries
+                self.heap[self.heap_n].count = self.p_count[i]
+                self.heap[self.heap_n].left = <int32_t>(self.p_key[i] >> 32)
+                self.heap[self.heap_n].right = <int32_t>(self.p_key[i] & 0xFFFFFFFFU)
+                self.heap_n += 1
+        i = self.heap_n // 2 - 1
+        while i >= 0:
+            self.heap_sift_down(i)
+            i -= 1
+
+    # ------------------------------------------------------------------ setup
+    cdef int setup(self, int32_t n_tokens) noexcept nogil:
+        """Byte tokens, vocabulary map, pair counts of every word, and the heap."""
+        cdef Py_ssize_t i, k, s, cap, total
+        cdef int32_t p, w
+        cdef int status
+        cdef int32_t* ids
+        cdef uint8_t byte
+        self.n_tokens = n_tokens
+        self.tok_off = <int64_t*>fbpe_malloc(<size_t>n_tokens * sizeof(int64_t))
+        self.tok_len = <int32_t*>fbpe_malloc(<size_t>n_tokens * sizeof(int32_t))
+        cap = 1
+        while cap < 2 * <Py_ssize_t>n_tokens:
+            cap *= 2
+        self.vmap_cap = cap
+        self.vmap = <int32_t*>fbpe_malloc(<size_t>cap * sizeof(int32_t))
+        self.vmap_hash = <uint64_t*>fbpe_malloc(<size_t>cap * sizeof(uint64_t))
+        if self.tok_off == NULL or self.tok_len == NULL or self.vmap == NULL or self.vmap_hash == NULL:
+            return -1
+        memset(self.vmap, 0xff, <size_t>cap * sizeof(int32_t))
+        if grow(<void**>&self.tok_bytes, &self.tok_bytes_cap, 256 * 8, 1) < 0:
+            return -1
+        # the 256 byte tokens, inserted directly
+        for i in range(256):
+            self.tok_bytes[i] = <uint8_t>i
+            self.tok_off[i] = i
+            self.tok_len[i] = 1
+            byte = <uint8_t>i
+            s = <Py_ssize_t>(hash_bytes(&byte, 1) & <uint64_t>(cap - 1))
+            while self.vmap[s] >= 0:
+                s = (s + 1) & (cap - 1)
+            self.vmap[s] = <int32_t>i
+            self.vmap_hash[s] = hash_bytes(&byte, 1)
+        self.tok_bytes_n = 256
+        self.n_vocab = 256
+        # pair map sized for a guess, grown as needed
+        if self.map_rehash(1 << 16) < 0:
+            return -1
+        if self.wide:
+            status = count_initial_pairs(self, <int32_t*>self.tokens)
+        else:
+            status = count_initial_pairs(self, <uint16_t*>self.tokens)
+        if status < 0:
+            return -1
+        # pass 2: the word lists, packed exactly in the pool
+        total = 0
+        for i in range(self.n_pairs):
+            self.p_words[i].off = <uint32_t>total
+            total += self.p_words[i].cap
+            self.p_stamp[i] = -1
+        if total >= ((<Py_ssize_t>1 << 32) - 1):
+            return -1
+        if grow(<void**>&self.pool, &self.pool_cap, total + 16, sizeof(int32_t)) < 0:
+            return -1
+        self.pool_n = total
+        if self.wide:
+            status = fill_initial_lists(self, <int32_t*>self.tokens)
+        else:
+            status = fill_initial_lists(self, <uint16_t*>self.tokens)
+        if status < 0:
+            return -1
+        # heap of all pairs: fill then heapify bottom-up
+        if grow(<void**>&self.heap, &self.heap_cap, self.n_pairs + 1, sizeof(HeapEntry)) < 0:
+            return -1
+        self.heap_rebuild()
+        return 0
+
+    cdef load_words(self, chunk_counts):
+        """Copy the chunks of >= 2 bytes with a positive count into the flat buffers."""
+        cdef Py_ssize_t n_words = 0, total = 0, k, n
+        cdef const unsigned char* s
+        cdef int64_t count
+        for chunk, cnt in chunk_counts.items():
+            if not isinstance(chunk, bytes):
+                raise TypeError(f"chunk_counts keys must be bytes, not {type(chunk).__name__} ({chunk!r})")
+            if not isinstance(cnt, int):
+                raise TypeError(f"chunk_counts[{chunk!r}] must be an int, not {type(cnt).__name__}")
+            if cnt < 0:
+                raise ValueError(f"chunk_counts[{chunk!r}] = {cnt} is negative")
+            if len(<bytes>chunk) >= 2 and cnt > 0:
+                n_words += 1
+                total += len(<bytes>chunk)
+        if n_words >= 2**31 - 1 or total >= 2**62:
+            raise ValueError("too many chunks for the native trainer")
+        self.tokens = fbpe_malloc(<size_t>max(total, 1) * (sizeof(int32_t) if self.wide else sizeof(uint16_t)))
+        self.wstart = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wlen = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        self.wcount = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wstamp = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        if (self.tokens == NULL or self.wstart == NULL or self.wlen == NULL
+                or self.wcount == NULL or self.wstamp == NULL):
+            raise MemoryError()
+        cdef Py_ssize_t w = 0, pos = 0
+        for chunk, cnt in chunk_counts.items():
+            n = len(<bytes>chunk)
+            if n < 2 or cnt <= 0:
+                continue
+            if n >= 2**31 - 1:
+                raise ValueError(f"chunk of {n} bytes is too long for the native trainer")
+            s = <const unsigned char*>(<bytes>chunk)
+            self.wstart[w] = pos
+            self.wlen[w] = <int32_t>n
+            self.wcount[w] = <int64_t>cnt   # OverflowError beyond 2**63 - 1
+            self.wstamp[w] = -1
+            if self.wide:
+                for k in range(n):
+                    (<int32_t*>self.tokens)[pos + k] = s[k]
+            else:
+                for k in range(n):
+                    (<uint16_t*>self.tokens)[pos + k] = s[k]
+            pos += n
+            w += 1
+        self.n_words = n_words
+
+    cdef load_table(self, _ChunkTable table, bint consume):
+        """Copy the chunks of a counting table (no Python objects per chunk)."""
+        cdef Py_ssize_t i, k, n, w = 0, pos = 0, n_words = 0, total = 0
+        cdef const uint8_t* s
+        cdef ChunkEntry* e
+        for i in range(table.used):
+            if table.entries[i].count > 0 and table.entries[i].len >= 2:
+                if table.entries[i].len >= 2**31 - 1:
+                    raise ValueError(f"chunk of {table.entries[i].len} bytes is too long for the native trainer")
+                n_words += 1
+                total += table.entries[i].len
+        if n_words >= 2**31 - 1:
+            raise ValueError("too many chunks for the native trainer")
+        self.tokens = fbpe_malloc(<size_t>max(total, 1) * (sizeof(int32_t) if self.wide else sizeof(uint16_t)))
+        self.wstart = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wlen = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        self.wcount = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wstamp = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        if (self.tokens == NULL or self.wstart == NULL or self.wlen == NULL
+                or self.wcount == NULL or self.wstamp == NULL):
+            raise MemoryError()
+        with nogil:
+            for i in range(table.used):
+                e = &table.entries[i]
+                n = e.len
+                if e.count <= 0 or n < 2:
+                    continue
+                s = table.key_bytes(e)
+                self.wstart[w] = pos
+                self.wlen[w] = <int32_t>n
+                self.wcount[w] = e.count
+                self.wstamp[w] = -1
+                if self.wide:
+                    for k in range(n):
+                        (<int32_t*>self.tokens)[pos + k] = s[k]
+                else:
+                    for k in range(n):
+                        (<uint16_t*>self.tokens)[pos + k] = s[k]
+                pos += n
+                w += 1
+            if consume:
+                table.release()
+                fbpe_trim_memory()
+        self.n_words = n_words
+
+    def stats(self):
+        """Sizes of the internal tables (for benchmarks and memory tuning)."""
+        cdef Py_ssize_t i, list_cap = 0
+        for i in range(self.n_pairs):
+            list_cap += self.p_words[i].cap
+        list_cap = self.pool_cap
+        live = 0
+        for i in range(self.n_pairs):
+            live += self.p_count[i] > 0
+        return {"words": self.n_words, "pairs": self.n_pairs, "map_cap": self.map_cap,
+                "heap_n": self.heap_n, "heap_cap": self.heap_cap, "list_cap": list_cap,
+                "pairs_cap": self.pairs_cap, "live_pairs": live, "pool_n": self.pool_n, "pool_waste": self.pool_waste,
+                "bytes": (self.pairs_cap * (8 + 8 + 4 + sizeof(IdList)) + self.map_cap * 4
+                          + self.heap_cap * sizeof(HeapEntry) + self.pool_cap * 4
+                          + self.n_words * 24 + (self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1] if self.n_words else 0) * 4),
+                "tokens": int(self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1]) if self.n_words else 0}
+
+    def results(self):
+        merges = [(self.m_left[i], self.m_right[i]) for i in range(self.n_merges)]
+        vocab = [PyBytes_FromStringAndSize(<char*>self.tok_bytes + self.tok_off[i], self.tok_len[i])
+                 for i in range(self.n_vocab)]
+        return merges, vocab
+
+
+ctypedef fused tok_t:
+    uint16_t
+    int32_t
+
+
+cdef int merge_word(_Merger self, tok_t* tokens, int32_t w, int32_t a, int32_t b, int32_t c,
+                    int32_t stamp) noexcept nogil:
+    """Merge (a, b) -> c in word w, in place, and apply the pair-count deltas.
+
+    Destroyed pairs are those of the old sequence that touch a merged position; an
+    occurrence at i destroys (i-1, i) unless the previous occurrence ended at i-1
+    (then (i-1, i) was already destroyed as that occurrence's right neighbour),
+    (i, i+1) = (a, b) itself (zeroed in bulk by the caller) and (i+1, i+2). Created
+    pairs are those of the new sequence with a new c on either side. This equals
+    recounting the word from scratch, overlapping runs like "aaaa" included.
+    """
+    cdef tok_t* ids = tokens + self.wstart[w]
+    cdef Py_ssize_t n = self.wlen[w]
+    cdef int64_t wc = self.wcount[w]
+    cdef Py_ssize_t i = 0, j = 0, last_end = -2
+    cdef bint prev_new = False, cur_new
+    while i < n:
+        if i + 1 < n and ids[i] == a and ids[i + 1] == b:
+            # ids[i-1] and ids[i+2] are still the original values: writes go to
+            # indices < j <= i, and index i-1 is rewritten only with its own value
+            if i > 0 and last_end != i - 1:
+                if self.pair_dec(ids[i - 1], a, wc) < 0:
+                    return -1
+            if i + 2 < n:
+                if self.pair_dec(b, ids[i + 2], wc) < 0:
+                    return -1
+            ids[j] = <tok_t>c
+            cur_new = True
+            last_end = i + 1
+            i += 2
+        else:
+            ids[j] = ids[i]
+            cur_new = False
+            i += 1
+        if j > 0 and (prev_new or cur_new):
+            if self.pair_inc(ids[j - 1], ids[j], w, wc, stamp) < 0:
+                return -1
+        prev_new = cur_new
+        j += 1
+    self.wlen[w] = <int32_t>j
+    return 0
+
+
+cdef int count_initial_pairs(_Merger self, tok_t* tokens) noexcept nogil:
+    """Setup pass 1: pair counts, and how many words hold each pair (p_stamp = last word)."""
+    cdef int32_t w, p
+    cdef Py_ssize_t k
+    cdef tok_t* ids
+    for w in range(<int32_t>self.n_words):
+        ids = tokens + self.wstart[w]
+        for k in range(self.wlen[w] - 1):
+            p = self.pair_get_or_add(ids[k], ids[k + 1])
+            if p < 0:
+                return -1
+            self.p_count[p] += self.wcount[w]
+            if self.p_stamp[p] != w:
+                self.p_stamp[p] = w
+                self.p_words[p].cap += 1
+    return 0
+
+
+cdef int fill_initial_lists(_Merger self, tok_t* tokens) noexcept nogil:
+    """Setup pass 2: the word lists, into the room pass 1 counted."""
+    cdef int32_t w, p
+    cdef Py_ssize_t k
+    cdef tok_t* ids
+    for w in range(<int32_t>self.n_words):
+        ids = tokens + self.wstart[w]
+        for k in range(self.wlen[w] - 1):
+            p = self.pair_find(ids[k], ids[k + 1])
+            if self.list_add(p, w) < 0:
+                return -1
+    return 0
+
+
+#: Merges done per nogil run between two progress callbacks.
+PROGRESS_EVERY = 128
+
+
+def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=None,
+                 progress=None, consume=False, _stats=None):
+    """Learn merges until the vocabulary holds ``n_tokens`` tokens (bytes included).
+
+    Native twin of ``fastbpe.reference.bpe.train_on_chunks``: returns ``(merges, vocab)``
+    where ``merges[i]`` is the pair merged at step ``i`` and ``vocab[id]`` the bytes of
+    each token. ``progress`` is None, a callable called with the number of merges done,
+    or a tqdm-like object whose ``update(n)`` is called; both every few merges.
+    ``chunk_counts`` may also be the table of ``count_chunk_table``; with
+    ``consume=True`` its memory is freed as soon as it is loaded (it is empty after).
+
+    >>> train_merges({b"aaabdaaabac": 1}, 259)[0]
+    [(97, 97), (97, 98), (256, 257)]
+    """
+    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int):
+        raise TypeError(f"n_tokens must be an int, not {type(n_tokens).__name__}")
+    if n_tokens > 2**31 - 1:
+        raise ValueError(f"n_tokens={n_tokens} is too large")
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int):
+        raise TypeError(f"min_frequency must be an int, not {type(min_frequency).__name__}")
+    if max_token_length is not None and (
+        isinstance(max_token_length, bool) or not isinstance(max_token_length, int)
+    ):
+        raise TypeError(f"max_token_length must be an int or None, not {type(max_token_length).__name__}")
+    if max_token_length is not None and max_token_length < 1:
+        raise ValueError(f"max_token_length={max_token_length} must be at least 1")
+    cdef _Merger m = _Merger()
+    cdef int32_t n_tok = <int32_t>max(n_tokens, 256)
+    m.wide = n_tok > 65536   # ids stay below n_tokens
+    if isinstance(chunk_counts, _ChunkTable):
+        m.load_table(<_ChunkTable>chunk_counts, consume)
+    elif hasattr(chunk_counts, "items"):
+        m.load_words(chunk_counts)
+    else:
+        raise TypeError(f"chunk_counts must be a mapping bytes -> int, not {type(chunk_counts).__name__}")
+    m.threshold = max(min(min_frequency, 2**63 - 1), 1)
+    m.max_len = 0 if max_token_length is None else min(max_token_length, 2**62)
+    cdef int status
+    with nogil:
+        status = m.setup(n_tok)
+    if status < 0:
+        raise MemoryError("out of memory while counting pairs")
+    update = None
+    if progress is not None:
+        update = getattr(progress, "update", None)
+        if update is None and not callable(progress):
+            raise TypeError("progress must be None, a callable or an object with update()")
+    # nogil runs of a few merges; between them: progress, and Ctrl-C (KeyboardInterrupt)
+    cdef Py_ssize_t step = PROGRESS_EVERY
+    cdef Py_ssize_t reported = 0
+    while True:
+        with nogil:
+            status = m.run(step)
+        if status == RUN_OOM:
+            raise MemoryError("out of memory while merging")
+        PyErr_CheckSignals()
+        if progress is not None and m.n_merges != reported:
+            if update is not None:
+                update(m.n_merges - reported)
+            else:
+                progress(m.n_merges)
+            reported = m.n_merges
+        if status != RUN_MORE:
+            break
+    if _stats is not None:
+        _stats.update(m.stats())
+    return m.results()
+
+
+# =========================================================================== counting
+# Phase 1: pre-tokenize every document and count the UTF-8 bytes of each chunk.
+#
+# Built-in patterns use the native pre-tokenizer (fastbpe._pretokenize) without the GIL:
+# the main thread reads blocks (file blocks of whole lines, or batches of documents),
+# worker threads each count into their own hash table, and the tables are merged at the
+# end, so memory grows with the number of unique chunks, not with the corpus. Custom
+# patterns go through the ``regex`` module, in worker processes when num_threads > 1.
+
+from fastbpe._pretokenize cimport next_chunk_end
+from fastbpe._pretokenize import pattern_id as _pattern_id
+
+cdef extern from "string.h" nogil:
+    void* memmem(const void* haystack, size_t haystacklen, const void* needle, size_t needlelen)
+    void* memchr(const void* s, int c, size_t n)
+
+
+cdef int count_piece(_ChunkTable table, int pid, const uint8_t* t, Py_ssize_t start,
+                     Py_ssize_t end) noexcept nogil:
+    """Pre-tokenize t[start:end] (one document, or the text between special tokens)."""
+    cdef Py_ssize_t pos = start, stop
+    cdef const uint8_t* seg = t + start
+    cdef Py_ssize_t n = end - start
+    # the pre-tokenizer sees the piece as its whole text: `$` is the piece's end
+    pos = 0
+    while pos < n:
+        stop = next_chunk_end(pid, seg, pos, n)
+        if table.push(seg + pos, stop - pos) < 0:
+            return -1
+        pos = stop
+    return 0
+
+
+cdef int count_document(_ChunkTable table, int pid, const uint8_t* t, Py_ssize_t start,
+                        Py_ssize_t end, const uint8_t** sp, const Py_ssize_t* sp_len,
+                        Py_ssize_t n_sp, Py_ssize_t* sp_next) noexcept nogil:
+    """Count one document: split at special tokens (leftmost, longest first), then chunks.
+
+    ``sp`` is sorted longest first, as the reference's alternation, so at equal start
+    the first found wins; sp_next caches each token's next occurrence (-1: none left).
+    """
+    cdef Py_ssize_t pos = start, best, best_k, k
+    cdef void* hit
+    if n_sp == 0:
+        return count_piece(table, pid, t, start, end)
+    for k in range(n_sp):
+        sp_next[k] = -2   # not searched yet
+    while True:
+        best = -1
+        best_k = -1
+        for k in range(n_sp):
+            if sp_next[k] == -2 or (sp_next[k] >= 0 and sp_next[k] < pos):
+                hit = memmem(t + pos, <size_t>(end - pos), sp[k], <size_t>sp_len[k])
+                sp_next[k] = -1 if hit == NULL else <Py_ssize_t>(<const uint8_t*>hit - t)
+            if sp_next[k] >= 0 and (best < 0 or sp_next[k] < best):
+                best = sp_next[k]
+                best_k = k
+        if best < 0:
+            return count_piece(table, pid, t, pos, end)
+        if count_piece(table, pid, t, pos, best) < 0:
+            return -1
+        pos = best + sp_len[best_k]
+
+
+cdef class _NativeCounter:
+    """Counts blocks into one _ChunkTable; one per worker thread."""
+    cdef public _ChunkTable table
+    cdef int pid
+    cdef list specials          # keeps the bytes alive
+    cdef const uint8_t** sp
+    cdef Py_ssize_t* sp_len
+    cdef Py_ssize_t* sp_next
+    cdef Py_ssize_t n_sp
+
+    def __cinit__(self, int pid, specials):
+        cdef Py_ssize_t k
+        self.table = _ChunkTable()
+        self.pid = pid
+        self.specials = list(specials)
+        self.n_sp = len(self.specials)
+        self.sp = <const uint8_t**>fbpe_malloc(<size_t>(self.n_sp + 1) * sizeof(uint8_t*))
+        self.sp_len = <Py_ssize_t*>fbpe_malloc(<size_t>(self.n_sp + 1) * sizeof(Py_ssize_t))
+        self.sp_next = <Py_ssize_t*>fbpe_malloc(<size_t>(self.n_sp + 1) * sizeof(Py_ssize_t))
+        if self.sp == NULL or self.sp_len == NULL or self.sp_next == NULL:
+            raise MemoryError()
+        for k in range(self.n_sp):
+            self.sp[k] = <const uint8_t*>(<bytes>self.specials[k])
+            self.sp_len[k] = len(<bytes>self.specials[k])
+
+    def __dealloc__(self):
+        fbpe_free(self.sp); fbpe_free(self.sp_len); fbpe_free(self.sp_next)
+
+    def count_lines(self, bytes block):
+        """Count a block of whole lines; each line (with its "\\n") is a document."""
+        cdef const uint8_t* t = <const uint8_t*>block
+        cdef Py_ssize_t n = len(block), pos = 0, stop
+        cdef const void* nl
+        cdef int status = 0
+        with nogil:
+            while pos < n:
+                nl = memchr(t + pos, 10, <size_t>(n - pos))
+                stop = n if nl == NULL else <Py_ssize_t>(<const uint8_t*>nl - t) + 1
+                if count_document(self.table, self.pid, t, pos, stop, self.sp, self.sp_len,
+                                  self.n_sp, self.sp_next) < 0:
+                    status = -1
+                    break
+                pos = stop
+            # the queued chunks point into this block: count them before returning
+            if status == 0 and self.table.flush() < 0:
+                status = -1
+            self.table.n_pending = 0
+        if status < 0:
+            raise MemoryError("out of memory while counting chunks")
+
+    def count_documents(self, bytes block, const int64_t[::1] ends):
+        """Count documents packed in block; document i ends at ends[i]."""
+        cdef const uint8_t* t = <const uint8_t*>block
+        cdef Py_ssize_t i, pos = 0, n_docs = ends.shape[0]
+        cdef int status = 0
+        with nogil:
+            for i in range(n_docs):
+                if count_document(self.table, self.pid, t, pos, ends[i], self.sp, self.sp_len,
+                                  self.n_sp, self.sp_next) < 0:
+                    status = -1
+                    break
+                pos = ends[i]
+            if status == 0 and self.table.flush() < 0:
+                status = -1
+            self.table.n_pending = 0
+        if status < 0:
+            raise MemoryError("out of memory while counting chunks")
+
+
+def _merge_tables(tables):
+    """Merge the tables into the largest one, freeing each other as soon as it is merged."""
+    tables = sorted(tables, key=len, reverse=True)
+    cdef _ChunkTable first = tables[0], other
+    cdef int status = 0
+    for other in tables[1:]:
+        with nogil:
+            status = first.merge_from(other)
+            other.release()
+        if status < 0:
+            raise MemoryError("out of memory while merging chunk counts")
+    with nogil:
+        fbpe_trim_memory()
+    return first
+
+
+# --------------------------------------------------------------------------- driver
+import os as _os
+import queue as _queue
+import threading as _threading
+from collections import Counter as _Counter
+
+import numpy as _np
+
+from fastbpe import _data
+from fastbpe.reference import bpe as _ref
+from fastbpe.reference import patterns as _patterns
+
+#: Target size of a block of packed documents (iterable input), in UTF-8 bytes.
+DOC_BLOCK_BYTES = 1 << 20
+
+
+def _check_specials(special_tokens):
+    if isinstance(special_tokens, (str, bytes)):
+        raise TypeError("special_tokens must be an iterable of str, not a single str")
+    specials = []
+    for tok in special_tokens:
+        if not isinstance(tok, str):
+            raise TypeError(f"special token {tok!r} is {type(tok).__name__}, expected str")
+        if not tok:
+            raise ValueError("a special token must not be empty")
+        specials.append(tok)
+    # longest first, like the reference's alternation: the longest wins at equal start
+    return sorted(set(specials), key=lambda t: (-len(t), t))
+
+
+cdef Py_ssize_t utf8_invalid_at(const uint8_t* t, Py_ssize_t n) noexcept nogil:
+    """Offset of the first byte that makes t[:n] invalid UTF-8 (as CPython's strict
+    decoder sees it: no overlongs, no surrogates, nothing above U+10FFFF), or -1."""
+    cdef Py_ssize_t i = 0
+    cdef uint64_t w
+    cdef uint8_t c, c1
+    while i < n:
+        if i + 8 <= n:
+            memcpy(&w, t + i, 8)
+            if (w & 0x8080808080808080ULL) == 0:
+                i += 8
+                continue
+        c = t[i]
+        if c < 0x80:
+            i += 1
+        elif 0xC2 <= c <= 0xDF:
+            if i + 1 >= n or (t[i + 1] & 0xC0) != 0x80:
+                return i
+            i += 2
+        elif 0xE0 <= c <= 0xEF:
+            if i + 2 >= n:
+                return i
+            c1 = t[i + 1]
+            if (c1 & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80:
+                return i
+            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F):
+                return i
+            i += 3
+        elif 0xF0 <= c <= 0xF4:
+            if i + 3 >= n:
+                return i
+            c1 = t[i + 1]
+            if ((c1 & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80
+                    or (t[i + 3] & 0xC0) != 0x80):
+                return i
+            if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F):
+                return i
+            i += 4
+        else:
+            return i
+    return -1
+
+
+def _utf8_invalid_at(bytes data):
+    """Python face of utf8_invalid_at (for tests)."""
+    cdef Py_ssize_t r, n = len(data)
+    cdef const uint8_t* t = <const uint8_t*>data
+    with nogil:
+        r = utf8_invalid_at(t, n)
+    return r
+
+
+def _iter_file_byte_blocks(path, errors, block_size, start=0, end=None):
+    """Like _data.iter_file_blocks but yields UTF-8 bytes (checked natively, so valid
+    text is never decoded). With ``start``/``end``: only the lines that start in
+    ``[start, end)`` (``start`` must be a line start, as ``_data.split_ranges`` gives)."""
+    offset = start
+    pending = b""
+    with _data._open_binary(path) as fh:
+        if _data.is_gzip(path):
+            # a gzip file is one range (split_ranges' end is its compressed size)
+            if start:
+                raise ValueError(f"{path}: a gzip file can only be read as a whole")
+            end = None
+        elif start:
+            fh.seek(start)
+        while True:
+            raw = fh.read(block_size)
+            buf = pending + raw if pending else raw
+            if not raw:
+                cut = len(buf)
+            else:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    pending = buf
+                    continue
+            last = not raw
+            if end is not None and offset + cut >= end:
+                # the range ends in this block: keep the line that holds byte end - 1
+                if end <= offset:
+                    return
+                nl = buf.find(b"\n", end - 1 - offset)
+                cut = len(buf) if nl < 0 else nl + 1
+                last = True
+            if cut == len(buf):
+                block, pending = buf, b""
+            else:
+                block, pending = buf[:cut], buf[cut:]
+            n_raw = len(block)
+            if block:
+                if _utf8_invalid_at(block) >= 0:  # rare: let Python name the error
+                    try:
+                        text = block.decode("utf-8", errors=errors)
+                    except UnicodeDecodeError as exc:
+                        raise ValueError(
+                            f"{path}: not valid UTF-8 at byte offset {offset + exc.start} "
+                            f"({exc.reason}); pass errors='replace' to replace invalid bytes"
+                        ) from None
+                    if errors != "strict":
+                        block = text.encode("utf-8", errors="surrogatepass")
+                yield block
+            offset += n_raw
+            if last:
+                return
+
+
+class _FileRange:
+    """Input that is the lines starting in [start, end) of one file."""
+
+    def __init__(self, path, start, end):
+        self.path, self.start, self.end = path, start, end
+
+
+def _iter_native_blocks(data, errors, block_size=_data.BLOCK_SIZE):
+    """Yield (kind, bytes, ends, n_bytes): kind "lines" (file block) or "docs" (packed)."""
+    if isinstance(data, _FileRange):
+        for block in _iter_file_byte_blocks(data.path, errors, block_size, data.start, data.end):
+            yield "lines", block, None, len(block)
+        return
+    paths = _data.resolve_inputs(data)
+    if paths is not None:
+        for p in paths:
+            for block in _iter_file_byte_blocks(p, errors, block_size):
+                yield "lines", block, None, len(block)
+        return
+    parts = []
+    ends = []
+    total = 0
+    for doc in _data.iter_texts(data, errors=errors):
+        b = doc.encode("utf-8")
+        parts.append(b)
+        total += len(b)
+        ends.append(total)
+        if total >= DOC_BLOCK_BYTES:
+            yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total
+            parts, ends, total = [], [], 0
+    if parts:
+        yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total
+
+
+def _progress_update(progress, n):
+    if progress is not None:
+        progress.update(n)
+
+
+def _count_native(data, int pid, specials, int num_threads, errors, progress, as_table):
+    sp_bytes = [s.encode("utf-8") for s in specials]
+    counters = [_NativeCounter(pid, sp_bytes) for _ in range(num_threads)]
+
+    def run(counter, kind, block, ends):
+        if kind == "lines":
+            counter.count_lines(block)
+        else:
+            counter.count_documents(block, ends)
+
+    if num_threads == 1:
+        for kind, block, ends, n in _iter_native_blocks(data, errors):
+            run(counters[0], kind, block, ends)
+            _progress_update(progress, n)
+    else:
+        # bounded queue: at most a few blocks in flight, never the whole corpus
+        work = _queue.Queue(maxsize=2 * num_threads)
+        failures = []
+
+        def worker(counter):
+            while True:
+                item = work.get()
+                if item is None:
+                    return
+                if failures:
+                    continue  # keep draining so the producer never blocks
+                try:
+                    run(counter, *item)
+                except BaseException as exc:  # reported by the main thread
+                    failures.append(exc)
+
+        threads = [_threading.Thread(target=worker, args=(c,), daemon=True) for c in counters]
+        for t in threads:
+            t.start()
+        try:
+            for kind, block, ends, n in _iter_native_blocks(data, errors):
+                if failures:
+                    break
+                work.put((kind, block, ends))
+                _progress_update(progress, n)
+        finally:
+            for _ in threads:
+                work.put(None)
+            for t in threads:
+                t.join()
+        if failures:
+            raise failures[0]
+    table = _merge_tables([c.table for c in counters])
+    return table if as_table else table.to_dict()
+
+
+def _regex_count_into(counts, kind, payload, pattern, specials):
+    """Count one block with the regex module into ``counts`` (str chunks; the caller
+    encodes the unique ones once at the end)."""
+    pat = _patterns.compile_pattern(pattern)
+    special = _ref.special_token_regex(specials)
+    docs = _data.split_lines(payload) if kind == "lines" else payload
+    findall = pat.findall
+    update = counts.update
+    for doc in docs:
+        if special is None:
+            update(findall(doc))
+        else:
+            for piece in special.split(doc):
+                update(findall(piece))
+
+
+def _regex_worker(tasks, results, pattern, specials):
+    """Worker process: count every block it takes from ``tasks`` into one Counter, and
+    send that once at the end (per-block results would make the parent the bottleneck)."""
+    counts = _Counter()
+    try:
+        while True:
+            item = tasks.get()
+            if item is None:
+                break
+            _regex_count_into(counts, item[0], item[1], pattern, specials)
+        results.put(("ok", counts))
+    except BaseException as exc:  # reported by the parent
+        results.put(("error", exc))
+
+
+def _iter_regex_blocks(data, errors):
+    if isinstance(data, _FileRange):
+        for block in _iter_file_byte_blocks(data.path, errors, _data.BLOCK_SIZE, data.start, data.end):
+            yield "lines", block.decode("utf-8", errors="surrogatepass"), len(block)
+        return
+    paths = _data.resolve_inputs(data)
+    if paths is not None:
+        for p in paths:
+            for block in _data.iter_file_blocks(p, errors=errors):
+                yield "lines", block, len(block)
+        return
+    docs, total = [], 0
+    for doc in _data.iter_texts(data, errors=errors):
+        docs.append(doc)
+        total += len(doc)
+        if total >= DOC_BLOCK_BYTES:
+            yield "docs", docs, total
+            docs, total = [], 0
+    if docs:
+        yield "docs", docs, total
+
+
+def _count_regex(data, pattern, specials, int num_threads, errors, progress):
+    _patterns.compile_pattern(pattern)  # a bad pattern fails here, before any work
+    if num_threads == 1:
+        total = _Counter()
+        for kind, payload, n in _iter_regex_blocks(data, errors):
+            _regex_count_into(total, kind, payload, pattern, specials)
+            _progress_update(progress, n)
+        return {chunk.encode("utf-8"): n for chunk, n in total.items()}
+
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    # bounded: at most 2 blocks per worker wait in the queue, never the whole input
+    tasks = ctx.Queue(maxsize=2 * num_threads)
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_regex_worker, args=(tasks, results, pattern, specials), daemon=True)
+             for _ in range(num_threads)]
+    for proc in procs:
+        proc.start()
+
+    def check_alive():
+        if any(proc.exitcode not in (None, 0) for proc in procs):
+            raise RuntimeError("a chunk-counting worker process died")
+
+    def put(item):
+        while True:
+            try:
+                tasks.put(item, timeout=0.5)
+                return
+            except _queue.Full:
+                check_alive()
+
+    parts = []
+    try:
+        for kind, payload, n in _iter_regex_blocks(data, errors):
+            put((kind, payload))
+            _progress_update(progress, n)
+        for _ in procs:
+            put(None)
+        while len(parts) < num_threads:
+            try:
+                status, value = results.get(timeout=0.5)
+            except _queue.Empty:
+                check_alive()
+                continue
+            if status == "error":
+                raise value
+            parts.append(value)
+    finally:
+        if len(parts) < num_threads:
+            for proc in procs:
+                proc.terminate()
+        for proc in procs:
+            proc.join()
+    total = max(parts, key=len)
+    for part in parts:
+        if part is not total:
+            total.update(part)
+    return {chunk.encode("utf-8"): n for chunk, n in total.items()}
+
+
+def count_chunk_table(data, pattern="cl100k", special_tokens=(), *, num_threads=None,
+                      errors="strict", progress=None):
+    """Like count_chunks, but return the native table (``len()``, ``to_dict()``), which
+    ``train_merges`` takes directly without building a Python object per chunk."""
+    counts = _count(data, pattern, special_tokens, num_threads, errors, progress, True)
+    if isinstance(counts, _ChunkTable):
+        return counts
+    cdef _ChunkTable table = _ChunkTable()
+    cdef bytes chunk
+    cdef int64_t n
+    for chunk, n in counts.items():
+        if table.add(<const uint8_t*>chunk, len(chunk), hash_chunk(<const uint8_t*>chunk, len(chunk)), n) < 0:
+            raise MemoryError()
+    return table
+
+
+def count_file_range(path, start, end, pattern="cl100k", special_tokens=(), *,
+                     num_threads=1, errors="strict", progress=None):
+    """count_chunks over the lines that start in bytes ``[start, end)`` of one file (the
+    ranges of ``_data.split_ranges``): the unit of work of distributed counting."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"training file not found: {path}")
+    if end is None:
+        end = path.stat().st_size
+    return _count(_FileRange(path, start, end), pattern, special_tokens, num_threads, errors,
+                  progress, False)
+
+
+def count_chunks(data, pattern="cl100k", special_tokens=(), *, num_threads=None,
+                 errors="strict", progress=None):
+    """Count the UTF-8 bytes of every chunk of every document: ``dict[bytes, int]``.
+
+    Equal to ``fastbpe.reference.bpe.count_chunks(iter_documents(data), pattern,
+    special_tokens)``. ``data`` is a path, a list of paths (each line of a file is a
+    document) or an iterable of str (each item is a document). The built-in patterns
+    (names or exact strings) use the native pre-tokenizer on ``num_threads`` threads
+    (default: all cores); a custom pattern uses ``regex`` in worker processes.
+    ``progress`` is None or a tqdm-like object updated with the bytes read.
+
+    >>> count_chunks(["ab ab"], r"\\w+| ")
+    {b'ab': 2, b' ': 1}
+    """
+    return _count(data, pattern, special_tokens, num_threads, errors, progress, False)
+
+
+def _count(data, pattern, special_tokens, num_threads, errors, progress, as_table):
+    specials = _check_specials(special_tokens)
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+    if num_threads is None:
+        num_threads = _os.cpu_count() or 1
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise TypeError(f"num_threads must be an int or None, not {type(num_threads).__name__}")
+    if num_threads < 1:
+        raise ValueError(f"num_threads={num_threads} must be at least 1")
+    pid = _pattern_id(pattern)
+    if pid >= 0:
+        return _count_native(data, pid, specials, num_threads, errors, progress, as_table)
+    counts = _count_regex(data, _patterns.resolve_pattern(pattern), specials, num_threads, errors, progress)
+    return counts
