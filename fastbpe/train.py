@@ -106,6 +106,7 @@ def train_bpe(
     progress: bool = True,
     errors: str = "strict",
     name: str = "fastbpe",
+    client=None,
 ) -> Encoding:
     """Train a byte-level BPE tokenizer and return it as an ``Encoding``.
 
@@ -115,6 +116,10 @@ def train_bpe(
     ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex. If the corpus runs out of pairs
     before ``vocab_size``, training stops early with a warning.
 
+    With a ``dask.distributed`` ``client``, phase 1 runs on the cluster over byte ranges
+    of the input files (local paths or fsspec URLs; see ``fastbpe.distributed``) and
+    only the combined chunk table comes back; the result equals one machine's.
+
     >>> enc = train_bpe(["aaabdaaabac"], 259, pattern=r"[\\s\\S]+", progress=False)
     >>> enc.encode_ordinary("aaabdaaabac")
     [258, 100, 258, 97, 99]
@@ -122,17 +127,22 @@ def train_bpe(
     special_tokens = _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_threads)
     pat_str = patterns.resolve_pattern(pattern)
     patterns.compile_pattern(pat_str)  # a bad pattern fails before any reading
-    _data.resolve_inputs(data)  # a missing file fails before any work
 
     # 1. read and count unique chunks (a native table: no Python object per chunk)
-    bar = _bar(progress, total=_input_bytes(data), desc="reading", unit="B", unit_scale=True,
-               unit_divisor=1024)
-    try:
-        counts = _train.count_chunk_table(data, pat_str, special_tokens, num_threads=num_threads,
-                                          errors=errors, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
+    if client is not None:  # on a Dask cluster: the paths are checked there
+        from .distributed import count_chunks_distributed
+
+        counts = count_chunks_distributed(client, data, pat_str, special_tokens, errors=errors)
+    else:
+        _data.resolve_inputs(data)  # a missing file fails before any work
+        bar = _bar(progress, total=_input_bytes(data), desc="reading", unit="B", unit_scale=True,
+                   unit_divisor=1024)
+        try:
+            counts = _train.count_chunk_table(data, pat_str, special_tokens, num_threads=num_threads,
+                                              errors=errors, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
     if not len(counts):
         raise ValueError("the training corpus is empty (no text to learn from)")
 

@@ -463,12 +463,14 @@ def _count_words_native(texts, opts: "_ref.BertOptions", num_threads: int):
 
 
 def _train_native(texts, vocab_size, opts, *, min_frequency, limit_alphabet, special_tokens,
-                  num_threads, progress, algorithm="likelihood"):
-    """The reference's training rules on the native trainer; returns token -> id."""
+                  num_threads, progress, algorithm="likelihood", word_counts=None):
+    """The reference's training rules on the native trainer; returns token -> id.
+    ``word_counts`` (word -> count) skips phase 1 when it was done elsewhere (Dask)."""
     from . import _wordpiece_train
 
     prefix = opts.prefix
-    word_counts = _count_words_native(texts, opts, num_threads)
+    if word_counts is None:
+        word_counts = _count_words_native(texts, opts, num_threads)
     keep = _ref.choose_alphabet(word_counts, limit_alphabet)
     words = [w for w in word_counts if all(ch in keep for ch in w)]
     vocab: dict[str, int] = {}
@@ -522,6 +524,7 @@ def train_wordpiece(
     algorithm: str = "likelihood",
     num_threads: int | None = None,
     progress: bool = False,
+    client=None,
 ) -> WordPiece:
     """Train a likelihood WordPiece vocabulary on ``data`` (a path, list of paths, or iterable of str).
 
@@ -530,6 +533,8 @@ def train_wordpiece(
     the same vocabulary as ``fastbpe.reference.wordpiece.train`` for any ``num_threads``
     (threads only split the pre-tokenisation of the input). ``algorithm="frequency"`` merges
     the most frequent pair instead, like HF's WordPieceTrainer (BPE over ``##`` pieces).
+    With a ``dask.distributed`` ``client``, word counting runs on the cluster over byte
+    ranges of the input files (see ``fastbpe.distributed``).
     """
     from ._data import iter_texts
 
@@ -550,16 +555,23 @@ def train_wordpiece(
         raise ValueError("special_tokens must include '[UNK]'")
     for t in special_tokens:
         _check_text(t, "special token")
-    texts = iter_texts(data)
-    if progress:
-        from tqdm.auto import tqdm
-
-        texts = tqdm(texts, desc="reading", unit="doc")
     opts = _ref.BertOptions(lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens,
                             turkish_lowercase=turkish_lowercase)
+    word_counts = None
+    if client is not None:  # phase 1 on a Dask cluster
+        from .distributed import count_words_distributed
+
+        texts, word_counts = (), count_words_distributed(client, data, opts)
+    else:
+        texts = iter_texts(data)
+        if progress:
+            from tqdm.auto import tqdm
+
+            texts = tqdm(texts, desc="reading", unit="doc")
     vocab = _train_native(
         texts, vocab_size, opts, min_frequency=min_frequency, limit_alphabet=limit_alphabet,
         special_tokens=special_tokens, num_threads=num_threads, progress=progress, algorithm=algorithm,
+        word_counts=word_counts,
     )
     return WordPiece(vocab, lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens,
                      turkish_lowercase=turkish_lowercase)

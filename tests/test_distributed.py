@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import fastbpe
+
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("fsspec")
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -126,6 +128,17 @@ def test_vocab_equals_train_bpe(client, corpus, encoding):
     counts = D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=2)
     vocab = train.learn_merges(counts, 300 - len(SPECIALS))
     assert {tok: i for i, tok in enumerate(vocab)} == encoding.mergeable_ranks
+
+
+def test_train_bpe_with_client_equals_one_machine(client, corpus, encoding):
+    enc = fastbpe.train_bpe(corpus, 300, pattern="cl100k", special_tokens=SPECIALS, progress=False, client=client)
+    local = fastbpe.train_bpe(corpus, 300, pattern="cl100k", special_tokens=SPECIALS, progress=False)
+    assert enc.mergeable_ranks == local.mergeable_ranks and enc.special_tokens == local.special_tokens
+
+
+def test_train_wordpiece_with_client_equals_one_machine(client, corpus):
+    got = fastbpe.train_wordpiece(corpus, 400, client=client)
+    assert got.vocab == fastbpe.train_wordpiece(corpus, 400).vocab
 
 
 def test_fsspec_url_input(client, corpus):
