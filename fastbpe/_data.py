@@ -174,16 +174,21 @@ def iter_range_lines(path: Path, start: int, end: int, errors: str = "strict") -
         return
     with open(path, "rb") as fh:
         fh.seek(start)
-        offset = start
-        while offset < end:
-            line = fh.readline()
-            if not line:
-                return
-            try:
-                yield line.decode("utf-8", errors=errors)
-            except UnicodeDecodeError as exc:
-                raise ValueError(
-                    f"{path}: not valid UTF-8 at byte offset {offset + exc.start} "
-                    f"({exc.reason}); pass errors='replace' to replace invalid bytes"
-                ) from None
-            offset += len(line)
+        yield from iter_binary_lines(fh, path, start, end, errors)
+
+
+def iter_binary_lines(fh, source, offset: int, end: int | None = None, errors: str = "strict") -> Iterator[str]:
+    """Decode the lines of an open binary file from ``offset`` (where ``fh`` stands) while
+    they start before ``end`` (None: to the end); errors name ``source`` and the offset."""
+    while end is None or offset < end:
+        line = fh.readline()
+        if not line:
+            return
+        try:
+            yield line.decode("utf-8", errors=errors)
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{source}: not valid UTF-8 at byte offset {offset + exc.start} "
+                f"({exc.reason}); pass errors='replace' to replace invalid bytes"
+            ) from None
+        offset += len(line)

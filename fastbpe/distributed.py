@@ -254,19 +254,7 @@ def iter_range_documents(path, start: int, end: int, errors: str = "strict") -> 
             raise ValueError(f"{path}: a gzip file can only be read as a whole")
         if not is_gz and start:
             fh.seek(start)
-        offset = start
-        while is_gz or offset < end:
-            line = fh.readline()
-            if not line:
-                return
-            try:
-                yield line.decode("utf-8", errors=errors)
-            except UnicodeDecodeError as exc:
-                raise ValueError(
-                    f"{path}: not valid UTF-8 at byte offset {offset + exc.start} "
-                    f"({exc.reason}); pass errors='replace' to replace invalid bytes"
-                ) from None
-            offset += len(line)
+        yield from _data.iter_binary_lines(fh, path, start, None if is_gz else end, errors)
 
 
 def _read_whole_text(path, errors: str) -> str:
