@@ -1,0 +1,1133 @@
+"""Native byte-level BPE encoder: the core behind ``fastbpe.Encoding``.
+
+``CoreBPE`` mirrors tiktoken's Rust ``CoreBPE``: the same constructor arguments, the
+same ids for every input, and the same merge rule (repeatedly merge the adjacent pair
+whose concatenated bytes have the lowest rank, leftmost on ties). Policy (special-token
+checks, argument defaults) lives in the Python ``Encoding``; this class converts inputs
+once, releases the GIL, and does the work in C over raw buffers.
+
+Layout (immutable after construction, so one object is safe to share between threads):
+- every token's bytes live in one arena (a ``bytes`` object kept alive by the core);
+- an open-addressing hash table maps a byte string to its rank (no Python dicts while
+  encoding);
+- an id -> (offset, length) table serves decoding (dense when ids are dense, otherwise
+  a sorted id array searched by bisection).
+
+Pre-tokenization: the three built-in patterns use the hand-written splitters of
+``fastbpe._pretokenize`` (no GIL); any other pattern goes through the ``regex`` module
+under the GIL, and only the BPE merging runs without it.
+"""
+import numpy as np
+cimport numpy as cnp
+
+from cpython.ref cimport PyObject
+from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy, memmove
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    PyObject* PyLong_FromUnsignedLong(unsigned long v)
+    void PyList_SET_ITEM(object lst, Py_ssize_t i, PyObject* item)
+    object PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
+    char* PyBytes_AS_STRING(object b)
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef unsigned long pthread_t
+    int pthread_create(pthread_t* thread, const void* attr,
+                       void* (*start)(void*) noexcept nogil, void* arg)
+    int pthread_join(pthread_t thread, void** retval)
+
+# Small C helpers that Cython cannot express directly: unaligned loads, a 64x64->128
+# multiply for hashing, and an atomic counter for handing out batch items.
+cdef extern from *:
+    """
+    #include <string.h>
+    #include <stdint.h>
+    static inline uint64_t fbe_load64(const unsigned char* p) { uint64_t v; memcpy(&v, p, 8); return v; }
+    static inline uint64_t fbe_load32(const unsigned char* p) { uint32_t v; memcpy(&v, p, 4); return v; }
+    static inline uint64_t fbe_fold(uint64_t a, uint64_t b) {
+        __uint128_t r = (__uint128_t)a * b;
+        return (uint64_t)r ^ (uint64_t)(r >> 64);
+    }
+    /* Hash of a short byte string: 8-byte words folded by multiplication, the tail read
+       as (possibly overlapping) 4-byte or single-byte loads; the length is mixed in first
+       so overlapping tail reads of different lengths cannot collide trivially. */
+    static inline uint64_t fbe_hash(const unsigned char* p, size_t n) {
+        uint64_t h = 0x6a09e667f3bcc909ull ^ ((uint64_t)n * 0x9e3779b97f4a7c15ull);
+        while (n >= 8) {
+            h = fbe_fold(h ^ fbe_load64(p), 0xbb67ae8584caa73bull);
+            p += 8; n -= 8;
+        }
+        uint64_t t;
+        if (n >= 4) t = fbe_load32(p) | (fbe_load32(p + n - 4) << 32);
+        else if (n > 0) t = (uint64_t)p[0] | ((uint64_t)p[n >> 1] << 8) | ((uint64_t)p[n - 1] << 16);
+        else t = 0;
+        return fbe_fold(h ^ t ^ 0x3c6ef372fe94f82bull, 0xa54ff53a5f1d36f1ull);
+    }
+    static inline Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) {
+        return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+    }
+    """
+    uint64_t fbe_hash(const unsigned char* p, size_t n) noexcept nogil
+    Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
+
+
+cdef extern from *:
+    """
+    #define FBE_NO_RANK 0xFFFFFFFFu
+    """
+    # "No such token": larger than every rank, so the min-scans skip it for free.
+    const uint32_t NO_RANK "FBE_NO_RANK"
+
+cdef enum:
+    # Chunks up to this many bytes use stack buffers in the scan merge.
+    SCAN_STACK = 256
+    # Errors reported from nogil code, turned into exceptions afterwards.
+    ERR_NONE = 0
+    ERR_NOMEM = 1
+    ERR_BYTE = 2       # a byte that is not a token (tiktoken would panic)
+    MAX_THREADS_C = 1024
+
+#: Chunks longer than this (in bytes) are merged with the heap; shorter ones by the simple
+#: lowest-rank scan, which is faster when n is small. Both give identical output.
+cdef Py_ssize_t heap_threshold = 128
+
+MAX_THREADS = MAX_THREADS_C
+
+
+def _set_heap_threshold(Py_ssize_t n):
+    """Testing hook: set the scan/heap cut-over (bytes); returns the old value.
+
+    Not thread-safe; only tests use it, to check both merge paths against each other.
+    """
+    global heap_threshold
+    if n < 0 or n > (1 << 20):
+        raise ValueError(f"heap threshold must be in [0, 2**20], got {n}")
+    old = heap_threshold
+    heap_threshold = n
+    return old
+
+
+# --------------------------------------------------------------------------------------
+# Vocabulary tables
+# --------------------------------------------------------------------------------------
+
+cdef struct Slot:
+    uint32_t tag      # high 32 bits of the hash; cheap reject before memcmp
+    uint32_t length   # 0 marks an empty slot (empty tokens are never looked up)
+    uint32_t rank
+    uint32_t offset   # into the arena
+
+
+cdef struct Vocab:
+    const unsigned char* arena
+    Slot* slots
+    uint64_t mask
+    uint32_t byte_rank[256]
+
+
+cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
+    """Rank of the byte string p[:n], or NO_RANK."""
+    cdef uint64_t h = fbe_hash(p, n)
+    cdef uint64_t i = h & v.mask
+    cdef uint32_t tag = <uint32_t>(h >> 32)
+    cdef const Slot* s
+    while True:
+        s = &v.slots[i]
+        if s.length == 0:
+            return NO_RANK
+        if s.tag == tag and s.length == n and memcmp(v.arena + s.offset, p, n) == 0:
+            return s.rank
+        i = (i + 1) & v.mask
+
+
+# --------------------------------------------------------------------------------------
+# Output buffers
+# --------------------------------------------------------------------------------------
+
+cdef struct OutBuf:
+    uint32_t* data
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef int out_grow(OutBuf* o, Py_ssize_t need) noexcept nogil:
+    cdef Py_ssize_t cap = o.cap * 2 if o.cap else 256
+    while cap < need:
+        cap *= 2
+    cdef uint32_t* d = <uint32_t*>realloc(o.data, cap * sizeof(uint32_t))
+    if d == NULL:
+        return -1
+    o.data = d
+    o.cap = cap
+    return 0
+
+
+cdef inline int out_push(OutBuf* o, uint32_t v) noexcept nogil:
+    if o.size == o.cap:
+        if out_grow(o, o.size + 1) < 0:
+            return -1
+    o.data[o.size] = v
+    o.size += 1
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# BPE merging of one chunk
+# --------------------------------------------------------------------------------------
+
+cdef struct ScanPart:
+    uint32_t start
+    uint32_t rank     # rank of merging this part with the next one
+    uint32_t token    # this part's own token (NO_RANK for a byte that is not a token)
+
+
+cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                  Py_ssize_t* err_pos) noexcept nogil:
+    """tiktoken's merge loop: find the lowest pair rank (leftmost on ties), merge, repeat.
+
+    O(n^2) in the worst case, but the fastest choice for the short chunks that make up
+    almost all text. parts[m-1] is a sentinel holding the end offset.
+    """
+    cdef ScanPart stack_parts[SCAN_STACK + 1]
+    cdef ScanPart* parts = stack_parts
+    cdef Py_ssize_t m = n + 1, i, best_i
+    cdef uint32_t best
+    cdef int rc = ERR_NONE
+    if n > SCAN_STACK:
+        parts = <ScanPart*>malloc((n + 1) * sizeof(ScanPart))
+        if parts == NULL:
+            return ERR_NOMEM
+    for i in range(n):
+        parts[i].start = <uint32_t>i
+        parts[i].token = v.byte_rank[p[i]]
+        parts[i].rank = vocab_rank(v, p + i, 2) if i + 1 < n else NO_RANK
+    parts[n].start = <uint32_t>n
+    parts[n].rank = NO_RANK
+    parts[n].token = NO_RANK
+    while True:
+        best = NO_RANK
+        best_i = -1
+        for i in range(m - 2):
+            if parts[i].rank < best:
+                best = parts[i].rank
+                best_i = i
+        if best == NO_RANK:
+            break
+        i = best_i
+        parts[i].token = best
+        memmove(&parts[i + 1], &parts[i + 2], (m - i - 2) * sizeof(ScanPart))
+        m -= 1
+        # Part i now ends at parts[i + 1].start; re-rank its pairs with both neighbours.
+        if i + 2 < m:
+            parts[i].rank = vocab_rank(v, p + parts[i].start, parts[i + 2].start - parts[i].start)
+        else:
+            parts[i].rank = NO_RANK
+        if i > 0:
+            parts[i - 1].rank = vocab_rank(v, p + parts[i - 1].start,
+                                           parts[i + 1].start - parts[i - 1].start)
+    for i in range(m - 1):
+        if parts[i].token == NO_RANK:
+            err_pos[0] = parts[i].start
+            rc = ERR_BYTE
+            break
+        if out_push(out, parts[i].token) < 0:
+            rc = ERR_NOMEM
+            break
+    if parts != stack_parts:
+        free(parts)
+    return rc
+
+
+cdef struct HeapItem:
+    uint32_t rank
+    Py_ssize_t pos
+
+
+cdef inline bint heap_less(const HeapItem* a, const HeapItem* b) noexcept nogil:
+    # Lowest rank first; on equal ranks the leftmost pair, exactly as the scan does.
+    return a.rank < b.rank or (a.rank == b.rank and a.pos < b.pos)
+
+
+cdef inline void heap_sift_down(HeapItem* h, Py_ssize_t size, Py_ssize_t i) noexcept nogil:
+    cdef HeapItem item = h[i]
+    cdef Py_ssize_t child
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap_less(&h[child + 1], &h[child]):
+            child += 1
+        if not heap_less(&h[child], &item):
+            break
+        h[i] = h[child]
+        i = child
+    h[i] = item
+
+
+cdef inline void heap_push(HeapItem* h, Py_ssize_t* size, uint32_t rank, Py_ssize_t pos) noexcept nogil:
+    cdef Py_ssize_t i = size[0], parent
+    cdef HeapItem item
+    item.rank = rank
+    item.pos = pos
+    size[0] += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not heap_less(&item, &h[parent]):
+            break
+        h[i] = h[parent]
+        i = parent
+    h[i] = item
+
+
+cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                  Py_ssize_t* err_pos) noexcept nogil:
+    """Same merges as ``bpe_scan`` in O(n log n): a min-heap of (rank, position) over a
+    doubly linked list of parts, with lazy invalidation.
+
+    Parts are named by their start offset. pair_rank[i] is the current rank of merging
+    part i with its successor (NO_RANK if none, or if part i was absorbed). A heap entry
+    is live iff it still equals pair_rank[i]: a pair's bytes only ever grow, so a given
+    part never sees the same rank twice and a stale entry can never look live.
+    """
+    cdef Py_ssize_t i, j, k, h, after, heap_size = 0
+    cdef uint32_t r
+    cdef HeapItem top
+    cdef int rc = ERR_NONE
+    cdef char* block = <char*>malloc(n * (2 * sizeof(Py_ssize_t) + 2 * sizeof(uint32_t))
+                                     + 3 * n * sizeof(HeapItem))
+    if block == NULL:
+        return ERR_NOMEM
+    cdef Py_ssize_t* nxt = <Py_ssize_t*>block
+    cdef Py_ssize_t* prv = nxt + n
+    cdef HeapItem* heap = <HeapItem*>(prv + n)
+    cdef uint32_t* token = <uint32_t*>(heap + 3 * n)
+    cdef uint32_t* pair_rank = token + n
+
+    for i in range(n):
+        nxt[i] = i + 1
+        prv[i] = i - 1
+        token[i] = v.byte_rank[p[i]]
+        r = vocab_rank(v, p + i, 2) if i + 1 < n else NO_RANK
+        pair_rank[i] = r
+        if r != NO_RANK:
+            heap[heap_size].rank = r
+            heap[heap_size].pos = i
+            heap_size += 1
+    i = heap_size // 2
+    while i > 0:
+        i -= 1
+        heap_sift_down(heap, heap_size, i)
+
+    while heap_size > 0:
+        top = heap[0]
+        heap_size -= 1
+        if heap_size > 0:
+            heap[0] = heap[heap_size]
+            heap_sift_down(heap, heap_size, 0)
+        i = top.pos
+        if pair_rank[i] != top.rank:
+            continue  # stale
+        # Merge part i with its successor j.
+        j = nxt[i]
+        k = nxt[j]
+        token[i] = top.rank
+        pair_rank[j] = NO_RANK
+        nxt[i] = k
+        if k < n:
+            prv[k] = i
+            after = nxt[k]
+            r = vocab_rank(v, p + i, after - i)
+        else:
+            r = NO_RANK
+        pair_rank[i] = r
+        if r != NO_RANK:
+            heap_push(heap, &heap_size, r, i)
+        h = prv[i]
+        if h >= 0:
+            r = vocab_rank(v, p + h, k - h)
+            pair_rank[h] = r
+            if r != NO_RANK:
+                heap_push(heap, &heap_size, r, h)
+
+    i = 0
+    while i < n:
+        if token[i] == NO_RANK:
+            err_pos[0] = i
+            rc = ERR_BYTE
+            break
+        if out_push(out, token[i]) < 0:
+            rc = ERR_NOMEM
+            break
+        i = nxt[i]
+    free(block)
+    return rc
+
+
+cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                          Py_ssize_t* err_pos) noexcept nogil:
+    """Encode one pre-tokenized chunk: a whole-chunk hit first, as tiktoken does."""
+    cdef uint32_t r = vocab_rank(v, p, n)
+    if r != NO_RANK:
+        return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+    if n == 1:
+        err_pos[0] = 0
+        return ERR_BYTE
+    if n > heap_threshold:
+        return bpe_heap(v, p, n, out, err_pos)
+    return bpe_scan(v, p, n, out, err_pos)
+
+
+# --------------------------------------------------------------------------------------
+# Special tokens allowed in one call
+# --------------------------------------------------------------------------------------
+
+cdef struct Special:
+    const unsigned char* text
+    Py_ssize_t length
+    uint32_t token
+
+
+cdef struct SpecialSet:
+    Special* items
+    Py_ssize_t count
+    bint first_byte[256]
+
+
+cdef bint find_special(const SpecialSet* ss, const unsigned char* text, Py_ssize_t start,
+                       Py_ssize_t n, Py_ssize_t* found_start, Py_ssize_t* found_end,
+                       uint32_t* found_token) noexcept nogil:
+    """Leftmost allowed special token in text[start:n] (longest one if several start at
+    the same place); False if there is none."""
+    cdef Py_ssize_t i, k, best_len
+    cdef uint32_t best_tok = 0
+    if ss == NULL or ss.count == 0:
+        return False
+    for i in range(start, n):
+        if not ss.first_byte[text[i]]:
+            continue
+        best_len = 0
+        for k in range(ss.count):
+            if (ss.items[k].length > best_len and ss.items[k].length <= n - i
+                    and memcmp(ss.items[k].text, text + i, ss.items[k].length) == 0):
+                best_len = ss.items[k].length
+                best_tok = ss.items[k].token
+        if best_len:
+            found_start[0] = i
+            found_end[0] = i + best_len
+            found_token[0] = best_tok
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------
+# Jobs: one text each, run without the GIL (possibly on a worker thread)
+# --------------------------------------------------------------------------------------
+
+cdef struct Job:
+    const unsigned char* text
+    Py_ssize_t n
+    const int64_t* spans      # regex path: chunk [start, end) byte pairs; NULL otherwise
+    Py_ssize_t n_spans
+    OutBuf out
+    int err
+    Py_ssize_t err_pos        # byte offset in text for ERR_BYTE
+
+
+cdef struct Context:
+    const Vocab* vocab
+    const SpecialSet* specials
+    int pattern               # native pre-tokenizer id, or -1 when spans are given
+    Job* jobs
+    Py_ssize_t n_jobs
+    Py_ssize_t next_job       # atomic work counter
+
+
+cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize_t end,
+                        Py_ssize_t* span_i) noexcept nogil:
+    cdef const unsigned char* text = job.text
+    cdef Py_ssize_t s, e, local
+    cdef int rc
+    while span_i[0] < job.n_spans and job.spans[2 * span_i[0]] < end:
+        s = job.spans[2 * span_i[0]]
+        e = job.spans[2 * span_i[0] + 1]
+        span_i[0] += 1
+        if e <= s:
+            continue
+        rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local)
+        if rc != ERR_NONE:
+            job.err_pos = s + local
+            return rc
+    return ERR_NONE
+
+
+cdef void run_job(const Context* ctx, Job* job) noexcept nogil:
+    cdef Py_ssize_t pos = 0, s = 0, e = 0, span_i = 0
+    cdef uint32_t tok = 0
+    cdef bint found
+    cdef int rc
+    while True:
+        found = find_special(ctx.specials, job.text, pos, job.n, &s, &e, &tok)
+        rc = encode_segment(ctx, job, pos, s if found else job.n, &span_i)
+        if rc != ERR_NONE:
+            job.err = rc
+            return
+        if not found:
+            return
+        if out_push(&job.out, tok) < 0:
+            job.err = ERR_NOMEM
+            return
+        pos = e
+
+
+cdef void* worker_main(void* arg) noexcept nogil:
+    cdef Context* ctx = <Context*>arg
+    cdef Py_ssize_t i
+    while True:
+        i = fbe_atomic_next(&ctx.next_job)
+        if i >= ctx.n_jobs:
+            return NULL
+        run_job(ctx, &ctx.jobs[i])
+
+
+cdef void run_jobs(Context* ctx, int num_threads) noexcept nogil:
+    """Run every job on up to num_threads threads (the caller is one of them).
+
+    Threads are created for this call and joined before returning: no pool outlives the
+    call, so a process forked afterwards inherits no threads in a half-known state.
+    """
+    cdef pthread_t tids[MAX_THREADS_C]
+    cdef Py_ssize_t started = 0, t
+    cdef Py_ssize_t want = num_threads
+    if want > ctx.n_jobs:
+        want = ctx.n_jobs
+    ctx.next_job = 0
+    for t in range(want - 1):
+        if pthread_create(&tids[started], NULL, worker_main, ctx) == 0:
+            started += 1
+    worker_main(ctx)
+    for t in range(started):
+        pthread_join(tids[t], NULL)
+
+
+# --------------------------------------------------------------------------------------
+# Python-facing helpers
+# --------------------------------------------------------------------------------------
+
+cdef int check_threads(object num_threads) except -1:
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise TypeError(f"num_threads must be an int, not {type(num_threads).__name__}")
+    if num_threads < 1 or num_threads > MAX_THREADS:
+        raise ValueError(f"num_threads must be between 1 and {MAX_THREADS}, got {num_threads}")
+    return 0
+
+
+cdef object as_valid_str(object text):
+    """The text itself if it encodes to UTF-8; otherwise tiktoken's surrogate fix-up."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    cdef Py_ssize_t size
+    try:
+        PyUnicode_AsUTF8AndSize(text, &size)
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+cdef list outbuf_to_list(const OutBuf* o):
+    cdef Py_ssize_t i
+    cdef list result = _new_list(o.size)
+    cdef PyObject* item
+    for i in range(o.size):
+        item = PyLong_FromUnsignedLong(o.data[i])
+        if item == NULL:
+            raise MemoryError()
+        PyList_SET_ITEM(result, i, item)
+    return result
+
+
+cdef extern from "Python.h":
+    list _new_list "PyList_New"(Py_ssize_t n)
+
+
+def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, str pat_str):
+    """Unpickle a CoreBPE from its packed vocabulary (see ``CoreBPE.__reduce__``)."""
+    cdef CoreBPE core = CoreBPE.__new__(CoreBPE)
+    core._init_packed(arena, np.frombuffer(lengths, dtype=np.uint32),
+                      np.frombuffer(ids, dtype=np.uint32), special_tokens, pat_str)
+    return core
+
+
+cdef class CoreBPE:
+    """Immutable byte-level BPE encoder/decoder (tiktoken's ``CoreBPE`` semantics).
+
+    >>> core = CoreBPE({bytes([b]): b for b in range(256)} | {b"ab": 256}, {"<|e|>": 257}, r"\\w+|\\W")
+    >>> core.encode_ordinary("abc ab")
+    [256, 99, 32, 256]
+    """
+    cdef Vocab vocab
+    cdef bytes arena_obj            # token bytes: mergeable tokens, then special tokens
+    cdef object lengths_arr         # uint32 per mergeable token, arena order
+    cdef object ids_arr             # uint32 per mergeable token, arena order
+    cdef readonly dict special_tokens
+    cdef readonly str pat_str
+    cdef object regex_pat
+    cdef int pattern_id             # native pre-tokenizer, or -1 for the regex module
+    cdef Py_ssize_t n_mergeable
+    cdef uint32_t max_token_id
+    # decoding: entry e has bytes arena[entry_off[e] : entry_off[e] + entry_len[e]]
+    cdef int64_t* entry_off
+    cdef uint32_t* entry_len
+    cdef Py_ssize_t n_entries
+    cdef int64_t* dense_entry      # id -> entry or -1 (NULL when ids are too sparse)
+    cdef Py_ssize_t dense_size
+    cdef uint32_t* sorted_ids      # sparse fallback: ids ascending, with their entries
+    cdef int64_t* sorted_entry
+    cdef dict special_bytes         # special text -> (offset in arena, length, id)
+
+    def __cinit__(self):
+        self.vocab.slots = NULL
+        self.entry_off = NULL
+        self.entry_len = NULL
+        self.dense_entry = NULL
+        self.sorted_ids = NULL
+        self.sorted_entry = NULL
+        self.pattern_id = -1
+
+    def __dealloc__(self):
+        free(self.vocab.slots)
+        free(self.entry_off)
+        free(self.entry_len)
+        free(self.dense_entry)
+        free(self.sorted_ids)
+        free(self.sorted_entry)
+
+    def __init__(self, mergeable_ranks, special_tokens, str pat_str):
+        if not isinstance(mergeable_ranks, dict):
+            raise TypeError(f"mergeable_ranks must be a dict[bytes, int], not "
+                            f"{type(mergeable_ranks).__name__}")
+        keys = list(mergeable_ranks.keys())
+        values = list(mergeable_ranks.values())
+        for k in keys:
+            if not isinstance(k, bytes):
+                raise TypeError(f"mergeable_ranks keys must be bytes, got {k!r}")
+        for k, v in zip(keys, values):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"rank of {k!r} must be an int, got {v!r}")
+            if v < 0 or v >= NO_RANK:
+                raise ValueError(f"rank of {k!r} must be in [0, 2**32 - 1), got {v}")
+        lengths = np.fromiter((len(k) for k in keys), dtype=np.uint32, count=len(keys))
+        ids = np.array(values, dtype=np.uint32) if values else np.zeros(0, dtype=np.uint32)
+        self._init_packed(b"".join(keys), lengths, ids, special_tokens, pat_str)
+
+    def _init_packed(self, bytes arena, lengths, ids, special_tokens, str pat_str):
+        if self.vocab.slots != NULL:
+            raise RuntimeError("CoreBPE is immutable")
+        if not isinstance(special_tokens, dict):
+            raise TypeError(f"special_tokens must be a dict[str, int], not "
+                            f"{type(special_tokens).__name__}")
+        cdef Py_ssize_t n = len(lengths), i, total_special = 0
+        for s, t in special_tokens.items():
+            if not isinstance(s, str):
+                raise TypeError(f"special token must be a str, got {s!r}")
+            if isinstance(t, bool) or not isinstance(t, int):
+                raise TypeError(f"id of special token {s!r} must be an int, got {t!r}")
+            if t < 0 or t >= NO_RANK:
+                raise ValueError(f"id of special token {s!r} must be in [0, 2**32 - 1), got {t}")
+        if len(np.unique(ids)) != n:
+            uniq, counts = np.unique(ids, return_counts=True)
+            raise ValueError(f"duplicate rank {int(uniq[counts > 1][0])} in mergeable_ranks")
+        if len(arena) >= (1 << 32) - (1 << 20):
+            raise ValueError("vocabulary too large (token bytes must total under 4 GiB)")
+
+        self.pat_str = pat_str
+        self.regex_pat = _compile_pattern(pat_str)
+        self.pattern_id = _native_pattern_id(pat_str)
+        self.special_tokens = dict(special_tokens)
+        self.n_mergeable = n
+        self.lengths_arr = np.ascontiguousarray(lengths, dtype=np.uint32)
+        self.ids_arr = np.ascontiguousarray(ids, dtype=np.uint32)
+
+        # Arena: mergeable tokens, then the UTF-8 bytes of each special token.
+        special_items = list(self.special_tokens.items())
+        special_utf8 = [s.encode("utf-8", "surrogatepass") for s, _ in special_items]
+        self.arena_obj = arena + b"".join(special_utf8)
+        self.vocab.arena = <const unsigned char*>PyBytes_AS_STRING(self.arena_obj)
+        self.special_bytes = {}
+
+        self.n_entries = n + len(special_items)
+        self.entry_off = <int64_t*>malloc(max(self.n_entries, 1) * sizeof(int64_t))
+        self.entry_len = <uint32_t*>malloc(max(self.n_entries, 1) * sizeof(uint32_t))
+        if self.entry_off == NULL or self.entry_len == NULL:
+            raise MemoryError()
+        cdef const uint32_t[::1] lens_v = self.lengths_arr
+        cdef const uint32_t[::1] ids_v = self.ids_arr
+        cdef int64_t off = 0
+        for i in range(n):
+            self.entry_off[i] = off
+            self.entry_len[i] = lens_v[i]
+            off += lens_v[i]
+        if off != len(arena):
+            raise ValueError("token lengths do not add up to the arena size")
+        entry_ids = np.empty(self.n_entries, dtype=np.int64)
+        entry_ids[:n] = ids
+        for i, ((s, t), b) in enumerate(zip(special_items, special_utf8)):
+            self.entry_off[n + i] = off
+            self.entry_len[n + i] = len(b)
+            self.special_bytes[s] = (off, len(b), t)
+            entry_ids[n + i] = t
+            off += len(b)
+        self.max_token_id = <uint32_t>(entry_ids.max() if self.n_entries else 0)
+
+        # Hash table over mergeable tokens, load factor <= 1/2.
+        cdef uint64_t cap = 16
+        while cap < 2 * <uint64_t>n + 2:
+            cap *= 2
+        self.vocab.slots = <Slot*>malloc(cap * sizeof(Slot))
+        if self.vocab.slots == NULL:
+            raise MemoryError()
+        self.vocab.mask = cap - 1
+        cdef unsigned char one_byte
+        with nogil:
+            memset_slots(self.vocab.slots, cap)
+            for i in range(n):
+                if lens_v[i] > 0:
+                    insert_slot(&self.vocab, self.vocab.arena + self.entry_off[i], lens_v[i],
+                                <uint32_t>self.entry_off[i], ids_v[i])
+            for i in range(256):
+                one_byte = <unsigned char>i
+                self.vocab.byte_rank[i] = vocab_rank(&self.vocab, &one_byte, 1)
+
+        # Decoding table: mergeable tokens win over specials sharing an id, as in tiktoken.
+        order = np.argsort(entry_ids, kind="stable")
+        cdef Py_ssize_t e
+        cdef int64_t tid
+        if self.n_entries and int(self.max_token_id) < 4 * self.n_entries + 65536:
+            self.dense_size = <Py_ssize_t>self.max_token_id + 1
+            self.dense_entry = <int64_t*>malloc(self.dense_size * sizeof(int64_t))
+            if self.dense_entry == NULL:
+                raise MemoryError()
+            for i in range(self.dense_size):
+                self.dense_entry[i] = -1
+            for e in range(self.n_entries - 1, -1, -1):
+                self.dense_entry[<Py_ssize_t>entry_ids[e]] = e
+        else:
+            self.dense_size = 0
+            self.sorted_ids = <uint32_t*>malloc(max(self.n_entries, 1) * sizeof(uint32_t))
+            self.sorted_entry = <int64_t*>malloc(max(self.n_entries, 1) * sizeof(int64_t))
+            if self.sorted_ids == NULL or self.sorted_entry == NULL:
+                raise MemoryError()
+            for i in range(self.n_entries):
+                e = order[i]
+                self.sorted_ids[i] = <uint32_t>entry_ids[e]
+                self.sorted_entry[i] = e
+
+    # ---- small lookups ---------------------------------------------------------------
+
+    cdef int64_t entry_of(self, int64_t token) noexcept nogil:
+        """Entry index of a token id (mergeable first), or -1."""
+        cdef Py_ssize_t lo, hi, mid
+        if token < 0:
+            return -1
+        if self.dense_entry != NULL:
+            return self.dense_entry[token] if token < self.dense_size else -1
+        lo = 0
+        hi = self.n_entries
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.sorted_ids[mid] < token:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self.n_entries and self.sorted_ids[lo] == token:
+            # several entries can share an id (a special equal to a mergeable id);
+            # the stable sort put the mergeable one first
+            return self.sorted_entry[lo]
+        return -1
+
+    @property
+    def max_token_value(self):
+        return int(self.max_token_id)
+
+    @property
+    def n_vocab(self):
+        return int(self.max_token_id) + 1
+
+    def __reduce__(self):
+        # Packed vocabulary: one bytes arena plus two uint32 arrays; unpickling rebuilds
+        # the tables natively without a 200k-entry dict.
+        return (_rebuild_core, (
+            self.arena_obj[:self.entry_off[self.n_mergeable] if self.n_mergeable < self.n_entries
+                           else len(self.arena_obj)],
+            self.lengths_arr.tobytes(), self.ids_arr.tobytes(),
+            dict(self.special_tokens), self.pat_str))
+
+    # ---- encoding --------------------------------------------------------------------
+
+    cdef int fill_specials(self, SpecialSet* ss, object allowed_special, list keep) except -1:
+        """Build the C view of the allowed special tokens that exist in this vocabulary."""
+        ss.count = 0
+        ss.items = NULL
+        for i in range(256):
+            ss.first_byte[i] = False
+        if not allowed_special:
+            return 0
+        if isinstance(allowed_special, str):
+            raise TypeError("allowed_special must be a set of str (the Python layer maps 'all')")
+        chosen = [self.special_bytes[s] for s in allowed_special if s in self.special_bytes]
+        if not chosen:
+            return 0
+        cdef bytes buf = PyBytes_FromStringAndSize(NULL, len(chosen) * sizeof(Special))
+        keep.append(buf)
+        ss.items = <Special*>PyBytes_AS_STRING(buf)
+        cdef Py_ssize_t k = 0
+        for off, length, tok in chosen:
+            if length == 0:
+                continue
+            ss.items[k].text = self.vocab.arena + <int64_t>off
+            ss.items[k].length = length
+            ss.items[k].token = <uint32_t>tok
+            ss.first_byte[ss.items[k].text[0]] = True
+            k += 1
+        ss.count = k
+        return 0
+
+    cdef int prepare_job(self, Job* job, object text, const SpecialSet* ss, list keep) except -1:
+        """Point a job at the text's UTF-8 buffer; on the regex path, pre-tokenize now."""
+        cdef Py_ssize_t size
+        job.text = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &size)
+        job.n = size
+        job.spans = NULL
+        job.n_spans = 0
+        job.out.data = NULL
+        job.out.size = 0
+        job.out.cap = 0
+        job.err = ERR_NONE
+        job.err_pos = 0
+        if self.pattern_id < 0:
+            spans = _regex_spans(self.regex_pat, text, job.text, size, ss)
+            keep.append(spans)
+            job.spans = <const int64_t*>cnp.PyArray_DATA(spans)
+            job.n_spans = len(spans) // 2
+        return 0
+
+    cdef int raise_job_error(self, Job* job) except -1:
+        if job.err == ERR_NOMEM:
+            raise MemoryError()
+        if job.err == ERR_BYTE:
+            raise ValueError(f"byte {job.text[job.err_pos]:#04x} at UTF-8 offset {job.err_pos} "
+                             f"is not a token of this vocabulary, so it cannot be encoded")
+        return 0
+
+    cdef object run(self, list texts, object allowed_special, int num_threads, int mode,
+                    object dtype):
+        """mode 0: list of lists; 1: one list (single text); 2: numpy (flat, offsets)."""
+        cdef Py_ssize_t n_jobs = len(texts), i
+        cdef list keep = []
+        cdef SpecialSet ss
+        cdef Context ctx
+        cdef Job* jobs = <Job*>malloc(max(n_jobs, 1) * sizeof(Job))
+        if jobs == NULL:
+            raise MemoryError()
+        for i in range(n_jobs):
+            jobs[i].out.data = NULL
+        try:
+            self.fill_specials(&ss, allowed_special, keep)
+            for i in range(n_jobs):
+                self.prepare_job(&jobs[i], texts[i], &ss, keep)
+            ctx.vocab = &self.vocab
+            ctx.specials = &ss
+            ctx.pattern = self.pattern_id
+            ctx.jobs = jobs
+            ctx.n_jobs = n_jobs
+            with nogil:
+                if n_jobs == 1 or num_threads == 1:
+                    for i in range(n_jobs):
+                        run_job(&ctx, &jobs[i])
+                else:
+                    run_jobs(&ctx, num_threads)
+            for i in range(n_jobs):
+                self.raise_job_error(&jobs[i])
+            if mode == 1:
+                return outbuf_to_list(&jobs[0].out)
+            if mode == 0:
+                return [outbuf_to_list(&jobs[i].out) for i in range(n_jobs)]
+            return self.to_numpy(jobs, n_jobs, dtype)
+        finally:
+            for i in range(n_jobs):
+                free(jobs[i].out.data)
+            free(jobs)
+
+    cdef object to_numpy(self, Job* jobs, Py_ssize_t n_jobs, object dtype):
+        cdef Py_ssize_t total = 0, i, j, pos
+        offsets = np.empty(n_jobs + 1, dtype=np.int64)
+        cdef int64_t[::1] off_v = offsets
+        off_v[0] = 0
+        for i in range(n_jobs):
+            total += jobs[i].out.size
+            off_v[i + 1] = total
+        flat = np.empty(total, dtype=dtype)
+        cdef uint32_t[::1] f32
+        cdef uint16_t[::1] f16
+        pos = 0
+        if flat.dtype == np.uint32:
+            f32 = flat
+            with nogil:
+                for i in range(n_jobs):
+                    if jobs[i].out.size:
+                        memcpy(&f32[pos], jobs[i].out.data, jobs[i].out.size * sizeof(uint32_t))
+                    pos += jobs[i].out.size
+        else:
+            f16 = flat
+            with nogil:
+                for i in range(n_jobs):
+                    for j in range(jobs[i].out.size):
+                        f16[pos + j] = <uint16_t>jobs[i].out.data[j]
+                    pos += jobs[i].out.size
+        return flat, offsets
+
+    cdef object check_dtype(self, object dtype):
+        dt = np.dtype(dtype)
+        if dt == np.uint32:
+            return dt
+        if dt == np.uint16:
+            if self.max_token_id >= 65536:
+                raise ValueError(f"dtype uint16 cannot hold this vocabulary's ids (max id "
+                                 f"{self.max_token_id} >= 65536); use uint32")
+            return dt
+        raise ValueError(f"dtype must be uint32 or uint16, got {dt}")
+
+    def encode_ordinary(self, text):
+        """Token ids of text, with special-token text encoded as ordinary text."""
+        return self.run([as_valid_str(text)], None, 1, 1, None)
+
+    def encode(self, text, allowed_special):
+        """Token ids of text; occurrences of allowed special tokens become their ids."""
+        return self.run([as_valid_str(text)], allowed_special, 1, 1, None)
+
+    def encode_ordinary_batch(self, texts, num_threads=8):
+        check_threads(num_threads)
+        return self.run(_texts_list(texts), None, num_threads, 0, None)
+
+    def encode_batch(self, texts, allowed_special, num_threads=8):
+        check_threads(num_threads)
+        return self.run(_texts_list(texts), allowed_special, num_threads, 0, None)
+
+    def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32):
+        """Token ids as a 1-D numpy array (uint32, or uint16 when every id fits)."""
+        dt = self.check_dtype(dtype)
+        flat, _ = self.run([as_valid_str(text)], allowed_special, 1, 2, dt)
+        return flat
+
+    def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8,
+                              dtype=np.uint32):
+        """(flat ids, offsets): text i is flat[offsets[i]:offsets[i + 1]]."""
+        check_threads(num_threads)
+        dt = self.check_dtype(dtype)
+        return self.run(_texts_list(texts), allowed_special, num_threads, 2, dt)
+
+    def encode_single_token(self, piece):
+        """Id of a token given its bytes (or a special token's text/bytes); KeyError if none."""
+        if isinstance(piece, str):
+            if piece in self.special_tokens:
+                return self.special_tokens[piece]
+            piece = piece.encode("utf-8")
+        if not isinstance(piece, (bytes, bytearray)):
+            raise TypeError(f"piece must be bytes, not {type(piece).__name__}")
+        cdef bytes b = bytes(piece)
+        cdef uint32_t r = NO_RANK
+        if len(b):
+            r = vocab_rank(&self.vocab, <const unsigned char*>PyBytes_AS_STRING(b), len(b))
+        if r != NO_RANK:
+            return r
+        try:
+            s = b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise KeyError(piece) from None
+        if s in self.special_tokens:
+            return self.special_tokens[s]
+        raise KeyError(piece)
+
+    # ---- decoding --------------------------------------------------------------------
+
+    cdef bytes decode_array(self, cnp.ndarray arr):
+        cdef const int64_t[::1] ids = arr
+        cdef Py_ssize_t n = ids.shape[0], i, total = 0, bad = -1
+        cdef int64_t e
+        with nogil:
+            for i in range(n):
+                e = self.entry_of(ids[i])
+                if e < 0:
+                    bad = i
+                    break
+                total += self.entry_len[e]
+        if bad >= 0:
+            raise KeyError(int(ids[bad]))
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
+        cdef char* dst = PyBytes_AS_STRING(out)
+        cdef const char* src = <const char*>self.vocab.arena
+        with nogil:
+            for i in range(n):
+                e = self.entry_of(ids[i])
+                memcpy(dst, src + self.entry_off[e], self.entry_len[e])
+                dst += self.entry_len[e]
+        return out
+
+    def decode_bytes(self, tokens):
+        """Bytes of a sequence of ids (list, tuple or integer numpy array); KeyError names
+        the first unknown id."""
+        return self.decode_array(_ids_array(tokens))
+
+    def decode_batch_bytes(self, batch, num_threads=8):
+        check_threads(num_threads)
+        if isinstance(batch, (str, bytes)) or not hasattr(batch, "__iter__"):
+            raise TypeError(f"batch must be a sequence of token sequences, not "
+                            f"{type(batch).__name__}")
+        return [self.decode_array(_ids_array(t)) for t in batch]
+
+    def decode_single_token_bytes(self, token):
+        if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
+            raise TypeError(f"token must be an int, not {type(token).__name__}")
+        t = int(token)
+        cdef int64_t e = self.entry_of(t) if 0 <= t < NO_RANK else -1
+        if e < 0:
+            raise KeyError(t)
+        return self.arena_obj[self.entry_off[e]:self.entry_off[e] + self.entry_len[e]]
+
+    def token_byte_values(self):
+        """Bytes of every mergeable token, sorted (as tiktoken returns them)."""
+        arena = self.arena_obj
+        out = []
+        cdef Py_ssize_t i
+        for i in range(self.n_mergeable):
+            out.append(arena[self.entry_off[i]:self.entry_off[i] + self.entry_len[i]])
+        out.sort()
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# Construction helpers (plain Python, run once)
+# --------------------------------------------------------------------------------------
+
+cdef void memset_slots(Slot* slots, uint64_t cap) noexcept nogil:
+    cdef uint64_t i
+    for i in range(cap):
+        slots[i].length = 0
+        slots[i].tag = 0
+        slots[i].rank = 0
+        slots[i].offset = 0
+
+
+cdef void insert_slot(Vocab* v, const unsigned char* p, uint32_t n, uint32_t offset,
+                      uint32_t rank) noexcept nogil:
+    cdef uint64_t h = fbe_hash(p, n)
+    cdef uint64_t i = h & v.mask
+    while v.slots[i].length != 0:
+        if (v.slots[i].length == n
+                and memcmp(v.arena + v.slots[i].offset, p, n) == 0):
+            return  # duplicate bytes cannot happen with a dict; keep the first
+        i = (i + 1) & v.mask
+    v.slots[i].tag = <uint32_t>(h >> 32)
+    v.slots[i].length = n
+    v.slots[i].rank = rank
+    v.slots[i].offset = offset
+
+
+def _compile_pattern(str pat_str):
+    import regex
+    try:
+        return regex.compile(pat_str)
+    except regex.error as exc:
+        raise ValueError(f"invalid split pattern {pat_str!r}: {exc}") from None
+
+
+def _native_pattern_id(str pat_str):
+    return -1
+
+
+cdef list _texts_list(object texts):
+    if isinstance(texts, (str, bytes)) or not hasattr(texts, "__iter__"):
+        raise TypeError(f"texts must be a list of str, not {type(texts).__name__}")
+    out = []
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, not {type(t).__name__}")
+        out.append(as_valid_str(t))
+    return out
+
+
+cdef cnp.ndarray _ids_array(object tokens):
+    """Token ids as a contiguous int64 array; TypeError for anything but integers."""
+    if isinstance(tokens, np.ndarray):
+        arr = tokens
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"token ids must be integers, got an array of {arr.dtype}")
+        if arr.ndim != 1:
+            raise ValueError(f"token ids must be a 1-D array, got shape {arr.shape}")
+        if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+            raise KeyError(int(arr[arr > np.iinfo(np.int64).max][0]))
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    if not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"tokens must be a list, tuple or numpy array of ints, not "
+                        f"{type(tokens).__name__}")
+    if not tokens:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        arr = np.asarray(tokens)
+    except (ValueError, TypeError, OverflowError):
+        arr = None
+    if arr is not None and arr.ndim == 1 and arr.dtype.kind in "iu" and arr.dtype != np.uint64:
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    # Mixed, huge or non-int items: check one by one so the error names the culprit.
+    out = np.empty(len(tokens), dtype=np.int64)
+    for i, t in enumerate(tokens):
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            raise TypeError(f"token ids must be ints, got {t!r} at index {i}")
+        if t < 0 or t >= NO_RANK:
+            raise KeyError(int(t))
+        out[i] = t
+    return out
+
+
+cdef cnp.ndarray _regex_spans(object pat, str text, const unsigned char* utf8, Py_ssize_t n,
+                              const SpecialSet* ss):
+    """Chunk spans (UTF-8 byte offsets, flattened start/end pairs) from the regex module.
+
+    Like tiktoken, the pattern runs on each segment between allowed special tokens
+    separately, so ``$`` and lookaheads stop at a special token.
+    """
+    cdef Py_ssize_t pos = 0, s = 0, e = 0, cs, ce
+    cdef uint32_t tok
+    cdef bint found
+    ascii = text.isascii()
+    if not ascii:
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        widths = (1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000))
+        byte_of_cp = np.zeros(len(cps) + 1, dtype=np.int64)
+        np.cumsum(widths, out=byte_of_cp[1:])
+    pieces = []
+    while True:
+        found = find_special(ss, utf8, pos, n, &s, &e, &tok)
+        seg_end = s if found else n
+        if seg_end > pos:
+            if ascii:
+                cs, ce = pos, seg_end
+            else:
+                cs = int(np.searchsorted(byte_of_cp, pos))
+                ce = int(np.searchsorted(byte_of_cp, seg_end))
+            segment = text[cs:ce]
+            spans = [m.span() for m in pat.finditer(segment)]
+            if spans:
+                arr = np.array(spans, dtype=np.int64).reshape(-1) + cs
+                if not ascii:
+                    arr = byte_of_cp[arr]
+                pieces.append(arr)
+        if not found:
+            break
+        pos = e
+    if not pieces:
+        return np.zeros(0, dtype=np.int64)
+    return np.ascontiguousarray(np.concatenate(pieces), dtype=np.int64)
