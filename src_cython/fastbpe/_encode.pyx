@@ -951,6 +951,29 @@ cdef class CoreBPE:
             return self.special_tokens[s]
         raise KeyError(piece)
 
+    def _encode_chunk_bytes(self, bytes piece):
+        """Testing hook: BPE-merge one chunk of raw bytes (no pre-tokenization)."""
+        cdef OutBuf out
+        cdef Py_ssize_t err_pos = 0
+        cdef int rc
+        out.data = NULL
+        out.size = 0
+        out.cap = 0
+        cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(piece)
+        cdef Py_ssize_t n = len(piece)
+        if n == 0:
+            return []
+        try:
+            with nogil:
+                rc = bpe_chunk(&self.vocab, p, n, &out, &err_pos)
+            if rc == ERR_NOMEM:
+                raise MemoryError()
+            if rc == ERR_BYTE:
+                raise ValueError(f"byte at {err_pos} is not a token")
+            return outbuf_to_list(&out)
+        finally:
+            free(out.data)
+
     # ---- decoding --------------------------------------------------------------------
 
     cdef bytes decode_array(self, cnp.ndarray arr):
