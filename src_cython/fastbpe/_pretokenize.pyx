@@ -1,0 +1,527 @@
+"""Native pre-tokenizers: tiktoken's split patterns without a regex engine.
+
+``next_chunk_end`` splits UTF-8 text exactly as ``regex.finditer(pattern, text)`` does
+for the GPT-2 (r50k/p50k), cl100k_base and o200k_base patterns of
+``fastbpe.reference.patterns``, in one forward pass over the bytes. Each pattern is
+hand-compiled below into the decisions its alternatives make, in their order; the
+comments quote the alternative each branch implements. Character classes come from
+``_unicode_tables.h``, which tools/gen_unicode_tables.py reads out of the installed
+``regex`` module, so the Unicode version is always the one ``regex`` uses.
+
+Why every pattern tiles its input (no skipped characters): every code point is in
+exactly one of \\p{L}, \\p{N}, \\s or "other", and each pattern has an alternative that
+matches one char of each (\\p{L}++, \\p{N}, [^\\s\\p{L}\\p{N}]++, and a bare \\s / \\s+).
+
+Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is one
+"other" code point (category Cs), split exactly as ``regex`` splits it; chunks decode
+back with "surrogatepass". No error is raised.
+"""
+from libc.stdint cimport uint16_t, uint32_t
+cimport numpy as cnp
+import numpy as np
+
+from fastbpe.reference import patterns as _patterns
+
+cnp.import_array()
+
+cdef extern from "_unicode_tables.h" nogil:
+    const char* FBPE_UNICODE_SOURCE
+    const uint16_t FBPE_L, FBPE_N, FBPE_WS, FBPE_U, FBPE_W, FBPE_M
+    const uint16_t FBPE_LU, FBPE_LL, FBPE_LT, FBPE_LM, FBPE_LO, FBPE_CRLF
+    const uint16_t* fbpe_ascii_flags
+    uint16_t fbpe_class_of(uint32_t cp)
+    int fbpe_fold_letter(uint32_t cp)
+
+#: Where the Unicode tables came from (regex version, Unicode version).
+UNICODE_SOURCE = FBPE_UNICODE_SOURCE.decode("ascii")
+
+#: Bit names of the class flags returned by ``_class_table``.
+CLASS_BITS = {
+    "L": FBPE_L, "N": FBPE_N, "WS": FBPE_WS, "U": FBPE_U, "W": FBPE_W, "M": FBPE_M,
+    "Lu": FBPE_LU, "Ll": FBPE_LL, "Lt": FBPE_LT, "Lm": FBPE_LM, "Lo": FBPE_LO,
+    "CRLF": FBPE_CRLF,
+}
+
+# "Other" in the patterns' sense: [^\s\p{L}\p{N}].
+cdef enum:
+    NOT_OTHER = FBPE_L | FBPE_N | FBPE_WS
+    LETTERISH = FBPE_U | FBPE_W  # every \p{L} and \p{M}: what o200k's letter alts start on
+
+
+# ---------------------------------------------------------------------------------------
+# Decoding. text[start:end] is UTF-8 by contract; still, no read ever goes past `end`
+# even on malformed bytes (a bad byte is one "other" char), so bad input cannot crash.
+
+cdef uint16_t _class_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                               Py_ssize_t* width) noexcept nogil:
+    cdef unsigned char b = t[i]
+    cdef Py_ssize_t avail = end - i
+    cdef uint32_t cp
+    if 0xC0 <= b < 0xE0 and avail >= 2:
+        cp = ((b & 0x1F) << 6) | (t[i + 1] & 0x3F)
+        width[0] = 2
+    elif 0xE0 <= b < 0xF0 and avail >= 3:
+        cp = ((b & 0x0F) << 12) | ((t[i + 1] & 0x3F) << 6) | (t[i + 2] & 0x3F)
+        width[0] = 3
+    elif 0xF0 <= b < 0xF8 and avail >= 4:
+        cp = (((b & 0x07) << 18) | ((t[i + 1] & 0x3F) << 12) | ((t[i + 2] & 0x3F) << 6)
+              | (t[i + 3] & 0x3F))
+        width[0] = 4
+    else:
+        width[0] = 1
+        return 0
+    return fbpe_class_of(cp)
+
+
+cdef inline uint16_t _class_at(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                               Py_ssize_t* width) noexcept nogil:
+    """Class bits of the code point at byte i; its byte length goes to width."""
+    cdef unsigned char b = t[i]
+    if b < 0x80:
+        width[0] = 1
+        return fbpe_ascii_flags[b]
+    return _class_multibyte(t, i, end, width)
+
+
+cdef inline int _fold_at(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                         Py_ssize_t* width) noexcept nogil:
+    """The contraction letter (lower-case ASCII) the char at i matches under (?i), or 0."""
+    cdef unsigned char b = t[i]
+    cdef Py_ssize_t avail = end - i
+    cdef uint32_t cp
+    width[0] = 1
+    if b < 0x80:
+        return fbpe_fold_letter(b)
+    if 0xC0 <= b < 0xE0 and avail >= 2:
+        cp = ((b & 0x1F) << 6) | (t[i + 1] & 0x3F)
+        width[0] = 2
+    elif 0xE0 <= b < 0xF0 and avail >= 3:
+        cp = ((b & 0x0F) << 12) | ((t[i + 1] & 0x3F) << 6) | (t[i + 2] & 0x3F)
+        width[0] = 3
+    elif 0xF0 <= b < 0xF8 and avail >= 4:
+        cp = (((b & 0x07) << 18) | ((t[i + 1] & 0x3F) << 12) | ((t[i + 2] & 0x3F) << 6)
+              | (t[i + 3] & 0x3F))
+        width[0] = 4
+    else:
+        return 0
+    return fbpe_fold_letter(cp)
+
+
+# ---------------------------------------------------------------------------------------
+# Runs.
+
+cdef inline Py_ssize_t _run_any(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                uint16_t mask) noexcept nogil:
+    """End of the run of chars from i whose class has a bit of mask."""
+    cdef unsigned char b
+    cdef Py_ssize_t w
+    while i < end:
+        b = t[i]
+        if b < 0x80:
+            if not (fbpe_ascii_flags[b] & mask):
+                break
+            i += 1
+        else:
+            if not (_class_multibyte(t, i, end, &w) & mask):
+                break
+            i += w
+    return i
+
+
+cdef inline Py_ssize_t _run_none(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                 uint16_t mask) noexcept nogil:
+    """End of the run of chars from i whose class has no bit of mask."""
+    cdef unsigned char b
+    cdef Py_ssize_t w
+    while i < end:
+        b = t[i]
+        if b < 0x80:
+            if fbpe_ascii_flags[b] & mask:
+                break
+            i += 1
+        else:
+            if _class_multibyte(t, i, end, &w) & mask:
+                break
+            i += w
+    return i
+
+
+cdef inline Py_ssize_t _run_crlf(const unsigned char* t, Py_ssize_t i,
+                                 Py_ssize_t end) noexcept nogil:
+    while i < end and (t[i] == 13 or t[i] == 10):
+        i += 1
+    return i
+
+
+cdef inline Py_ssize_t _run_crlf_slash(const unsigned char* t, Py_ssize_t i,
+                                       Py_ssize_t end) noexcept nogil:
+    while i < end and (t[i] == 13 or t[i] == 10 or t[i] == 47):
+        i += 1
+    return i
+
+
+cdef inline Py_ssize_t _run_numbers_upto3(const unsigned char* t, Py_ssize_t i,
+                                          Py_ssize_t end) noexcept nogil:
+    """\\p{N}{1,3}: i is on a number; at most three of them."""
+    cdef int count = 0
+    cdef Py_ssize_t w
+    while count < 3 and i < end and (_class_at(t, i, end, &w) & FBPE_N):
+        i += w
+        count += 1
+    return i
+
+
+cdef inline Py_ssize_t _whitespace(const unsigned char* t, Py_ssize_t p, Py_ssize_t end,
+                                   bint dollar, bint crlf) noexcept nogil:
+    """The whitespace alternatives, for a whitespace char at p, in pattern order:
+
+    dollar: ``\\s++$`` -- the whole run if it reaches the end. (regex's ``$`` also
+        matches before a final "\\n", but that "\\n" is whitespace, so a run stopping
+        there does not exist.)
+    crlf: ``\\s*[\\r\\n]`` (cl100k) / ``\\s*[\\r\\n]+`` (o200k) -- \\s* backtracks to the
+        last \\r or \\n of the run; the [\\r\\n]+ run from there is that one char.
+    ``\\s+(?!\\S)`` -- the run to the end of text, else the run minus its last char
+        (left to lead the next word), if that is not empty.
+    ``\\s`` / ``\\s+`` -- else the single char.
+    """
+    cdef Py_ssize_t i = p, last_start = p, last_crlf = -1, w
+    cdef unsigned char b
+    while i < end:
+        b = t[i]
+        if b < 0x80:
+            if not (fbpe_ascii_flags[b] & FBPE_WS):
+                break
+            if b == 10 or b == 13:
+                last_crlf = i
+            last_start = i
+            i += 1
+        else:
+            if not (_class_multibyte(t, i, end, &w) & FBPE_WS):
+                break
+            last_start = i
+            i += w
+    if i == end and dollar:
+        return end
+    if crlf and last_crlf >= 0:
+        return last_crlf + 1
+    if i == end or last_start == p:
+        return i
+    return last_start
+
+
+# ---------------------------------------------------------------------------------------
+# GPT-2: '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s
+
+cdef inline Py_ssize_t _gpt2(const unsigned char* t, Py_ssize_t p,
+                             Py_ssize_t end) noexcept nogil:
+    cdef unsigned char b = t[p], b1, b2
+    cdef Py_ssize_t w, q = p
+    cdef uint16_t c
+    if b == 39 and p + 1 < end:  # '(?:[sdmt]|ll|ve|re), case-sensitive
+        b1 = t[p + 1]
+        if b1 == 115 or b1 == 100 or b1 == 109 or b1 == 116:
+            return p + 2
+        if p + 2 < end:
+            b2 = t[p + 2]
+            if (b1 == 108 and b2 == 108) or (b2 == 101 and (b1 == 118 or b1 == 114)):
+                return p + 3
+    c = _class_at(t, p, end, &w)
+    if b == 32 and p + 1 < end:  # " ?" joins a following non-space to its run
+        c = _class_at(t, p + 1, end, &w)
+        if not (c & FBPE_WS):
+            q = p + 1
+        else:
+            c = FBPE_WS
+    if c & FBPE_L:
+        return _run_any(t, q, end, FBPE_L)  # ?\p{L}++
+    if c & FBPE_N:
+        return _run_any(t, q, end, FBPE_N)  # ?\p{N}++
+    if not (c & FBPE_WS):
+        return _run_none(t, q, end, NOT_OTHER)  # ?[^\s\p{L}\p{N}]++
+    return _whitespace(t, p, end, True, False)
+
+
+# ---------------------------------------------------------------------------------------
+# cl100k: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+
+#         | ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
+
+cdef inline Py_ssize_t _contraction_ci(const unsigned char* t, Py_ssize_t p,
+                                       Py_ssize_t end) noexcept nogil:
+    """'(?i:[sdmt]|ll|ve|re) at p (t[p] is the apostrophe): its end, or -1."""
+    cdef Py_ssize_t w1, w2, i = p + 1
+    cdef int f1, f2
+    if i >= end:
+        return -1
+    f1 = _fold_at(t, i, end, &w1)
+    if f1 == 115 or f1 == 100 or f1 == 109 or f1 == 116:  # s d m t
+        return i + w1
+    if (f1 == 108 or f1 == 118 or f1 == 114) and i + w1 < end:  # l v r
+        f2 = _fold_at(t, i + w1, end, &w2)
+        if (f1 == 108 and f2 == 108) or (f1 != 108 and f2 == 101):  # ll ve re
+            return i + w1 + w2
+    return -1
+
+
+cdef inline Py_ssize_t _cl100k(const unsigned char* t, Py_ssize_t p,
+                               Py_ssize_t end) noexcept nogil:
+    cdef unsigned char b = t[p]
+    cdef Py_ssize_t w, w2, r
+    cdef uint16_t c
+    if b == 39:
+        r = _contraction_ci(t, p, end)
+        if r >= 0:
+            return r
+    c = _class_at(t, p, end, &w)
+    if c & FBPE_L:
+        return _run_any(t, p + w, end, FBPE_L)  # \p{L}++
+    if c & FBPE_N:
+        return _run_numbers_upto3(t, p, end)  # \p{N}{1,3}+
+    # [^\r\n\p{L}\p{N}]?+\p{L}++ with the prefix taken. Possessive, and without the
+    # prefix \p{L} cannot match here, so no second try.
+    if b != 13 and b != 10 and p + w < end:
+        if _class_at(t, p + w, end, &w2) & FBPE_L:
+            return _run_any(t, p + w + w2, end, FBPE_L)
+    if b == 32 and p + 1 < end and not (_class_at(t, p + 1, end, &w2) & NOT_OTHER):
+        return _run_crlf(t, _run_none(t, p + 1, end, NOT_OTHER), end)  # " ?[^...]++[\r\n]*+"
+    if not (c & FBPE_WS):
+        return _run_crlf(t, _run_none(t, p, end, NOT_OTHER), end)
+    return _whitespace(t, p, end, True, True)
+
+
+# ---------------------------------------------------------------------------------------
+# o200k:
+#   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+SUFFIX?  (1)
+#  |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*SUFFIX?  (2)
+#  |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+# with SUFFIX = (?i:'s|'t|'re|'ve|'m|'ll|'d). U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and
+# W = [\p{Ll}\p{Lm}\p{Lo}\p{M}] overlap (Lm, Lo, M), and nothing here is possessive, so
+# regex backtracks: (1) with and then without the optional prefix before trying (2).
+
+cdef inline Py_ssize_t _o200k_suffix(const unsigned char* t, Py_ssize_t e,
+                                     Py_ssize_t end) noexcept nogil:
+    """SUFFIX? after a letter run ending at e: the end including the suffix if any."""
+    cdef Py_ssize_t w1, w2, i = e + 1
+    cdef int f1, f2
+    if i >= end or t[e] != 39:
+        return e
+    f1 = _fold_at(t, i, end, &w1)
+    if f1 == 115 or f1 == 116 or f1 == 109 or f1 == 100:  # 's 't 'm 'd
+        return i + w1
+    if (f1 == 114 or f1 == 118 or f1 == 108) and i + w1 < end:  # 're 've 'll
+        f2 = _fold_at(t, i + w1, end, &w2)
+        if (f1 == 108 and f2 == 108) or (f1 != 108 and f2 == 101):
+            return i + w1 + w2
+    return e
+
+
+cdef inline Py_ssize_t _o200k_alt1(const unsigned char* t, Py_ssize_t s,
+                                   Py_ssize_t end) noexcept nogil:
+    """U*W+SUFFIX? from s: its end, or -1.
+
+    U* greedily runs to u. If the char at u is in W, W+ runs greedily from there.
+    Otherwise U* gives back chars one at a time until W+ can start: at the last char of
+    the U run that is also in W; W+ then ends right after it (the next char is not in
+    W). If no char of the run is in W, it fails.
+    """
+    cdef Py_ssize_t i = s, w, last_w_end = -1
+    cdef uint16_t c
+    while i < end:
+        c = _class_at(t, i, end, &w)
+        if not (c & FBPE_U):
+            if c & FBPE_W:
+                return _o200k_suffix(t, _run_any(t, i + w, end, FBPE_W), end)
+            break
+        i += w
+        if c & FBPE_W:
+            last_w_end = i
+    if last_w_end < 0:
+        return -1
+    return _o200k_suffix(t, last_w_end, end)
+
+
+cdef inline Py_ssize_t _o200k_alt2(const unsigned char* t, Py_ssize_t s,
+                                   Py_ssize_t end) noexcept nogil:
+    """U+W*SUFFIX? from s: its end, or -1. Greedy runs never need to give back here."""
+    cdef Py_ssize_t u = _run_any(t, s, end, FBPE_U)
+    if u == s:
+        return -1
+    return _o200k_suffix(t, _run_any(t, u, end, FBPE_W), end)
+
+
+cdef inline Py_ssize_t _o200k(const unsigned char* t, Py_ssize_t p,
+                              Py_ssize_t end) noexcept nogil:
+    cdef unsigned char b = t[p]
+    cdef Py_ssize_t w, w2, r
+    cdef uint16_t c = _class_at(t, p, end, &w)
+    cdef bint prefix
+    if c & FBPE_N:
+        return _run_numbers_upto3(t, p, end)  # (3); N is in no other alternative's start
+    # [^\r\n\p{L}\p{N}]? can take the char at p (whitespace, symbols and marks M).
+    prefix = not (c & (FBPE_L | FBPE_N)) and b != 13 and b != 10 and p + w < end
+    if prefix and (_class_at(t, p + w, end, &w2) & LETTERISH):
+        r = _o200k_alt1(t, p + w, end)  # (1) with the prefix
+        if r >= 0:
+            return r
+        if c & LETTERISH:
+            r = _o200k_alt1(t, p, end)  # (1) without it (p holds a mark M)
+            if r >= 0:
+                return r
+        # (2) with the prefix: (1) failed, so the char after the prefix is in U.
+        return _o200k_alt2(t, p + w, end)
+    if c & LETTERISH:
+        r = _o200k_alt1(t, p, end)
+        if r >= 0:
+            return r
+        return _o200k_alt2(t, p, end)  # (1) failed, so the char at p is in U
+    # (4) " ?[^\s\p{L}\p{N}]+[\r\n/]*": the symbol run stops at \r or \n, and then
+    # [\r\n/]* takes any mix of \r, \n and "/" (so "!\r/" is one chunk).
+    if b == 32 and p + 1 < end and not (_class_at(t, p + 1, end, &w2) & NOT_OTHER):
+        return _run_crlf_slash(t, _run_none(t, p + 1, end, NOT_OTHER), end)
+    if not (c & FBPE_WS):
+        return _run_crlf_slash(t, _run_none(t, p, end, NOT_OTHER), end)
+    return _whitespace(t, p, end, False, True)  # (5) (6) (7)
+
+
+cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_t start,
+                               Py_ssize_t end) noexcept nogil:
+    if pattern == SPLIT_CL100K:
+        return _cl100k(text, start, end)
+    if pattern == SPLIT_O200K:
+        return _o200k(text, start, end)
+    return _gpt2(text, start, end)
+
+
+# ---------------------------------------------------------------------------------------
+# Python API.
+
+# The SPLIT_* ids as Python ints too (the enum itself lives in the .pxd for cimport).
+globals().update(SPLIT_GPT2=<int>SPLIT_GPT2, SPLIT_CL100K=<int>SPLIT_CL100K,
+                 SPLIT_O200K=<int>SPLIT_O200K)
+
+_SHORT_NAMES = {
+    "gpt2": SPLIT_GPT2, "r50k": SPLIT_GPT2, "r50k_base": SPLIT_GPT2,
+    "cl100k": SPLIT_CL100K, "cl100k_base": SPLIT_CL100K, "gpt4": SPLIT_CL100K,
+    "o200k": SPLIT_O200K, "o200k_base": SPLIT_O200K,
+}
+_EXACT = {_patterns.GPT2: SPLIT_GPT2, _patterns.CL100K: SPLIT_CL100K,
+          _patterns.O200K: SPLIT_O200K}
+
+
+def pattern_id(pat_str):
+    """SPLIT_GPT2/SPLIT_CL100K/SPLIT_O200K for a supported pattern or short name, else -1.
+
+    >>> pattern_id("cl100k_base")
+    1
+    """
+    if not isinstance(pat_str, str):
+        raise TypeError(f"pattern must be a str, not {type(pat_str).__name__}")
+    pid = _EXACT.get(pat_str)
+    if pid is None:
+        pid = _SHORT_NAMES.get(pat_str, -1)
+    return pid
+
+
+cdef int _require_pattern(pattern) except -1:
+    cdef int pid = pattern_id(pattern)
+    if pid < 0:
+        raise ValueError(
+            f"no native pre-tokenizer for pattern {pattern!r}; supported: the exact "
+            "GPT-2, cl100k_base and o200k_base pattern strings or the names "
+            f"{sorted(_SHORT_NAMES)}"
+        )
+    return pid
+
+
+cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
+                            cnp.int64_t* ends) noexcept nogil:
+    cdef Py_ssize_t pos = 0, count = 0
+    while pos < n:
+        pos = next_chunk_end(pid, t, pos, n)
+        ends[count] = pos
+        count += 1
+    return count
+
+
+cdef cnp.ndarray _offsets(int pid, bytes data):
+    cdef Py_ssize_t n = len(data), count
+    cdef const unsigned char* t = data
+    cdef cnp.ndarray[cnp.int64_t, ndim=1] ends = np.empty(n, dtype=np.int64)
+    cdef cnp.int64_t* out = <cnp.int64_t*>ends.data
+    with nogil:
+        count = _split_into(pid, t, n, out)
+    return ends[:count].copy()
+
+
+def split_offsets(data, pattern):
+    """Byte offsets where the chunks of UTF-8 ``data`` end (int64 array, last == len).
+
+    ``data`` is bytes or bytearray holding UTF-8 (lone surrogates encoded with
+    "surrogatepass" are accepted, as ``split`` produces them); malformed UTF-8 raises
+    UnicodeDecodeError (a ValueError) naming the position.
+
+    >>> split_offsets(b"Hello world", "gpt2").tolist()
+    [5, 11]
+    """
+    if isinstance(data, bytearray):
+        data = bytes(data)
+    elif not isinstance(data, bytes):
+        raise TypeError(f"data must be bytes, not {type(data).__name__}")
+    cdef int pid = _require_pattern(pattern)
+    data.decode("utf-8", "surrogatepass")  # validate: the kernel trusts its input
+    return _offsets(pid, data)
+
+
+def split(text, pattern):
+    """Split ``text`` into pre-tokenization chunks, exactly as ``regex.findall`` would.
+
+    ``pattern`` is one of the exact pattern strings or a short name ("gpt2",
+    "cl100k_base", "o200k_base", ...). Lone surrogates are kept and split like any
+    other symbol, as regex does.
+
+    >>> split("Hello world!!", "gpt2")
+    ['Hello', ' world', '!!']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    cdef int pid = _require_pattern(pattern)
+    cdef bytes data = (<str>text).encode("utf-8", "surrogatepass")
+    cdef cnp.ndarray ends = _offsets(pid, data)
+    cdef list out = []
+    cdef Py_ssize_t a = 0, b
+    for b in ends:
+        out.append(data[a:b].decode("utf-8", "surrogatepass"))
+        a = b
+    return out
+
+
+def _class_table():
+    """Class bits (see CLASS_BITS) of every code point 0..0x10FFFF, from the C table."""
+    cdef cnp.ndarray[cnp.uint16_t, ndim=1] out = np.empty(0x110000, dtype=np.uint16)
+    cdef uint32_t cp
+    for cp in range(0x110000):
+        out[cp] = fbpe_class_of(cp)
+    return out
+
+
+def _fold_table():
+    """Contraction letter (as a byte, 0 if none) of every code point, from the C table."""
+    cdef cnp.ndarray[cnp.uint8_t, ndim=1] out = np.empty(0x110000, dtype=np.uint8)
+    cdef uint32_t cp
+    for cp in range(0x110000):
+        out[cp] = fbpe_fold_letter(cp)
+    return out
+
+
+def _count_chunks(const unsigned char[::1] data, int pid, int repeat=1):
+    """Benchmark helper: run the kernel `repeat` times over data; return the chunk count."""
+    cdef Py_ssize_t pos, count = 0, n = data.shape[0]
+    cdef const unsigned char* t = &data[0] if n else NULL
+    cdef int r
+    with nogil:
+        for r in range(repeat):
+            pos = 0
+            count = 0
+            while pos < n:
+                pos = next_chunk_end(pid, t, pos, n)
+                count += 1
+    return count

@@ -1,0 +1,319 @@
+"""Native pre-tokenizers split exactly as regex.findall does with tiktoken's patterns."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import regex
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from fastbpe import _pretokenize as P
+from fastbpe.reference import patterns as R
+
+PATTERNS = {"gpt2": R.GPT2, "cl100k": R.CL100K, "o200k": R.O200K}
+COMPILED = {name: regex.compile(pat) for name, pat in PATTERNS.items()}
+N_CODE_POINTS = 0x110000
+
+
+def expected(text: str, name: str) -> list[str]:
+    return COMPILED[name].findall(text)
+
+
+def assert_same_split(text: str) -> None:
+    for name in PATTERNS:
+        want = expected(text, name)
+        got = P.split(text, name)
+        assert got == want, (name, text)
+
+
+# ---------------------------------------------------------------------------------------
+# Unicode tables
+
+
+@pytest.fixture(scope="module")
+def all_code_points() -> str:
+    return "".join(map(chr, range(N_CODE_POINTS)))  # lone surrogates included
+
+
+def regex_members(cls: str, text: str) -> np.ndarray:
+    member = np.zeros(N_CODE_POINTS, dtype=bool)
+    member[[m.start() for m in regex.finditer(cls, text)]] = True
+    return member
+
+
+CLASS_REGEX = {
+    "L": r"\p{L}", "N": r"\p{N}", "WS": r"\s", "M": r"\p{M}",
+    "U": r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", "W": r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]",
+    "Lu": r"\p{Lu}", "Ll": r"\p{Ll}", "Lt": r"\p{Lt}", "Lm": r"\p{Lm}", "Lo": r"\p{Lo}",
+    "CRLF": r"[\r\n]",
+}
+
+
+def test_class_table_matches_regex_for_every_code_point(all_code_points):
+    table = P._class_table()
+    assert table.shape == (N_CODE_POINTS,)
+    assert set(CLASS_REGEX) == set(P.CLASS_BITS)
+    for name, cls in CLASS_REGEX.items():
+        ours = (table & P.CLASS_BITS[name]) != 0
+        theirs = regex_members(cls, all_code_points)
+        diff = np.flatnonzero(ours != theirs)
+        assert diff.size == 0, (
+            f"{name} ({cls}) differs from regex {regex.__version__} at "
+            f"{[hex(c) for c in diff[:10]]}; regenerate with tools/gen_unicode_tables.py"
+        )
+
+
+def test_classes_partition_code_points():
+    # The tiling argument relies on L, N and \s being disjoint.
+    table = P._class_table()
+    for a, b in [("L", "N"), ("L", "WS"), ("N", "WS"), ("M", "L"), ("M", "N")]:
+        both = ((table & P.CLASS_BITS[a]) != 0) & ((table & P.CLASS_BITS[b]) != 0)
+        assert not np.any(both), (a, b)
+
+
+@pytest.mark.parametrize("letter", list("sdmtlvre"))
+def test_case_fold_table_matches_regex(letter, all_code_points):
+    folds = P._fold_table()
+    ours = folds == ord(letter)
+    theirs = regex_members(f"(?i:{letter})", all_code_points)
+    diff = np.flatnonzero(ours != theirs)
+    assert diff.size == 0, [hex(c) for c in diff[:10]]
+    assert not np.any((folds != 0) & (np.isin(folds, [ord(c) for c in "sdmtlvre"]) == 0))
+
+
+def test_table_source_names_versions():
+    assert P.UNICODE_SOURCE.startswith("regex ")
+    assert "Unicode" in P.UNICODE_SOURCE
+
+
+# ---------------------------------------------------------------------------------------
+# Golden strings
+
+CONTRACTIONS = [
+    "'s", "'S", "'t", "'T", "'d", "'D", "'m", "'M", "'ll", "'LL", "'Ll", "'lL", "'ve",
+    "'VE", "'vE", "'re", "'RE", "'Re", "'ſ", "'ſt", "'x", "'", "''s", "'l", "'v", "'r",
+    "’s", "’S", "'K", "'\u212a",
+]
+
+GOLDEN = [
+    "",
+    "Hello world",
+    "Hello world!!",
+    "I'm sure you'll see it's what they've said they'd do, we're done",
+    "I'M SURE YOU'LL SEE IT'S WHAT THEY'VE SAID THEY'D DO, WE'RE DONE",
+    "don’t can’t won’t",
+    "a  b   c    d",
+    "  leading and trailing  ",
+    "trailing newline\n",
+    "trailing spaces then newline  \n",
+    "trailing newline then spaces\n  ",
+    "two newlines\n\n",
+    "line one\r\nline two\r\n",
+    "\r\n\r\n",
+    "tabs\tand\t\tmore\ttabs\t",
+    "\t\tindented\n\t\tcode",
+    " ",
+    "\n",
+    "   ",
+    "x\n   \n y",
+    "digits 1 12 123 1234 12345 123456",
+    "١٢٣٤ ١٢٣٤٥",
+    "१२३ १२३४",
+    "１２３４ ５",
+    "Ⅻ ⅻ ½ ² ₃",
+    "emoji 👍🏽 👨\u200d👩\u200d👧\u200d👦 🏳️\u200d🌈!",
+    "combining e\u0301 a\u0300\u0301 \u0301x \u0301 \u0301",
+    "İstanbul'da İSTANBUL'DA istanbul'da",
+    "ǅemal ǅ Ǆ ǆ",
+    "中文字符测试，这是一个句子。",
+    "日本語のテキスト、カタカナとひらがな。",
+    "한국어 텍스트",
+    "مرحبا بالعالم ١٢٣",
+    "नमस्ते दुनिया १२३",
+    "Ελληνικά ΣΊΣΥΦΟΣ ς",
+    "def f(x):\n    return x**2 + 1  # comment\n",
+    "if (a && b) { return c->d[0]; }\n",
+    "path/to/file.txt // comment\r\n/* block */",
+    "!\r/ ?\n/ ,\r\n// x!/\n/",
+    "HELLO world HeLLo wORLD",
+    "ʰello ʰHELLO",
+    "a\u00a0b\u3000c\u2028d\u2029e\x85f\x0bg\x0ch",
+    "    \n    ",
+    "x   \n",
+    "(hello) [world] {foo}",
+    "$100 €200 ¥300",
+    "e-mail: someone@example.com, https://example.com/a?b=c&d=e",
+    "\u0301",
+    "a\u0301\u0301b",
+    "Ab\u0301C",
+    "A\u0301\u0301!",
+    "!\u0301A",
+    " \u0301A",
+    " \u0301!",
+    "\u0301!",
+    "'\u0301s",
+    "HELLO's HELLO'S Hello'S hello'LL",
+]
+
+
+@pytest.mark.parametrize("text", GOLDEN + CONTRACTIONS + [c + "x" for c in CONTRACTIONS]
+                         + ["a" + c for c in CONTRACTIONS] + ["A" + c for c in CONTRACTIONS])
+def test_golden(text):
+    assert_same_split(text)
+
+
+@pytest.mark.parametrize("ws", [" ", "  ", "\t", " \t", "\n", " \n", "\n ", "\r\n",
+                                "\u00a0", "\u3000", "\n\n", " \r\n ", "\x0b"])
+@pytest.mark.parametrize("after", ["", "x", "!", "1", "\n", " ", "\u0301", "'s"])
+@pytest.mark.parametrize("before", ["", "x", "!", "1"])
+def test_whitespace_runs(before, ws, after):
+    assert_same_split(before + ws + after)
+    assert_same_split(before + ws * 3 + after)
+
+
+def test_dollar_before_final_newline():
+    # Python-regex "$" also matches before a final "\n": \s++$ must still behave.
+    for text in ["a \n", "a  \n", "a\t\n", "a \n\n", "a \nb", "a  \r\n", "a\n \n"]:
+        assert_same_split(text)
+
+
+# ---------------------------------------------------------------------------------------
+# Generated text
+
+TRICKY = [
+    "a", "z", "A", "Z", "s", "S", "t", "l", "L", "v", "e", "r", "d", "m", "'", "’", " ",
+    "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x85", "\u00a0", "\u2028", "\u3000",
+    "!", "?", ".", ",", "/", "-", "_", "$", "(", ")", "0", "7", "١", "३", "１", "Ⅻ", "½",
+    "é", "\u0301", "\u0300", "\u20dd", "ǅ", "ʰ", "ˆ", "中", "あ", "ア", "İ", "ı", "ſ",
+    "\u212a", "Σ", "σ", "ς", "ß", "ﬅ", "\u200d", "👍", "🏽", "Hello", "HELLO", "hello",
+    "'s", "'S", "'ll", "'LL", "'ve", "'re", "'d", "'m", "'t", "'ſ", "'x", "ǅemal",
+    "\U0001e030", "\u0903", "ःa",
+]
+
+tricky_text = st.lists(
+    st.one_of(st.sampled_from(TRICKY), st.text(max_size=4), st.characters()),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=2000)
+@given(tricky_text)
+@example("a\ud800b")
+def test_generated_text_gpt2(text):
+    assert P.split(text, "gpt2") == expected(text, "gpt2")
+
+
+@settings(max_examples=2000)
+@given(tricky_text)
+def test_generated_text_cl100k(text):
+    assert P.split(text, "cl100k") == expected(text, "cl100k")
+
+
+@settings(max_examples=2000)
+@given(tricky_text)
+def test_generated_text_o200k(text):
+    assert P.split(text, "o200k") == expected(text, "o200k")
+
+
+@settings(max_examples=300)
+@given(st.text())
+def test_chunks_tile_text(text):
+    for name in PATTERNS:
+        # regex itself never skips a char with these patterns...
+        spans = [m.span() for m in COMPILED[name].finditer(text)]
+        bounds = [0] + [b for _, b in spans]
+        assert [a for a, _ in spans] == bounds[:-1]
+        assert bounds[-1] == len(text)
+        # ...and neither do we.
+        assert "".join(P.split(text, name)) == text
+
+
+def test_surrogates_split_like_regex():
+    # Lone surrogates are kept ("surrogatepass") and split as regex splits them.
+    for text in ["\ud800", "a\udfffb", " \ud800 ", "x\ud83d\ude00y", "'\ud800s"]:
+        assert_same_split(text)
+
+
+# ---------------------------------------------------------------------------------------
+# Real text
+
+
+def _stdlib_sources(limit: int = 40) -> list[Path]:
+    lib = Path(regex.__file__).parents[2]  # .../lib/python3.X
+    files = sorted(lib.glob("*.py"))[:limit]
+    return files
+
+
+def test_real_text_stdlib_sources():
+    for path in _stdlib_sources():
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        assert_same_split(text)
+
+
+def test_real_text_cjk():
+    lib = Path(regex.__file__).parents[2]
+    files = sorted((lib / "test" / "cjkencodings").glob("*-utf8.txt"))
+    if not files:
+        pytest.skip("cjkencodings test data not installed")
+    for path in files:
+        assert_same_split(path.read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------------------------------
+# API
+
+
+def test_pattern_id():
+    assert P.pattern_id(R.GPT2) == P.SPLIT_GPT2 == 0
+    assert P.pattern_id(R.CL100K) == P.SPLIT_CL100K == 1
+    assert P.pattern_id(R.O200K) == P.SPLIT_O200K == 2
+    for name, pid in [("gpt2", 0), ("r50k_base", 0), ("cl100k", 1), ("cl100k_base", 1),
+                      ("o200k", 2), ("o200k_base", 2)]:
+        assert P.pattern_id(name) == pid
+    assert P.pattern_id(R.GPT2 + "|x") == -1
+    assert P.pattern_id(r"\w+") == -1
+    with pytest.raises(TypeError):
+        P.pattern_id(3)
+
+
+def test_split_accepts_exact_pattern_strings():
+    text = "Hello world's 123"
+    for name, pat in PATTERNS.items():
+        assert P.split(text, pat) == P.split(text, name) == expected(text, name)
+
+
+def test_split_errors():
+    with pytest.raises(TypeError, match="str"):
+        P.split(b"abc", "gpt2")
+    with pytest.raises(ValueError, match=r"\\w\+"):
+        P.split("abc", r"\w+")
+    with pytest.raises(TypeError):
+        P.split("abc", None)
+
+
+def test_split_offsets():
+    text = "Hello, wörld's 12345 中文\n"
+    data = text.encode()
+    for name in PATTERNS:
+        ends = P.split_offsets(data, name)
+        assert ends.dtype == np.int64
+        chunks = [data[a:b].decode() for a, b in zip([0, *ends[:-1]], ends)]
+        assert chunks == expected(text, name)
+    assert P.split_offsets(b"", "gpt2").tolist() == []
+    assert P.split_offsets(bytearray(b"a b"), "gpt2").tolist() == [1, 3]
+    with pytest.raises(TypeError):
+        P.split_offsets("abc", "gpt2")
+    with pytest.raises(ValueError, match="position 1"):
+        P.split_offsets(b"a\xffb", "gpt2")
+    with pytest.raises(ValueError, match="nope"):
+        P.split_offsets(b"abc", "nope")
+
+
+def test_long_runs_are_linear():
+    # Long runs of one class must not go quadratic (a smoke test, not a timing test).
+    for piece in ["a", " ", "1", "!", "\u0301", "A", "\n", "ǅ"]:
+        text = piece * 200_000
+        assert_same_split(text)
