@@ -85,6 +85,23 @@ def test_fixed_texts_match_tiktoken(pair, name, both_paths):
 
 
 @pytest.mark.parametrize("name", VOCABS)
+def test_regex_fallback_path_matches_tiktoken(pair, name):
+    """A pattern string that is not byte-identical to a built-in one (same language)
+    goes through the regex module instead of the hand-written pre-tokenizer."""
+    _, tk = pair(name)
+    core = CoreBPE(tk._mergeable_ranks, tk._special_tokens, "(?:" + tk._pat_str + ")")
+    for text in TEXTS:
+        assert core.encode_ordinary(text) == tk.encode_ordinary(text), text[:60]
+        assert core.encode(text, tk.special_tokens_set) == tk.encode(
+            text, allowed_special="all"
+        ), text[:60]
+    texts = TEXTS * 2
+    assert core.encode_batch(texts, {"<|endoftext|>"}, 2) == [
+        tk.encode(t, allowed_special={"<|endoftext|>"}, disallowed_special=()) for t in texts
+    ]
+
+
+@pytest.mark.parametrize("name", VOCABS)
 def test_real_text_matches_tiktoken(pair, name):
     core, tk = pair(name)
     import inspect

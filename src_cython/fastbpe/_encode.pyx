@@ -22,8 +22,10 @@ cimport numpy as cnp
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove
+
+from fastbpe._pretokenize cimport next_chunk_end
 
 cnp.import_array()
 
@@ -67,11 +69,27 @@ cdef extern from *:
         else t = 0;
         return fbe_fold(h ^ t ^ 0x3c6ef372fe94f82bull, 0xa54ff53a5f1d36f1ull);
     }
+    /* The n <= 8 bytes at p as a little-endian word, zero-padded, never reading past
+       p + n: two overlapping 4-byte loads cover 4..7 bytes. */
+    static inline uint64_t fbe_word(const unsigned char* p, size_t n) {
+        if (n >= 8) return fbe_load64(p);
+        if (n >= 4) return fbe_load32(p) | (fbe_load32(p + n - 4) << ((n - 4) * 8));
+        uint64_t w = p[0];
+        if (n > 1) w |= (uint64_t)p[1] << 8;
+        if (n > 2) w |= (uint64_t)p[2] << 16;
+        return w;
+    }
+    static inline uint64_t fbe_hash_word(uint64_t w, size_t n) {
+        return fbe_fold(w ^ 0x3c6ef372fe94f82bull, 0xa54ff53a5f1d36f1ull + 2 * (uint64_t)n);
+    }
     static inline Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) {
         return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
     }
     """
     uint64_t fbe_hash(const unsigned char* p, size_t n) noexcept nogil
+    uint64_t fbe_word(const unsigned char* p, size_t n) noexcept nogil
+    uint64_t fbe_hash_word(uint64_t w, size_t n) noexcept nogil
+    uint64_t fbe_load64(const unsigned char* p) noexcept nogil
     Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
 
 
@@ -116,31 +134,53 @@ def _set_heap_threshold(Py_ssize_t n):
 # --------------------------------------------------------------------------------------
 
 cdef struct Slot:
-    uint32_t tag      # high 32 bits of the hash; cheap reject before memcmp
+    uint64_t word     # the first 8 bytes of the token, zero-padded: compared before memcmp
     uint32_t length   # 0 marks an empty slot (empty tokens are never looked up)
     uint32_t rank
-    uint32_t offset   # into the arena
 
 
 cdef struct Vocab:
     const unsigned char* arena
     Slot* slots
+    uint32_t* long_offset   # per slot: arena offset of tokens longer than 8 bytes
     uint64_t mask
+    uint32_t* pair_rank2    # rank of every 2-byte string, indexed by b0 | b1 << 8
     uint32_t byte_rank[256]
 
 
+cdef inline uint64_t slot_hash(const unsigned char* p, size_t n, uint64_t word) noexcept nogil:
+    # Short strings (almost every lookup during merging) hash their zero-padded word;
+    # the length is mixed in so b"a" and b"a\0" differ.
+    if n <= 8:
+        return fbe_hash_word(word, n)
+    return fbe_hash(p, n)
+
+
 cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
-    """Rank of the byte string p[:n], or NO_RANK."""
-    cdef uint64_t h = fbe_hash(p, n)
-    cdef uint64_t i = h & v.mask
-    cdef uint32_t tag = <uint32_t>(h >> 32)
+    """Rank of the byte string p[:n] (n >= 1), or NO_RANK."""
+    cdef uint64_t w, i
     cdef const Slot* s
+    if n == 2:
+        return v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
+    if n <= 8:
+        w = fbe_word(p, n)
+        i = fbe_hash_word(w, n) & v.mask
+        while True:
+            s = &v.slots[i]
+            if s.word == w and s.length == n:
+                return s.rank
+            if s.length == 0:
+                return NO_RANK
+            i = (i + 1) & v.mask
+    w = fbe_load64(p)
+    i = fbe_hash(p, n) & v.mask
     while True:
         s = &v.slots[i]
+        if (s.length == n and s.word == w
+                and memcmp(v.arena + v.long_offset[i] + 8, p + 8, n - 8) == 0):
+            return s.rank
         if s.length == 0:
             return NO_RANK
-        if s.tag == tag and s.length == n and memcmp(v.arena + s.offset, p, n) == 0:
-            return s.rank
         i = (i + 1) & v.mask
 
 
@@ -451,6 +491,16 @@ cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize
     cdef const unsigned char* text = job.text
     cdef Py_ssize_t s, e, local
     cdef int rc
+    if ctx.pattern >= 0:
+        s = start
+        while s < end:
+            e = next_chunk_end(ctx.pattern, text, s, end)
+            rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local)
+            if rc != ERR_NONE:
+                job.err_pos = s + local
+                return rc
+            s = e
+        return ERR_NONE
     while span_i[0] < job.n_spans and job.spans[2 * span_i[0]] < end:
         s = job.spans[2 * span_i[0]]
         e = job.spans[2 * span_i[0] + 1]
@@ -537,20 +587,30 @@ cdef object as_valid_str(object text):
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-cdef list outbuf_to_list(const OutBuf* o):
-    cdef Py_ssize_t i
-    cdef list result = _new_list(o.size)
-    cdef PyObject* item
-    for i in range(o.size):
-        item = PyLong_FromUnsignedLong(o.data[i])
-        if item == NULL:
-            raise MemoryError()
-        PyList_SET_ITEM(result, i, item)
-    return result
-
-
 cdef extern from "Python.h":
     list _new_list "PyList_New"(Py_ssize_t n)
+    PyObject* _list_get "PyList_GET_ITEM"(object lst, Py_ssize_t i)
+    void _incref "Py_INCREF"(PyObject* o)
+
+
+cdef list outbuf_to_list(const OutBuf* o, list int_cache):
+    """A list of Python ints; ids below len(int_cache) share the cached int objects,
+    which saves allocating (and later freeing) one int per token."""
+    cdef Py_ssize_t i, n_cached = len(int_cache) if int_cache is not None else 0
+    cdef list result = _new_list(o.size)
+    cdef PyObject* item
+    cdef uint32_t v
+    for i in range(o.size):
+        v = o.data[i]
+        if v < n_cached:
+            item = _list_get(int_cache, v)
+            _incref(item)
+        else:
+            item = PyLong_FromUnsignedLong(v)
+            if item == NULL:
+                raise MemoryError()
+        PyList_SET_ITEM(result, i, item)
+    return result
 
 
 def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, str pat_str):
@@ -587,9 +647,12 @@ cdef class CoreBPE:
     cdef uint32_t* sorted_ids      # sparse fallback: ids ascending, with their entries
     cdef int64_t* sorted_entry
     cdef dict special_bytes         # special text -> (offset in arena, length, id)
+    cdef list int_cache             # int objects for ids 0..max id (dense vocabularies)
 
     def __cinit__(self):
         self.vocab.slots = NULL
+        self.vocab.long_offset = NULL
+        self.vocab.pair_rank2 = NULL
         self.entry_off = NULL
         self.entry_len = NULL
         self.dense_entry = NULL
@@ -599,6 +662,8 @@ cdef class CoreBPE:
 
     def __dealloc__(self):
         free(self.vocab.slots)
+        free(self.vocab.long_offset)
+        free(self.vocab.pair_rank2)
         free(self.entry_off)
         free(self.entry_len)
         free(self.dense_entry)
@@ -686,20 +751,26 @@ cdef class CoreBPE:
         cdef uint64_t cap = 16
         while cap < 2 * <uint64_t>n + 2:
             cap *= 2
-        self.vocab.slots = <Slot*>malloc(cap * sizeof(Slot))
-        if self.vocab.slots == NULL:
+        self.vocab.slots = <Slot*>calloc(cap, sizeof(Slot))
+        self.vocab.long_offset = <uint32_t*>calloc(cap, sizeof(uint32_t))
+        self.vocab.pair_rank2 = <uint32_t*>malloc(65536 * sizeof(uint32_t))
+        if (self.vocab.slots == NULL or self.vocab.long_offset == NULL
+                or self.vocab.pair_rank2 == NULL):
             raise MemoryError()
         self.vocab.mask = cap - 1
-        cdef unsigned char one_byte
+        cdef unsigned char two[2]
         with nogil:
-            memset_slots(self.vocab.slots, cap)
             for i in range(n):
                 if lens_v[i] > 0:
                     insert_slot(&self.vocab, self.vocab.arena + self.entry_off[i], lens_v[i],
                                 <uint32_t>self.entry_off[i], ids_v[i])
             for i in range(256):
-                one_byte = <unsigned char>i
-                self.vocab.byte_rank[i] = vocab_rank(&self.vocab, &one_byte, 1)
+                two[0] = <unsigned char>i
+                self.vocab.byte_rank[i] = vocab_rank(&self.vocab, two, 1)
+            for i in range(65536):
+                two[0] = <unsigned char>(i & 0xFF)
+                two[1] = <unsigned char>(i >> 8)
+                self.vocab.pair_rank2[i] = slot_lookup(&self.vocab, two, 2)
 
         # Decoding table: mergeable tokens win over specials sharing an id, as in tiktoken.
         order = np.argsort(entry_ids, kind="stable")
@@ -714,6 +785,7 @@ cdef class CoreBPE:
                 self.dense_entry[i] = -1
             for e in range(self.n_entries - 1, -1, -1):
                 self.dense_entry[<Py_ssize_t>entry_ids[e]] = e
+            self.int_cache = list(range(self.dense_size))
         else:
             self.dense_size = 0
             self.sorted_ids = <uint32_t*>malloc(max(self.n_entries, 1) * sizeof(uint32_t))
@@ -852,9 +924,9 @@ cdef class CoreBPE:
             for i in range(n_jobs):
                 self.raise_job_error(&jobs[i])
             if mode == 1:
-                return outbuf_to_list(&jobs[0].out)
+                return outbuf_to_list(&jobs[0].out, self.int_cache)
             if mode == 0:
-                return [outbuf_to_list(&jobs[i].out) for i in range(n_jobs)]
+                return [outbuf_to_list(&jobs[i].out, self.int_cache) for i in range(n_jobs)]
             return self.to_numpy(jobs, n_jobs, dtype)
         finally:
             for i in range(n_jobs):
@@ -970,7 +1042,7 @@ cdef class CoreBPE:
                 raise MemoryError()
             if rc == ERR_BYTE:
                 raise ValueError(f"byte at {err_pos} is not a token")
-            return outbuf_to_list(&out)
+            return outbuf_to_list(&out, self.int_cache)
         finally:
             free(out.data)
 
@@ -1035,28 +1107,28 @@ cdef class CoreBPE:
 # Construction helpers (plain Python, run once)
 # --------------------------------------------------------------------------------------
 
-cdef void memset_slots(Slot* slots, uint64_t cap) noexcept nogil:
-    cdef uint64_t i
-    for i in range(cap):
-        slots[i].length = 0
-        slots[i].tag = 0
-        slots[i].rank = 0
-        slots[i].offset = 0
-
-
 cdef void insert_slot(Vocab* v, const unsigned char* p, uint32_t n, uint32_t offset,
                       uint32_t rank) noexcept nogil:
-    cdef uint64_t h = fbe_hash(p, n)
-    cdef uint64_t i = h & v.mask
+    cdef uint64_t w = fbe_word(p, n) if n <= 8 else fbe_load64(p)
+    cdef uint64_t i = slot_hash(p, n, w) & v.mask
     while v.slots[i].length != 0:
-        if (v.slots[i].length == n
-                and memcmp(v.arena + v.slots[i].offset, p, n) == 0):
-            return  # duplicate bytes cannot happen with a dict; keep the first
         i = (i + 1) & v.mask
-    v.slots[i].tag = <uint32_t>(h >> 32)
+    v.slots[i].word = w
     v.slots[i].length = n
     v.slots[i].rank = rank
-    v.slots[i].offset = offset
+    v.long_offset[i] = offset
+
+
+cdef uint32_t slot_lookup(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
+    """Hash-table lookup without the 2-byte shortcut (used to fill that shortcut)."""
+    cdef uint64_t w = fbe_word(p, n) if n <= 8 else fbe_load64(p)
+    cdef uint64_t i = slot_hash(p, n, w) & v.mask
+    while v.slots[i].length != 0:
+        if (v.slots[i].length == n and v.slots[i].word == w
+                and memcmp(v.arena + v.long_offset[i], p, n) == 0):
+            return v.slots[i].rank
+        i = (i + 1) & v.mask
+    return NO_RANK
 
 
 def _compile_pattern(str pat_str):
@@ -1068,6 +1140,15 @@ def _compile_pattern(str pat_str):
 
 
 def _native_pattern_id(str pat_str):
+    """The hand-written pre-tokenizer for tiktoken's exact pattern strings, else -1.
+
+    Only exact strings: a short name such as "gpt2" is a (silly) custom regex here, as in
+    tiktoken.
+    """
+    from fastbpe._pretokenize import pattern_id
+    from fastbpe.reference import patterns
+    if pat_str in (patterns.GPT2, patterns.CL100K, patterns.O200K):
+        return pattern_id(pat_str)
     return -1
 
 
