@@ -145,6 +145,8 @@ cdef struct Vocab:
     uint32_t* long_offset   # per slot: arena offset of tokens longer than 8 bytes
     uint64_t mask
     uint32_t* pair_rank2    # rank of every 2-byte string, indexed by b0 | b1 << 8
+    uint64_t* bloom         # 2 bits per token in one word: rejects most non-tokens
+    uint64_t bloom_mask     # without touching the (much larger) slot table
     uint32_t byte_rank[256]
 
 
@@ -156,15 +158,32 @@ cdef inline uint64_t slot_hash(const unsigned char* p, size_t n, uint64_t word) 
     return fbe_hash(p, n)
 
 
+cdef inline bint bloom_may_contain(const Vocab* v, uint64_t h) noexcept nogil:
+    cdef uint64_t bits = (1ULL << ((h >> 52) & 63)) | (1ULL << (h >> 58))
+    return (v.bloom[(h >> 32) & v.bloom_mask] & bits) == bits
+
+
+cdef inline void bloom_add(Vocab* v, uint64_t h) noexcept nogil:
+    v.bloom[(h >> 32) & v.bloom_mask] |= (1ULL << ((h >> 52) & 63)) | (1ULL << (h >> 58))
+
+
 cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
-    """Rank of the byte string p[:n] (n >= 1), or NO_RANK."""
-    cdef uint64_t w, i
+    """Rank of the byte string p[:n] (n >= 1), or NO_RANK.
+
+    Merging asks mostly about short strings, many of which are not tokens: the 2-byte
+    table and the Bloom filter answer those from L2-sized memory; only likely hits probe
+    the slot table (megabytes for a 200k vocabulary, so each probe is a cache miss).
+    """
+    cdef uint64_t w, h, i
     cdef const Slot* s
     if n == 2:
         return v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
     if n <= 8:
         w = fbe_word(p, n)
-        i = fbe_hash_word(w, n) & v.mask
+        h = fbe_hash_word(w, n)
+        if not bloom_may_contain(v, h):
+            return NO_RANK
+        i = h & v.mask
         while True:
             s = &v.slots[i]
             if s.word == w and s.length == n:
@@ -173,7 +192,10 @@ cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n
                 return NO_RANK
             i = (i + 1) & v.mask
     w = fbe_load64(p)
-    i = fbe_hash(p, n) & v.mask
+    h = fbe_hash(p, n)
+    if not bloom_may_contain(v, h):
+        return NO_RANK
+    i = h & v.mask
     while True:
         s = &v.slots[i]
         if (s.length == n and s.word == w
@@ -653,6 +675,7 @@ cdef class CoreBPE:
         self.vocab.slots = NULL
         self.vocab.long_offset = NULL
         self.vocab.pair_rank2 = NULL
+        self.vocab.bloom = NULL
         self.entry_off = NULL
         self.entry_len = NULL
         self.dense_entry = NULL
@@ -664,6 +687,7 @@ cdef class CoreBPE:
         free(self.vocab.slots)
         free(self.vocab.long_offset)
         free(self.vocab.pair_rank2)
+        free(self.vocab.bloom)
         free(self.entry_off)
         free(self.entry_len)
         free(self.dense_entry)
@@ -754,8 +778,14 @@ cdef class CoreBPE:
         self.vocab.slots = <Slot*>calloc(cap, sizeof(Slot))
         self.vocab.long_offset = <uint32_t*>calloc(cap, sizeof(uint32_t))
         self.vocab.pair_rank2 = <uint32_t*>malloc(65536 * sizeof(uint32_t))
+        # ~16 filter bits per token, 2 set per token: a few % false positives.
+        cdef uint64_t bloom_words = 64
+        while bloom_words * 4 < <uint64_t>n:
+            bloom_words *= 2
+        self.vocab.bloom = <uint64_t*>calloc(bloom_words, sizeof(uint64_t))
+        self.vocab.bloom_mask = bloom_words - 1
         if (self.vocab.slots == NULL or self.vocab.long_offset == NULL
-                or self.vocab.pair_rank2 == NULL):
+                or self.vocab.pair_rank2 == NULL or self.vocab.bloom == NULL):
             raise MemoryError()
         self.vocab.mask = cap - 1
         cdef unsigned char two[2]
@@ -1110,7 +1140,9 @@ cdef class CoreBPE:
 cdef void insert_slot(Vocab* v, const unsigned char* p, uint32_t n, uint32_t offset,
                       uint32_t rank) noexcept nogil:
     cdef uint64_t w = fbe_word(p, n) if n <= 8 else fbe_load64(p)
-    cdef uint64_t i = slot_hash(p, n, w) & v.mask
+    cdef uint64_t h = slot_hash(p, n, w)
+    cdef uint64_t i = h & v.mask
+    bloom_add(v, h)
     while v.slots[i].length != 0:
         i = (i + 1) & v.mask
     v.slots[i].word = w
