@@ -429,18 +429,63 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     return rc
 
 
-cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+# A small direct-mapped cache of merged chunks, owned by one thread for one call (so no
+# locking and nothing shared): words recur (Zipf), and a hit replaces a whole merge loop
+# of rank lookups, most of them cache misses in a large vocabulary, by one memcmp.
+cdef enum:
+    CACHE_KEY_MAX = 24
+    CACHE_TOK_MAX = 10
+    CACHE_ENTRIES = 4096
+    CACHE_MIN_TEXT = 8192     # smaller calls do not pay for allocating the cache
+
+
+cdef struct CacheEntry:
+    uint64_t hash
+    uint32_t length           # 0: empty
+    uint32_t n_tokens
+    unsigned char key[CACHE_KEY_MAX]
+    uint32_t tokens[CACHE_TOK_MAX]
+
+
+cdef inline int bpe_merge(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
                           Py_ssize_t* err_pos) noexcept nogil:
+    if n > heap_threshold:
+        return bpe_heap(v, p, n, out, err_pos)
+    return bpe_scan(v, p, n, out, err_pos)
+
+
+cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                          Py_ssize_t* err_pos, CacheEntry* cache) noexcept nogil:
     """Encode one pre-tokenized chunk: a whole-chunk hit first, as tiktoken does."""
     cdef uint32_t r = vocab_rank(v, p, n)
+    cdef uint64_t h
+    cdef CacheEntry* e
+    cdef Py_ssize_t before, k
+    cdef int rc
     if r != NO_RANK:
         return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
     if n == 1:
         err_pos[0] = 0
         return ERR_BYTE
-    if n > heap_threshold:
-        return bpe_heap(v, p, n, out, err_pos)
-    return bpe_scan(v, p, n, out, err_pos)
+    if cache == NULL or n > CACHE_KEY_MAX:
+        return bpe_merge(v, p, n, out, err_pos)
+    h = fbe_hash(p, n)
+    e = &cache[h & (CACHE_ENTRIES - 1)]
+    if e.length == n and e.hash == h and memcmp(e.key, p, n) == 0:
+        if out.size + e.n_tokens > out.cap and out_grow(out, out.size + e.n_tokens) < 0:
+            return ERR_NOMEM
+        memcpy(out.data + out.size, e.tokens, e.n_tokens * sizeof(uint32_t))
+        out.size += e.n_tokens
+        return ERR_NONE
+    before = out.size
+    rc = bpe_merge(v, p, n, out, err_pos)
+    if rc == ERR_NONE and out.size - before <= CACHE_TOK_MAX:
+        e.hash = h
+        e.length = <uint32_t>n
+        e.n_tokens = <uint32_t>(out.size - before)
+        memcpy(e.key, p, n)
+        memcpy(e.tokens, out.data + before, e.n_tokens * sizeof(uint32_t))
+    return rc
 
 
 # --------------------------------------------------------------------------------------
@@ -506,10 +551,11 @@ cdef struct Context:
     Job* jobs
     Py_ssize_t n_jobs
     Py_ssize_t next_job       # atomic work counter
+    bint use_cache            # enough text for a chunk cache per thread to pay
 
 
 cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize_t end,
-                        Py_ssize_t* span_i) noexcept nogil:
+                        Py_ssize_t* span_i, CacheEntry* cache) noexcept nogil:
     cdef const unsigned char* text = job.text
     cdef Py_ssize_t s, e, local
     cdef int rc
@@ -517,7 +563,7 @@ cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize
         s = start
         while s < end:
             e = next_chunk_end(ctx.pattern, text, s, end)
-            rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local)
+            rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local, cache)
             if rc != ERR_NONE:
                 job.err_pos = s + local
                 return rc
@@ -529,21 +575,21 @@ cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize
         span_i[0] += 1
         if e <= s:
             continue
-        rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local)
+        rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local, cache)
         if rc != ERR_NONE:
             job.err_pos = s + local
             return rc
     return ERR_NONE
 
 
-cdef void run_job(const Context* ctx, Job* job) noexcept nogil:
+cdef void run_job(const Context* ctx, Job* job, CacheEntry* cache) noexcept nogil:
     cdef Py_ssize_t pos = 0, s = 0, e = 0, span_i = 0
     cdef uint32_t tok = 0
     cdef bint found
     cdef int rc
     while True:
         found = find_special(ctx.specials, job.text, pos, job.n, &s, &e, &tok)
-        rc = encode_segment(ctx, job, pos, s if found else job.n, &span_i)
+        rc = encode_segment(ctx, job, pos, s if found else job.n, &span_i, cache)
         if rc != ERR_NONE:
             job.err = rc
             return
@@ -558,11 +604,16 @@ cdef void run_job(const Context* ctx, Job* job) noexcept nogil:
 cdef void* worker_main(void* arg) noexcept nogil:
     cdef Context* ctx = <Context*>arg
     cdef Py_ssize_t i
+    # calloc failing just means no cache
+    cdef CacheEntry* cache = (<CacheEntry*>calloc(CACHE_ENTRIES, sizeof(CacheEntry))
+                              if ctx.use_cache else NULL)
     while True:
         i = fbe_atomic_next(&ctx.next_job)
         if i >= ctx.n_jobs:
-            return NULL
-        run_job(ctx, &ctx.jobs[i])
+            break
+        run_job(ctx, &ctx.jobs[i], cache)
+    free(cache)
+    return NULL
 
 
 cdef void run_jobs(Context* ctx, int num_threads) noexcept nogil:
@@ -576,6 +627,8 @@ cdef void run_jobs(Context* ctx, int num_threads) noexcept nogil:
     cdef Py_ssize_t want = num_threads
     if want > ctx.n_jobs:
         want = ctx.n_jobs
+    if want < 1:
+        want = 1
     ctx.next_job = 0
     for t in range(want - 1):
         if pthread_create(&tids[started], NULL, worker_main, ctx) == 0:
@@ -927,7 +980,7 @@ cdef class CoreBPE:
     cdef object run(self, list texts, object allowed_special, int num_threads, int mode,
                     object dtype):
         """mode 0: list of lists; 1: one list (single text); 2: numpy (flat, offsets)."""
-        cdef Py_ssize_t n_jobs = len(texts), i
+        cdef Py_ssize_t n_jobs = len(texts), i, total
         cdef list keep = []
         cdef SpecialSet ss
         cdef Context ctx
@@ -945,12 +998,12 @@ cdef class CoreBPE:
             ctx.pattern = self.pattern_id
             ctx.jobs = jobs
             ctx.n_jobs = n_jobs
+            total = 0
+            for i in range(n_jobs):
+                total += jobs[i].n
+            ctx.use_cache = total >= CACHE_MIN_TEXT
             with nogil:
-                if n_jobs == 1 or num_threads == 1:
-                    for i in range(n_jobs):
-                        run_job(&ctx, &jobs[i])
-                else:
-                    run_jobs(&ctx, num_threads)
+                run_jobs(&ctx, num_threads)
             for i in range(n_jobs):
                 self.raise_job_error(&jobs[i])
             if mode == 1:
@@ -1067,7 +1120,7 @@ cdef class CoreBPE:
             return []
         try:
             with nogil:
-                rc = bpe_chunk(&self.vocab, p, n, &out, &err_pos)
+                rc = bpe_chunk(&self.vocab, p, n, &out, &err_pos, NULL)
             if rc == ERR_NOMEM:
                 raise MemoryError()
             if rc == ERR_BYTE:
