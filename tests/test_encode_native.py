@@ -395,3 +395,17 @@ def test_multiprocessing_pool(pair, method):
         # threads inside a forked child work too
         batches = pool.starmap(core.encode_ordinary_batch, [(texts, 2), (texts, 3)])
         assert batches == [want, want]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_chunk_cache_with_many_repeats_and_collisions(pair, name):
+    """Long texts use a per-thread cache of merged chunks: many distinct rare words (so
+    entries get evicted and replaced) and many repeats must still match tiktoken."""
+    core, tk = pair(name)
+    rng = random.Random(99)
+    letters = "abcdefghijklmnopqrstuvwxyzığüşöçé中文字"
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 14))) for _ in range(6000)]
+    text = " ".join(rng.choice(words) for _ in range(40000))
+    assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+    docs = [text[i : i + 5000] for i in range(0, len(text), 5000)]
+    assert core.encode_ordinary_batch(docs, 2) == [tk.encode_ordinary(d) for d in docs]
