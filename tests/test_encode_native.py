@@ -152,8 +152,14 @@ def test_hypothesis_matches_tiktoken(pair, name, text):
 
 def test_lone_surrogates_fixed_up_like_tiktoken(pair):
     core, tk = pair("cl100k_base")
-    for text in ["a\ud800b", "\udfff", "x\ud83d\ude00y", "\ud83d"]:
+    texts = ["a\ud800b", "\udfff", "x\ud83d\ude00y", "\ud83d", "中\ud800文", "ok"]
+    for text in texts:
         assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+        assert core.encode(text, {"<|endoftext|>"}) == tk.encode(text)
+    want = [tk.encode_ordinary(t) for t in texts]
+    assert core.encode_ordinary_batch(texts * 3, 2) == want * 3
+    flat, offsets = core.encode_batch_to_numpy(texts, frozenset(), 2)
+    assert [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == want
 
 
 # ---- merge paths -------------------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 cimport numpy as cnp
 
 from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove
 
@@ -35,6 +35,20 @@ cdef extern from "Python.h":
     void PyList_SET_ITEM(object lst, Py_ssize_t i, PyObject* item)
     object PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
     char* PyBytes_AS_STRING(object b)
+
+cdef extern from *:
+    """
+    #if PY_VERSION_HEX < 0x030C0000
+    #define FBE_UNICODE_READY(o) PyUnicode_READY(o)
+    #else
+    #define FBE_UNICODE_READY(o) 0
+    #endif
+    """
+    int FBE_UNICODE_READY(object o) except -1
+    bint PyUnicode_IS_ASCII(object o)
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
 
 cdef extern from "<pthread.h>" nogil:
     ctypedef unsigned long pthread_t
@@ -107,6 +121,7 @@ cdef enum:
     ERR_NONE = 0
     ERR_NOMEM = 1
     ERR_BYTE = 2       # a byte that is not a token (tiktoken would panic)
+    ERR_SURROGATE = 3  # the str holds a lone surrogate: the caller fixes it up and retries
     MAX_THREADS_C = 1024
 
 #: Chunks longer than this (in bytes) are merged with the heap; shorter ones by the simple
@@ -535,8 +550,12 @@ cdef bint find_special(const SpecialSet* ss, const unsigned char* text, Py_ssize
 # --------------------------------------------------------------------------------------
 
 cdef struct Job:
-    const unsigned char* text
+    const unsigned char* text # UTF-8; NULL until the worker converts src
     Py_ssize_t n
+    const void* src           # the str's own PEP 393 buffer (when text is NULL)
+    int src_kind              # 1, 2 or 4 bytes per code point
+    Py_ssize_t src_len        # in code points
+    unsigned char* owned      # UTF-8 buffer this job allocated (freed by the caller)
     const int64_t* spans      # regex path: chunk [start, end) byte pairs; NULL otherwise
     Py_ssize_t n_spans
     OutBuf out
@@ -582,11 +601,67 @@ cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize
     return ERR_NONE
 
 
+cdef int job_to_utf8(Job* job) noexcept nogil:
+    """UTF-8 from the str's PEP 393 buffer, on the worker thread: converting many texts
+    under the GIL would serialize batch encoding (and CPython's own conversion would
+    also cache a UTF-8 copy inside every str)."""
+    cdef Py_ssize_t i, size = 0, n = job.src_len
+    cdef const uint8_t* s1 = <const uint8_t*>job.src
+    cdef const uint16_t* s2 = <const uint16_t*>job.src
+    cdef const uint32_t* s4 = <const uint32_t*>job.src
+    cdef uint32_t c
+    cdef unsigned char* d
+    for i in range(n):
+        c = s1[i] if job.src_kind == 1 else (s2[i] if job.src_kind == 2 else s4[i])
+        if c < 0x80:
+            size += 1
+        elif c < 0x800:
+            size += 2
+        elif c < 0x10000:
+            if 0xD800 <= c <= 0xDFFF:
+                return ERR_SURROGATE
+            size += 3
+        else:
+            size += 4
+    d = <unsigned char*>malloc(size + 1)
+    if d == NULL:
+        return ERR_NOMEM
+    job.owned = d
+    job.text = d
+    job.n = size
+    for i in range(n):
+        c = s1[i] if job.src_kind == 1 else (s2[i] if job.src_kind == 2 else s4[i])
+        if c < 0x80:
+            d[0] = <unsigned char>c
+            d += 1
+        elif c < 0x800:
+            d[0] = <unsigned char>(0xC0 | (c >> 6))
+            d[1] = <unsigned char>(0x80 | (c & 0x3F))
+            d += 2
+        elif c < 0x10000:
+            d[0] = <unsigned char>(0xE0 | (c >> 12))
+            d[1] = <unsigned char>(0x80 | ((c >> 6) & 0x3F))
+            d[2] = <unsigned char>(0x80 | (c & 0x3F))
+            d += 3
+        else:
+            d[0] = <unsigned char>(0xF0 | (c >> 18))
+            d[1] = <unsigned char>(0x80 | ((c >> 12) & 0x3F))
+            d[2] = <unsigned char>(0x80 | ((c >> 6) & 0x3F))
+            d[3] = <unsigned char>(0x80 | (c & 0x3F))
+            d += 4
+    return ERR_NONE
+
+
 cdef void run_job(const Context* ctx, Job* job, CacheEntry* cache) noexcept nogil:
     cdef Py_ssize_t pos = 0, s = 0, e = 0, span_i = 0
     cdef uint32_t tok = 0
     cdef bint found
     cdef int rc
+    if job.text == NULL:
+        rc = job_to_utf8(job)
+        if rc != ERR_NONE:
+            job.err = rc
+            return
     while True:
         found = find_special(ctx.specials, job.text, pos, job.n, &s, &e, &tok)
         rc = encode_segment(ctx, job, pos, s if found else job.n, &span_i, cache)
@@ -650,16 +725,27 @@ cdef int check_threads(object num_threads) except -1:
     return 0
 
 
-cdef object as_valid_str(object text):
-    """The text itself if it encodes to UTF-8; otherwise tiktoken's surrogate fix-up."""
+cdef object check_str(object text):
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
+    return text
+
+
+cdef object as_valid_str(object text):
+    """The text itself if it encodes to UTF-8; otherwise tiktoken's surrogate fix-up."""
+    check_str(text)
     cdef Py_ssize_t size
     try:
         PyUnicode_AsUTF8AndSize(text, &size)
         return text
     except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return fix_surrogates(text)
+
+
+cdef object fix_surrogates(str text):
+    # Exactly what tiktoken does: pairs of surrogates become their character, lone ones
+    # become U+FFFD.
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 cdef extern from "Python.h":
@@ -953,8 +1039,26 @@ cdef class CoreBPE:
     cdef int prepare_job(self, Job* job, object text, const SpecialSet* ss, list keep) except -1:
         """Point a job at the text's UTF-8 buffer; on the regex path, pre-tokenize now."""
         cdef Py_ssize_t size
-        job.text = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &size)
-        job.n = size
+        job.owned = NULL
+        job.src = NULL
+        job.src_kind = 0
+        job.src_len = 0
+        if self.pattern_id >= 0:
+            FBE_UNICODE_READY(text)
+            if PyUnicode_IS_ASCII(text):
+                job.text = <const unsigned char*>PyUnicode_DATA(text)
+                job.n = PyUnicode_GET_LENGTH(text)
+            else:
+                job.text = NULL    # converted by the worker
+                job.n = 0
+                job.src = PyUnicode_DATA(text)
+                job.src_kind = PyUnicode_KIND(text)
+                job.src_len = PyUnicode_GET_LENGTH(text)
+        else:
+            text = as_valid_str(text)
+            keep.append(text)
+            job.text = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &size)
+            job.n = size
         job.spans = NULL
         job.n_spans = 0
         job.out.data = NULL
@@ -963,7 +1067,7 @@ cdef class CoreBPE:
         job.err = ERR_NONE
         job.err_pos = 0
         if self.pattern_id < 0:
-            spans = _regex_spans(self.regex_pat, text, job.text, size, ss)
+            spans = _regex_spans(self.regex_pat, text, job.text, job.n, ss)
             keep.append(spans)
             job.spans = <const int64_t*>cnp.PyArray_DATA(spans)
             job.n_spans = len(spans) // 2
@@ -982,6 +1086,7 @@ cdef class CoreBPE:
         """mode 0: list of lists; 1: one list (single text); 2: numpy (flat, offsets)."""
         cdef Py_ssize_t n_jobs = len(texts), i, total
         cdef list keep = []
+        cdef CacheEntry* no_cache = NULL
         cdef SpecialSet ss
         cdef Context ctx
         cdef Job* jobs = <Job*>malloc(max(n_jobs, 1) * sizeof(Job))
@@ -989,6 +1094,7 @@ cdef class CoreBPE:
             raise MemoryError()
         for i in range(n_jobs):
             jobs[i].out.data = NULL
+            jobs[i].owned = NULL
         try:
             self.fill_specials(&ss, allowed_special, keep)
             for i in range(n_jobs):
@@ -1000,11 +1106,22 @@ cdef class CoreBPE:
             ctx.n_jobs = n_jobs
             total = 0
             for i in range(n_jobs):
-                total += jobs[i].n
+                total += jobs[i].n + jobs[i].src_len
             ctx.use_cache = total >= CACHE_MIN_TEXT
             with nogil:
                 run_jobs(&ctx, num_threads)
             for i in range(n_jobs):
+                if jobs[i].err == ERR_SURROGATE:
+                    # rare: redo this text after tiktoken's fix-up
+                    fixed = fix_surrogates(texts[i])
+                    keep.append(fixed)
+                    free(jobs[i].out.data)
+                    free(jobs[i].owned)
+                    jobs[i].out.data = NULL
+                    jobs[i].owned = NULL
+                    self.prepare_job(&jobs[i], fixed, &ss, keep)
+                    with nogil:
+                        run_job(&ctx, &jobs[i], no_cache)
                 self.raise_job_error(&jobs[i])
             if mode == 1:
                 return outbuf_to_list(&jobs[0].out, self.int_cache)
@@ -1014,6 +1131,7 @@ cdef class CoreBPE:
         finally:
             for i in range(n_jobs):
                 free(jobs[i].out.data)
+                free(jobs[i].owned)
             free(jobs)
 
     cdef object to_numpy(self, Job* jobs, Py_ssize_t n_jobs, object dtype):
@@ -1057,11 +1175,11 @@ cdef class CoreBPE:
 
     def encode_ordinary(self, text):
         """Token ids of text, with special-token text encoded as ordinary text."""
-        return self.run([as_valid_str(text)], None, 1, 1, None)
+        return self.run([check_str(text)], None, 1, 1, None)
 
     def encode(self, text, allowed_special):
         """Token ids of text; occurrences of allowed special tokens become their ids."""
-        return self.run([as_valid_str(text)], allowed_special, 1, 1, None)
+        return self.run([check_str(text)], allowed_special, 1, 1, None)
 
     def encode_ordinary_batch(self, texts, num_threads=8):
         check_threads(num_threads)
@@ -1074,7 +1192,7 @@ cdef class CoreBPE:
     def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32):
         """Token ids as a 1-D numpy array (uint32, or uint16 when every id fits)."""
         dt = self.check_dtype(dtype)
-        flat, _ = self.run([as_valid_str(text)], allowed_special, 1, 2, dt)
+        flat, _ = self.run([check_str(text)], allowed_special, 1, 2, dt)
         return flat
 
     def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8,
@@ -1244,7 +1362,7 @@ cdef list _texts_list(object texts):
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise TypeError(f"texts[{i}] must be a str, not {type(t).__name__}")
-        out.append(as_valid_str(t))
+        out.append(t)
     return out
 
 
