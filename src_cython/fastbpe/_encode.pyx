@@ -182,23 +182,16 @@ cdef inline void bloom_add(Vocab* v, uint64_t h) noexcept nogil:
     v.bloom[(h >> 32) & v.bloom_mask] |= (1ULL << ((h >> 52) & 63)) | (1ULL << (h >> 58))
 
 
-cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
-    """Rank of the byte string p[:n] (n >= 1), or NO_RANK.
-
-    Merging asks mostly about short strings, many of which are not tokens: the 2-byte
-    table and the Bloom filter answer those from L2-sized memory; only likely hits probe
-    the slot table (megabytes for a 200k vocabulary, so each probe is a cache miss).
-    """
-    cdef uint64_t w, h, i
+cdef inline uint32_t vocab_rank_hashed(const Vocab* v, const unsigned char* p, size_t n,
+                                       uint64_t w, uint64_t h) noexcept nogil:
+    """Rank of p[:n] given w = its first-word (fbe_word, or the first 8 bytes when n > 8)
+    and h = slot_hash(p, n, w); NO_RANK if it is not a token."""
+    cdef uint64_t i
     cdef const Slot* s
-    if n == 2:
-        return v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
+    if not bloom_may_contain(v, h):
+        return NO_RANK
+    i = h & v.mask
     if n <= 8:
-        w = fbe_word(p, n)
-        h = fbe_hash_word(w, n)
-        if not bloom_may_contain(v, h):
-            return NO_RANK
-        i = h & v.mask
         while True:
             s = &v.slots[i]
             if s.word == w and s.length == n:
@@ -206,11 +199,6 @@ cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n
             if s.length == 0:
                 return NO_RANK
             i = (i + 1) & v.mask
-    w = fbe_load64(p)
-    h = fbe_hash(p, n)
-    if not bloom_may_contain(v, h):
-        return NO_RANK
-    i = h & v.mask
     while True:
         s = &v.slots[i]
         if (s.length == n and s.word == w
@@ -219,6 +207,23 @@ cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n
         if s.length == 0:
             return NO_RANK
         i = (i + 1) & v.mask
+
+
+cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
+    """Rank of the byte string p[:n] (n >= 1), or NO_RANK.
+
+    Merging asks mostly about short strings, many of which are not tokens: the 2-byte
+    table and the Bloom filter answer those from L2-sized memory; only likely hits probe
+    the slot table (megabytes for a 200k vocabulary, so each probe is a cache miss).
+    """
+    cdef uint64_t w
+    if n == 2:
+        return v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
+    if n <= 8:
+        w = fbe_word(p, n)
+        return vocab_rank_hashed(v, p, n, w, fbe_hash_word(w, n))
+    w = fbe_load64(p)
+    return vocab_rank_hashed(v, p, n, w, fbe_hash(p, n))
 
 
 # --------------------------------------------------------------------------------------
@@ -449,15 +454,15 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
 # of rank lookups, most of them cache misses in a large vocabulary, by one memcmp.
 cdef enum:
     CACHE_KEY_MAX = 24
-    CACHE_TOK_MAX = 10
-    CACHE_ENTRIES = 4096
+    CACHE_TOK_MAX = 8
+    CACHE_ENTRIES = 8192
     CACHE_MIN_TEXT = 8192     # smaller calls do not pay for allocating the cache
 
 
-cdef struct CacheEntry:
-    uint64_t hash
-    uint32_t length           # 0: empty
-    uint32_t n_tokens
+cdef struct CacheEntry:       # one 64-byte cache line
+    uint32_t tag              # low half of the chunk's hash
+    uint16_t length           # 0: empty
+    uint16_t n_tokens
     unsigned char key[CACHE_KEY_MAX]
     uint32_t tokens[CACHE_TOK_MAX]
 
@@ -471,33 +476,53 @@ cdef inline int bpe_merge(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
 
 cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
                           Py_ssize_t* err_pos, CacheEntry* cache) noexcept nogil:
-    """Encode one pre-tokenized chunk: a whole-chunk hit first, as tiktoken does."""
-    cdef uint32_t r = vocab_rank(v, p, n)
-    cdef uint64_t h
-    cdef CacheEntry* e
-    cdef Py_ssize_t before, k
+    """Encode one pre-tokenized chunk: a whole-chunk hit first, as tiktoken does.
+
+    With a cache, short chunks are looked up there first: one line of a small table,
+    instead of the filter word and slot of a vocabulary table far bigger than L2.
+    """
+    cdef uint64_t w, h
+    cdef uint32_t r
+    cdef CacheEntry* e = NULL
+    cdef Py_ssize_t before
     cdef int rc
-    if r != NO_RANK:
-        return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
-    if n == 1:
-        err_pos[0] = 0
-        return ERR_BYTE
-    if cache == NULL or n > CACHE_KEY_MAX:
-        return bpe_merge(v, p, n, out, err_pos)
-    h = fbe_hash(p, n)
-    e = &cache[h & (CACHE_ENTRIES - 1)]
-    if e.length == n and e.hash == h and memcmp(e.key, p, n) == 0:
-        if out.size + e.n_tokens > out.cap and out_grow(out, out.size + e.n_tokens) < 0:
-            return ERR_NOMEM
-        memcpy(out.data + out.size, e.tokens, e.n_tokens * sizeof(uint32_t))
-        out.size += e.n_tokens
-        return ERR_NONE
+    if n == 2:
+        r = v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
+        if r != NO_RANK:
+            return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+    if n <= 8:
+        w = fbe_word(p, n)
+        h = fbe_hash_word(w, n)
+    else:
+        w = fbe_load64(p)
+        h = fbe_hash(p, n)
+    if cache != NULL and n <= CACHE_KEY_MAX:
+        e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
+        if e.length == n and e.tag == <uint32_t>h and memcmp(e.key, p, n) == 0:
+            if out.size + e.n_tokens > out.cap and out_grow(out, out.size + e.n_tokens) < 0:
+                return ERR_NOMEM
+            memcpy(out.data + out.size, e.tokens, e.n_tokens * sizeof(uint32_t))
+            out.size += e.n_tokens
+            return ERR_NONE
     before = out.size
-    rc = bpe_merge(v, p, n, out, err_pos)
-    if rc == ERR_NONE and out.size - before <= CACHE_TOK_MAX:
-        e.hash = h
-        e.length = <uint32_t>n
-        e.n_tokens = <uint32_t>(out.size - before)
+    if n == 1:
+        r = v.byte_rank[p[0]]
+        if r == NO_RANK:
+            err_pos[0] = 0
+            return ERR_BYTE
+        rc = ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+    elif n == 2:
+        rc = bpe_merge(v, p, n, out, err_pos)
+    else:
+        r = vocab_rank_hashed(v, p, n, w, h)
+        if r != NO_RANK:
+            rc = ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+        else:
+            rc = bpe_merge(v, p, n, out, err_pos)
+    if e != NULL and rc == ERR_NONE and out.size - before <= CACHE_TOK_MAX:
+        e.tag = <uint32_t>h
+        e.length = <uint16_t>n
+        e.n_tokens = <uint16_t>(out.size - before)
         memcpy(e.key, p, n)
         memcpy(e.tokens, out.data + before, e.n_tokens * sizeof(uint32_t))
     return rc
