@@ -123,6 +123,7 @@ cdef enum:
     ERR_NOMEM = 1
     ERR_BYTE = 2       # a byte that is not a token (tiktoken would panic)
     ERR_SURROGATE = 3  # the str holds a lone surrogate: the caller fixes it up and retries
+    ERR_TOO_LONG = 4   # a single pre-tokenized chunk of 4 GiB or more
     MAX_THREADS_C = 1024
 
 #: Chunks longer than this (in bytes) are merged with the heap; shorter ones by the simple
@@ -326,14 +327,10 @@ cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     return rc
 
 
-cdef struct HeapItem:
-    uint32_t rank
-    Py_ssize_t pos
-
-
-cdef inline bint heap_less(const HeapItem* a, const HeapItem* b) noexcept nogil:
-    # Lowest rank first; on equal ranks the leftmost pair, exactly as the scan does.
-    return a.rank < b.rank or (a.rank == b.rank and a.pos < b.pos)
+# A heap entry is one word, rank << 32 | position: lowest rank first and, on equal
+# ranks, the leftmost pair, exactly as the scan chooses. (Positions fit in 32 bits:
+# longer chunks are refused before merging.)
+ctypedef uint64_t HeapItem
 
 
 cdef inline void heap_sift_down(HeapItem* h, Py_ssize_t size, Py_ssize_t i) noexcept nogil:
@@ -343,9 +340,9 @@ cdef inline void heap_sift_down(HeapItem* h, Py_ssize_t size, Py_ssize_t i) noex
         child = 2 * i + 1
         if child >= size:
             break
-        if child + 1 < size and heap_less(&h[child + 1], &h[child]):
+        if child + 1 < size and h[child + 1] < h[child]:
             child += 1
-        if not heap_less(&h[child], &item):
+        if h[child] >= item:
             break
         h[i] = h[child]
         i = child
@@ -354,13 +351,11 @@ cdef inline void heap_sift_down(HeapItem* h, Py_ssize_t size, Py_ssize_t i) noex
 
 cdef inline void heap_push(HeapItem* h, Py_ssize_t* size, uint32_t rank, Py_ssize_t pos) noexcept nogil:
     cdef Py_ssize_t i = size[0], parent
-    cdef HeapItem item
-    item.rank = rank
-    item.pos = pos
+    cdef HeapItem item = (<uint64_t>rank << 32) | <uint64_t>pos
     size[0] += 1
     while i > 0:
         parent = (i - 1) >> 1
-        if not heap_less(&item, &h[parent]):
+        if item >= h[parent]:
             break
         h[i] = h[parent]
         i = parent
@@ -402,8 +397,7 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
         r = vocab_rank(v, p + i, 2) if i + 1 < n else NO_RANK
         pair_rank[i] = r
         if r != NO_RANK:
-            heap[heap_size].rank = r
-            heap[heap_size].pos = i
+            heap[heap_size] = (<uint64_t>r << 32) | <uint64_t>i
             heap_size += 1
     i = heap_size // 2
     while i > 0:
@@ -416,13 +410,14 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
         if heap_size > 0:
             heap[0] = heap[heap_size]
             heap_sift_down(heap, heap_size, 0)
-        i = top.pos
-        if pair_rank[i] != top.rank:
+        i = <Py_ssize_t>(top & <uint64_t>NO_RANK)
+        r = <uint32_t>(top >> 32)
+        if pair_rank[i] != r:
             continue  # stale
         # Merge part i with its successor j.
         j = nxt[i]
         k = nxt[j]
-        token[i] = top.rank
+        token[i] = r
         pair_rank[j] = NO_RANK
         nxt[i] = k
         if k < n:
@@ -476,6 +471,9 @@ cdef struct CacheEntry:       # one 64-byte cache line
 
 cdef inline int bpe_merge(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
                           Py_ssize_t* err_pos) noexcept nogil:
+    if <uint64_t>n >= <uint64_t>NO_RANK:   # positions must fit in 32 bits
+        err_pos[0] = 0
+        return ERR_TOO_LONG
     if n > heap_threshold:
         return bpe_heap(v, p, n, out, err_pos)
     return bpe_scan(v, p, n, out, err_pos)
@@ -1108,6 +1106,9 @@ cdef class CoreBPE:
     cdef int raise_job_error(self, Job* job) except -1:
         if job.err == ERR_NOMEM:
             raise MemoryError()
+        if job.err == ERR_TOO_LONG:
+            raise ValueError(f"a single pre-tokenized chunk at UTF-8 offset {job.err_pos} is "
+                             f"4 GiB or longer; such chunks are not supported")
         if job.err == ERR_BYTE:
             raise ValueError(f"byte {job.text[job.err_pos]:#04x} at UTF-8 offset {job.err_pos} "
                              f"is not a token of this vocabulary, so it cannot be encoded")
