@@ -415,3 +415,25 @@ def test_chunk_cache_with_many_repeats_and_collisions(pair, name):
     assert core.encode_ordinary(text) == tk.encode_ordinary(text)
     docs = [text[i : i + 5000] for i in range(0, len(text), 5000)]
     assert core.encode_ordinary_batch(docs, 2) == [tk.encode_ordinary(d) for d in docs]
+
+
+def test_uninitialised_core_raises_instead_of_crashing():
+    core = CoreBPE.__new__(CoreBPE)
+    with pytest.raises(RuntimeError):
+        core.encode_ordinary("abc")
+    with pytest.raises(RuntimeError):
+        core.decode_bytes([1])
+
+
+def test_shared_between_python_threads(pair):
+    """One immutable core used from several Python threads at once (GIL released)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    core, tk = pair("cl100k_base")
+    texts = [t * 50 for t in TEXTS if t] * 2
+    want = [tk.encode_ordinary(t) for t in texts]
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(core.encode_ordinary, texts))
+        batches = list(ex.map(lambda _: core.encode_ordinary_batch(texts, 2), range(4)))
+    assert got == want
+    assert all(b == want for b in batches)

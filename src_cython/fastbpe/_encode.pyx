@@ -1028,6 +1028,7 @@ cdef class CoreBPE:
         return int(self.max_token_id) + 1
 
     def __reduce__(self):
+        self.check_ready()
         # Packed vocabulary: one bytes arena plus two uint32 arrays; unpickling rebuilds
         # the tables natively without a 200k-entry dict.
         return (_rebuild_core, (
@@ -1114,9 +1115,15 @@ cdef class CoreBPE:
                              f"is not a token of this vocabulary, so it cannot be encoded")
         return 0
 
+    cdef int check_ready(self) except -1:
+        if self.vocab.slots == NULL:
+            raise RuntimeError("CoreBPE was not initialised (use CoreBPE(ranks, specials, pattern))")
+        return 0
+
     cdef object run(self, list texts, object allowed_special, int num_threads, int mode,
                     object dtype):
         """mode 0: list of lists; 1: one list (single text); 2: numpy (flat, offsets)."""
+        self.check_ready()
         cdef Py_ssize_t n_jobs = len(texts), i, total
         cdef list keep = []
         cdef CacheEntry* no_cache = NULL
@@ -1237,6 +1244,7 @@ cdef class CoreBPE:
 
     def encode_single_token(self, piece):
         """Id of a token given its bytes (or a special token's text/bytes); KeyError if none."""
+        self.check_ready()
         if isinstance(piece, str):
             if piece in self.special_tokens:
                 return self.special_tokens[piece]
@@ -1259,6 +1267,7 @@ cdef class CoreBPE:
 
     def _encode_chunk_bytes(self, bytes piece):
         """Testing hook: BPE-merge one chunk of raw bytes (no pre-tokenization)."""
+        self.check_ready()
         cdef OutBuf out
         cdef Py_ssize_t err_pos = 0
         cdef int rc
@@ -1283,6 +1292,7 @@ cdef class CoreBPE:
     # ---- decoding --------------------------------------------------------------------
 
     cdef bytes decode_array(self, cnp.ndarray arr):
+        self.check_ready()
         cdef const int64_t[::1] ids = arr
         cdef Py_ssize_t n = ids.shape[0], i, total = 0, bad = -1
         cdef int64_t e
@@ -1318,6 +1328,7 @@ cdef class CoreBPE:
         return [self.decode_array(_ids_array(t)) for t in batch]
 
     def decode_single_token_bytes(self, token):
+        self.check_ready()
         if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
             raise TypeError(f"token must be an int, not {type(token).__name__}")
         t = int(token)
@@ -1328,6 +1339,7 @@ cdef class CoreBPE:
 
     def token_byte_values(self):
         """Bytes of every mergeable token, sorted (as tiktoken returns them)."""
+        self.check_ready()
         arena = self.arena_obj
         out = []
         cdef Py_ssize_t i
