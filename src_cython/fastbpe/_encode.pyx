@@ -8,14 +8,27 @@ once, releases the GIL, and does the work in C over raw buffers.
 
 Layout (immutable after construction, so one object is safe to share between threads):
 - every token's bytes live in one arena (a ``bytes`` object kept alive by the core);
-- an open-addressing hash table maps a byte string to its rank (no Python dicts while
-  encoding);
+- an open-addressing hash table maps a byte string to its rank; slots hold the first 8
+  bytes of the token, so short strings compare without memcmp. In front of it: a table
+  of every 2-byte string's rank and a Bloom filter, both small enough for L2, because
+  most lookups while merging are of short non-tokens. Big tables sit on huge pages.
 - an id -> (offset, length) table serves decoding (dense when ids are dense, otherwise
   a sorted id array searched by bisection).
 
-Pre-tokenization: the three built-in patterns use the hand-written splitters of
-``fastbpe._pretokenize`` (no GIL); any other pattern goes through the ``regex`` module
-under the GIL, and only the BPE merging runs without it.
+Per call and per thread (never shared, so no locks): a direct-mapped cache of merged
+chunks of up to 24 bytes, used when the call has at least 8 KiB of text.
+
+Merging: chunks of up to ``heap_threshold`` bytes use tiktoken's simple scan; longer ones
+a heap over a linked list (O(n log n), so "x" * 10**7 stays linear-ish). Both are
+tested against each other and against a transcription of tiktoken's loop.
+
+Pre-tokenization: the three built-in patterns (tiktoken's exact pattern strings) use the
+hand-written splitters of ``fastbpe._pretokenize`` without the GIL, and the UTF-8 is
+made from the str's own buffer on the worker thread; any other pattern goes through
+the ``regex`` module under the GIL, and only the merging runs without it.
+
+Batch calls start plain pthreads for the call and join them before returning: no pool
+survives a call, so processes forked later (multiprocessing "fork") are safe.
 """
 import numpy as np
 cimport numpy as cnp
