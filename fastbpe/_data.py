@@ -1,5 +1,11 @@
 """Training inputs: a path, a list of paths, or an iterable of str, read as documents.
 
+Decision (what a document is): an item of an iterable of str is one document; in a file,
+every line (split on ``"\n"`` only, the ``"\n"`` kept) is one document, as HF
+``tokenizers`` and sentencepiece read text files. Pre-tokenizer chunks never cross a
+document boundary, so training on a file equals training on an iterator of its lines,
+however the file is cut into blocks or spread over threads and machines.
+
 Files are streamed in blocks of whole lines (never the whole corpus in memory); ``.gz``
 files are decompressed on the fly. Invalid UTF-8 raises ValueError naming the file and
 the byte offset, unless ``errors="replace"``.
@@ -104,3 +110,80 @@ def iter_texts(data, errors: str = "strict") -> Iterator[str]:
         if not isinstance(doc, str):
             raise TypeError(f"training data item {i} is {type(doc).__name__}, expected str")
         yield doc
+
+
+def split_lines(block: str) -> list[str]:
+    """Split on ``"\n"`` only, keeping it (``str.splitlines`` also splits on ``\r``, ``\x0c``, …).
+
+    >>> split_lines("a\\rb\\nc")
+    ['a\\rb\\n', 'c']
+    """
+    parts = block.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def iter_documents(data, errors: str = "strict") -> Iterator[str]:
+    """Yield documents: each line of each file, or each item of an iterable of str."""
+    if resolve_inputs(data) is not None:
+        for block in iter_texts(data, errors=errors):
+            yield from split_lines(block)
+    else:
+        yield from iter_texts(data, errors=errors)
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def split_ranges(path: Path, n_parts: int) -> list[tuple[int, int]]:
+    """Cut a plain file into about ``n_parts`` byte ranges ``[start, end)``; a range
+    owns the lines that *start* inside it, so ranges can be read independently (a gzip
+    file is one range: it can't be entered in the middle).
+
+    >>> import tempfile, os; f = tempfile.NamedTemporaryFile(delete=False); _ = f.write(b"ab\\ncd\\n"); f.close()
+    >>> split_ranges(Path(f.name), 2); os.unlink(f.name)
+    [(0, 3), (3, 6)]
+    """
+    size = path.stat().st_size
+    if n_parts <= 1 or size == 0 or is_gzip(path):
+        return [(0, size)]
+    cuts = [0]
+    with open(path, "rb") as fh:
+        for i in range(1, n_parts):
+            fh.seek(max(size * i // n_parts - 1, cuts[-1]))
+            fh.readline()  # move to the start of the next line
+            pos = fh.tell()
+            if cuts[-1] < pos < size:
+                cuts.append(pos)
+    cuts.append(size)
+    return list(zip(cuts, cuts[1:]))
+
+
+def iter_range_lines(path: Path, start: int, end: int, errors: str = "strict") -> Iterator[str]:
+    """Yield the documents (lines) of a byte range made by ``split_ranges``."""
+    path = Path(path)
+    if is_gzip(path):
+        if start != 0:
+            raise ValueError(f"{path}: a gzip file can only be read as a whole")
+        for block in iter_file_blocks(path, errors=errors):
+            yield from split_lines(block)
+        return
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        offset = start
+        while offset < end:
+            line = fh.readline()
+            if not line:
+                return
+            try:
+                yield line.decode("utf-8", errors=errors)
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{path}: not valid UTF-8 at byte offset {offset + exc.start} "
+                    f"({exc.reason}); pass errors='replace' to replace invalid bytes"
+                ) from None
+            offset += len(line)

@@ -84,6 +84,17 @@ def test_case_fold_table_matches_regex(letter, all_code_points):
     assert not np.any((folds != 0) & (np.isin(folds, [ord(c) for c in "sdmtlvre"]) == 0))
 
 
+def test_contractions_with_every_case_variant(all_code_points):
+    # Every code point that regex's (?i) equates with an ASCII letter (for example U+017F
+    # LONG S with "s", U+212A KELVIN SIGN with "k"), in the contraction positions.
+    variants = sorted({m.group() for m in regex.finditer(r"(?i:[a-z])", all_code_points)})
+    assert "\u017f" in variants and "\u212a" in variants
+    for c in variants:
+        for text in ["'" + c, "'" + c + "x", "a'" + c, "A'" + c, "'l" + c, "'" + c + "l",
+                     "'" + c + "e", "'v" + c, "'r" + c, "ab'" + c + "e", "AB'" + c + c]:
+            assert_same_split(text)
+
+
 def test_table_source_names_versions():
     assert P.UNICODE_SOURCE.startswith("regex ")
     assert "Unicode" in P.UNICODE_SOURCE
@@ -174,6 +185,17 @@ def test_whitespace_runs(before, ws, after):
     assert_same_split(before + ws * 3 + after)
 
 
+@pytest.mark.parametrize("run", ["x", "X", "ab", "é", "中"])
+def test_runs_end_at_every_byte_offset(run):
+    # The ASCII fast path tests 8 bytes at a time: end runs at every offset around the
+    # 8-byte steps, on every ASCII char and a few non-ASCII ones.
+    stops = [chr(c) for c in range(128)] + ["é", "\u0301", "中", "١", "\u00a0", "👍"]
+    for n in range(0, 19):
+        for stop in stops:
+            assert_same_split(run * n + stop + "yz")
+            assert_same_split(" " + run * n + stop)
+
+
 def test_dollar_before_final_newline():
     # Python-regex "$" also matches before a final "\n": \s++$ must still behave.
     for text in ["a \n", "a  \n", "a\t\n", "a \n\n", "a \nb", "a  \r\n", "a\n \n"]:
@@ -191,6 +213,8 @@ TRICKY = [
     "\u212a", "Σ", "σ", "ς", "ß", "ﬅ", "\u200d", "👍", "🏽", "Hello", "HELLO", "hello",
     "'s", "'S", "'ll", "'LL", "'ve", "'re", "'d", "'m", "'t", "'ſ", "'x", "ǅemal",
     "\U0001e030", "\u0903", "ःa",
+    # One or two of each class o200k tells apart: Lu, Ll, Lt, Lm, Lo, Mn, Mc, Me, N, \s.
+    "Ω", "Ǆ", "ß", "ᾈ", "ᵃ", "ˆ", "א", "\u0300", "\u093e", "\u20dd", "²", "\u2009",
 ]
 
 tricky_text = st.lists(
@@ -310,6 +334,38 @@ def test_split_offsets():
         P.split_offsets(b"a\xffb", "gpt2")
     with pytest.raises(ValueError, match="nope"):
         P.split_offsets(b"abc", "nope")
+
+
+UTF8_EDGES = [b"\xc0\x80", b"\xc1\xbf", b"\xc2\x80", b"\xe0\x80\x80", b"\xe0\xa0\x80",
+              b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xef\xbf\xbf", b"\xf0\x80\x80\x80",
+              b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80",
+              b"\xff", b"\x80", b"\xe2\x82", b"\xf0\x9f\x98", b"\xc3"]
+
+
+@settings(max_examples=500)
+@given(st.lists(st.one_of(st.binary(max_size=12), st.sampled_from(UTF8_EDGES),
+                          st.text(max_size=5).map(str.encode)), max_size=8).map(b"".join))
+def test_split_offsets_accepts_exactly_what_the_codec_accepts(data):
+    try:
+        text = data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        with pytest.raises(ValueError):
+            P.split_offsets(data, "cl100k")
+        return
+    ends = P.split_offsets(data, "cl100k")
+    chunks = [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip([0, *ends[:-1]], ends)]
+    assert chunks == expected(text, "cl100k")
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=40))
+def test_kernel_survives_malformed_utf8(data):
+    # The kernel's contract is valid UTF-8, but bad bytes must not crash, hang or read
+    # past the end (each malformed byte counts as one symbol).
+    for pid in (P.SPLIT_GPT2, P.SPLIT_CL100K, P.SPLIT_O200K):
+        count = P._count_chunks(data, pid)
+        assert (count == 0) == (len(data) == 0)
+        assert count <= len(data)
 
 
 def test_long_runs_are_linear():

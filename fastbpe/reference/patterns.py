@@ -1,8 +1,11 @@
 """Split patterns: the exact strings tiktoken uses, and a resolver for custom ones.
 
-Decision (Unicode version): character classes such as ``\\p{L}`` follow the Unicode
-tables of the installed ``regex`` module; the native pre-tokenizers are generated from
-and tested against those same tables, so both always agree with ``regex``.
+Decision (Unicode version): character classes such as ``\\p{L}`` are those of the
+``regex`` module. The native pre-tokenizers' tables were generated from regex 2026.5.9
+(Unicode 17.0) by ``tools/gen_unicode_tables.py``; the test extra pins that version so
+the native code and this reference are compared on the same tables. With another
+``regex`` the two can differ only on code points whose category changed between the
+Unicode versions (newly assigned characters); re-run the generator to move.
 """
 from __future__ import annotations
 

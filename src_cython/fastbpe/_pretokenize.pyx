@@ -17,6 +17,8 @@ Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is 
 back with "surrogatepass". No error is raised.
 """
 from libc.stdint cimport uint16_t, uint32_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
@@ -31,6 +33,51 @@ cdef extern from "_unicode_tables.h" nogil:
     const uint16_t* fbpe_ascii_flags
     uint16_t fbpe_class_of(uint32_t cp)
     int fbpe_fold_letter(uint32_t cp)
+
+# Word-at-a-time skipping of ASCII letter runs: words are the most common chunks, and
+# testing 8 bytes per step removes most per-byte branches (and their mispredictions at
+# the end of every word). Byte-order dependent, so only on little-endian GCC/Clang; the
+# byte loop after it finishes (or replaces) the job everywhere.
+cdef extern from *:
+    """
+    #include <string.h>
+    #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    #define FBPE_SWAR 1
+    #else
+    #define FBPE_SWAR 0
+    #endif
+    #define FBPE_ONES 0x0101010101010101ULL
+    #define FBPE_HIGH 0x8080808080808080ULL
+
+    /* End of the run from i of ASCII bytes b with lo <= (b | fold) <= hi (fold is 0 or
+       0x20, the bit that makes ASCII letters lower case); stops at any byte >= 0x80. */
+    static inline Py_ssize_t fbpe_ascii_range_end(const unsigned char *t, Py_ssize_t i,
+                                                  Py_ssize_t end, unsigned lo, unsigned hi,
+                                                  unsigned fold) {
+    #if FBPE_SWAR
+        while (end - i >= 8) {
+            uint64_t x, y, ge_lo, gt_hi, stop;
+            memcpy(&x, t + i, 8);
+            /* 7-bit bytes, so the additions below never carry into the next byte. */
+            y = (x & ~FBPE_HIGH) | (FBPE_ONES * fold);
+            ge_lo = y + FBPE_ONES * (0x80u - lo);       /* high bit: y >= lo */
+            gt_hi = y + FBPE_ONES * (0x7Fu - hi);       /* high bit: y > hi */
+            stop = ~(ge_lo & ~gt_hi & ~x) & FBPE_HIGH;  /* high bit: byte ends the run */
+            if (stop) return i + (__builtin_ctzll(stop) >> 3);
+            i += 8;
+        }
+    #endif
+        while (i < end) {
+            unsigned b = t[i];
+            if (b >= 0x80u || (b | fold) < lo || (b | fold) > hi) break;
+            i++;
+        }
+        return i;
+    }
+    """
+    Py_ssize_t fbpe_ascii_range_end(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                    unsigned lo, unsigned hi, unsigned fold) nogil
+
 
 #: Where the Unicode tables came from (regex version, Unicode version).
 UNICODE_SOURCE = FBPE_UNICODE_SOURCE.decode("ascii")
@@ -52,25 +99,32 @@ cdef enum:
 # Decoding. text[start:end] is UTF-8 by contract; still, no read ever goes past `end`
 # even on malformed bytes (a bad byte is one "other" char), so bad input cannot crash.
 
-cdef uint16_t _class_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
-                               Py_ssize_t* width) noexcept nogil:
+cdef inline uint32_t _decode_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                       Py_ssize_t* width) noexcept nogil:
+    """Code point of the multi-byte sequence at i (t[i] >= 0x80), its length to width.
+
+    A malformed or truncated sequence is one byte decoding to 0xFFFFFFFF, which has no
+    class bits and folds to nothing (and UTF-8 input never has one).
+    """
     cdef unsigned char b = t[i]
     cdef Py_ssize_t avail = end - i
-    cdef uint32_t cp
     if 0xC0 <= b < 0xE0 and avail >= 2:
-        cp = ((b & 0x1F) << 6) | (t[i + 1] & 0x3F)
         width[0] = 2
-    elif 0xE0 <= b < 0xF0 and avail >= 3:
-        cp = ((b & 0x0F) << 12) | ((t[i + 1] & 0x3F) << 6) | (t[i + 2] & 0x3F)
+        return ((b & 0x1F) << 6) | (t[i + 1] & 0x3F)
+    if 0xE0 <= b < 0xF0 and avail >= 3:
         width[0] = 3
-    elif 0xF0 <= b < 0xF8 and avail >= 4:
-        cp = (((b & 0x07) << 18) | ((t[i + 1] & 0x3F) << 12) | ((t[i + 2] & 0x3F) << 6)
-              | (t[i + 3] & 0x3F))
+        return ((b & 0x0F) << 12) | ((t[i + 1] & 0x3F) << 6) | (t[i + 2] & 0x3F)
+    if 0xF0 <= b < 0xF8 and avail >= 4:
         width[0] = 4
-    else:
-        width[0] = 1
-        return 0
-    return fbpe_class_of(cp)
+        return (((b & 0x07) << 18) | ((t[i + 1] & 0x3F) << 12) | ((t[i + 2] & 0x3F) << 6)
+                | (t[i + 3] & 0x3F))
+    width[0] = 1
+    return 0xFFFFFFFFu
+
+
+cdef uint16_t _class_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                               Py_ssize_t* width) noexcept nogil:
+    return fbpe_class_of(_decode_multibyte(t, i, end, width))  # 0 beyond U+10FFFF
 
 
 cdef inline uint16_t _class_at(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
@@ -87,24 +141,10 @@ cdef inline int _fold_at(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
                          Py_ssize_t* width) noexcept nogil:
     """The contraction letter (lower-case ASCII) the char at i matches under (?i), or 0."""
     cdef unsigned char b = t[i]
-    cdef Py_ssize_t avail = end - i
-    cdef uint32_t cp
-    width[0] = 1
     if b < 0x80:
+        width[0] = 1
         return fbpe_fold_letter(b)
-    if 0xC0 <= b < 0xE0 and avail >= 2:
-        cp = ((b & 0x1F) << 6) | (t[i + 1] & 0x3F)
-        width[0] = 2
-    elif 0xE0 <= b < 0xF0 and avail >= 3:
-        cp = ((b & 0x0F) << 12) | ((t[i + 1] & 0x3F) << 6) | (t[i + 2] & 0x3F)
-        width[0] = 3
-    elif 0xF0 <= b < 0xF8 and avail >= 4:
-        cp = (((b & 0x07) << 18) | ((t[i + 1] & 0x3F) << 12) | ((t[i + 2] & 0x3F) << 6)
-              | (t[i + 3] & 0x3F))
-        width[0] = 4
-    else:
-        return 0
-    return fbpe_fold_letter(cp)
+    return fbpe_fold_letter(_decode_multibyte(t, i, end, width))
 
 
 # ---------------------------------------------------------------------------------------
@@ -125,6 +165,40 @@ cdef inline Py_ssize_t _run_any(const unsigned char* t, Py_ssize_t i, Py_ssize_t
             if not (_class_multibyte(t, i, end, &w) & mask):
                 break
             i += w
+    return i
+
+
+cdef inline bint _is_ascii_letter(unsigned char b) noexcept nogil:
+    return 97 <= (b | 0x20) <= 122
+
+
+cdef inline Py_ssize_t _run_letters(const unsigned char* t, Py_ssize_t i,
+                                    Py_ssize_t end) noexcept nogil:
+    """End of the \\p{L} run from i (ASCII letters are exactly A-Z and a-z)."""
+    cdef Py_ssize_t w
+    while i < end:
+        if t[i] < 0x80:
+            i = fbpe_ascii_range_end(t, i, end, 97, 122, 0x20)
+            if i >= end or t[i] < 0x80:
+                return i
+        if not (_class_multibyte(t, i, end, &w) & FBPE_L):
+            return i
+        i += w
+    return i
+
+
+cdef inline Py_ssize_t _run_lower(const unsigned char* t, Py_ssize_t i,
+                                  Py_ssize_t end) noexcept nogil:
+    """End of the run from i of o200k's W = [\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}] (ASCII: a-z)."""
+    cdef Py_ssize_t w
+    while i < end:
+        if t[i] < 0x80:
+            i = fbpe_ascii_range_end(t, i, end, 97, 122, 0)
+            if i >= end or t[i] < 0x80:
+                return i
+        if not (_class_multibyte(t, i, end, &w) & FBPE_W):
+            return i
+        i += w
     return i
 
 
@@ -184,11 +258,15 @@ cdef inline Py_ssize_t _whitespace(const unsigned char* t, Py_ssize_t p, Py_ssiz
         (left to lead the next word), if that is not empty.
     ``\\s`` / ``\\s+`` -- else the single char.
     """
-    cdef Py_ssize_t i = p, last_start = p, last_crlf = -1, w
+    cdef Py_ssize_t i = p, last_start = p, last_crlf = -1, w, j
     cdef unsigned char b
     while i < end:
         b = t[i]
-        if b < 0x80:
+        if b == 32:  # runs of spaces (indentation) a word at a time
+            j = fbpe_ascii_range_end(t, i + 1, end, 32, 32, 0)
+            last_start = j - 1
+            i = j
+        elif b < 0x80:
             if not (fbpe_ascii_flags[b] & FBPE_WS):
                 break
             if b == 10 or b == 13:
@@ -217,6 +295,11 @@ cdef inline Py_ssize_t _gpt2(const unsigned char* t, Py_ssize_t p,
     cdef unsigned char b = t[p], b1, b2
     cdef Py_ssize_t w, q = p
     cdef uint16_t c
+    # Fast path for the most common chunks: "word" and " word" in ASCII.
+    if _is_ascii_letter(b):
+        return _run_letters(t, p + 1, end)
+    if b == 32 and p + 1 < end and _is_ascii_letter(t[p + 1]):
+        return _run_letters(t, p + 2, end)
     if b == 39 and p + 1 < end:  # '(?:[sdmt]|ll|ve|re), case-sensitive
         b1 = t[p + 1]
         if b1 == 115 or b1 == 100 or b1 == 109 or b1 == 116:
@@ -225,19 +308,19 @@ cdef inline Py_ssize_t _gpt2(const unsigned char* t, Py_ssize_t p,
             b2 = t[p + 2]
             if (b1 == 108 and b2 == 108) or (b2 == 101 and (b1 == 118 or b1 == 114)):
                 return p + 3
-    c = _class_at(t, p, end, &w)
     if b == 32 and p + 1 < end:  # " ?" joins a following non-space to its run
-        c = _class_at(t, p + 1, end, &w)
-        if not (c & FBPE_WS):
-            q = p + 1
-        else:
-            c = FBPE_WS
+        q = p + 1
+        c = _class_at(t, q, end, &w)
+        if c & FBPE_WS:
+            return _whitespace(t, p, end, True, False)
+    else:
+        c = _class_at(t, p, end, &w)
     if c & FBPE_L:
-        return _run_any(t, q, end, FBPE_L)  # ?\p{L}++
+        return _run_letters(t, q + w, end)  # ?\p{L}++
     if c & FBPE_N:
-        return _run_any(t, q, end, FBPE_N)  # ?\p{N}++
+        return _run_any(t, q + w, end, FBPE_N)  # ?\p{N}++
     if not (c & FBPE_WS):
-        return _run_none(t, q, end, NOT_OTHER)  # ?[^\s\p{L}\p{N}]++
+        return _run_none(t, q + w, end, NOT_OTHER)  # ?[^\s\p{L}\p{N}]++
     return _whitespace(t, p, end, True, False)
 
 
@@ -267,20 +350,25 @@ cdef inline Py_ssize_t _cl100k(const unsigned char* t, Py_ssize_t p,
     cdef unsigned char b = t[p]
     cdef Py_ssize_t w, w2, r
     cdef uint16_t c
+    # Fast path for the most common chunks: "word" and " word" in ASCII.
+    if _is_ascii_letter(b):
+        return _run_letters(t, p + 1, end)
+    if b == 32 and p + 1 < end and _is_ascii_letter(t[p + 1]):
+        return _run_letters(t, p + 2, end)
     if b == 39:
         r = _contraction_ci(t, p, end)
         if r >= 0:
             return r
     c = _class_at(t, p, end, &w)
     if c & FBPE_L:
-        return _run_any(t, p + w, end, FBPE_L)  # \p{L}++
+        return _run_letters(t, p + w, end)  # \p{L}++
     if c & FBPE_N:
         return _run_numbers_upto3(t, p, end)  # \p{N}{1,3}+
     # [^\r\n\p{L}\p{N}]?+\p{L}++ with the prefix taken. Possessive, and without the
     # prefix \p{L} cannot match here, so no second try.
     if b != 13 and b != 10 and p + w < end:
         if _class_at(t, p + w, end, &w2) & FBPE_L:
-            return _run_any(t, p + w + w2, end, FBPE_L)
+            return _run_letters(t, p + w + w2, end)
     if b == 32 and p + 1 < end and not (_class_at(t, p + 1, end, &w2) & NOT_OTHER):
         return _run_crlf(t, _run_none(t, p + 1, end, NOT_OTHER), end)  # " ?[^...]++[\r\n]*+"
     if not (c & FBPE_WS):
@@ -329,7 +417,7 @@ cdef inline Py_ssize_t _o200k_alt1(const unsigned char* t, Py_ssize_t s,
         c = _class_at(t, i, end, &w)
         if not (c & FBPE_U):
             if c & FBPE_W:
-                return _o200k_suffix(t, _run_any(t, i + w, end, FBPE_W), end)
+                return _o200k_suffix(t, _run_lower(t, i + w, end), end)
             break
         i += w
         if c & FBPE_W:
@@ -345,15 +433,31 @@ cdef inline Py_ssize_t _o200k_alt2(const unsigned char* t, Py_ssize_t s,
     cdef Py_ssize_t u = _run_any(t, s, end, FBPE_U)
     if u == s:
         return -1
-    return _o200k_suffix(t, _run_any(t, u, end, FBPE_W), end)
+    return _o200k_suffix(t, _run_lower(t, u, end), end)
 
 
 cdef inline Py_ssize_t _o200k(const unsigned char* t, Py_ssize_t p,
                               Py_ssize_t end) noexcept nogil:
     cdef unsigned char b = t[p]
     cdef Py_ssize_t w, w2, r
-    cdef uint16_t c = _class_at(t, p, end, &w)
+    cdef uint16_t c
     cdef bint prefix
+    # Fast path for the most common chunks, "word" and " word" in lower case: (1) with
+    # an empty U* (a-z is not in U) and W+ starting on the a-z char.
+    if 97 <= b <= 122:
+        return _o200k_suffix(t, _run_lower(t, p + 1, end), end)
+    if b == 32 and p + 1 < end and 97 <= t[p + 1] <= 122:
+        return _o200k_suffix(t, _run_lower(t, p + 2, end), end)
+    # "Word" / " Word": U* takes A-Z; if a-z follows, U* has ended and W+ starts there.
+    if b == 32 and p + 1 < end and 65 <= t[p + 1] <= 90:
+        r = fbpe_ascii_range_end(t, p + 2, end, 65, 90, 0)
+        if r < end and 97 <= t[r] <= 122:
+            return _o200k_suffix(t, _run_lower(t, r + 1, end), end)
+    elif 65 <= b <= 90:
+        r = fbpe_ascii_range_end(t, p + 1, end, 65, 90, 0)
+        if r < end and 97 <= t[r] <= 122:
+            return _o200k_suffix(t, _run_lower(t, r + 1, end), end)
+    c = _class_at(t, p, end, &w)
     if c & FBPE_N:
         return _run_numbers_upto3(t, p, end)  # (3); N is in no other alternative's start
     # [^\r\n\p{L}\p{N}]? can take the char at p (whitespace, symbols and marks M).
@@ -384,6 +488,14 @@ cdef inline Py_ssize_t _o200k(const unsigned char* t, Py_ssize_t p,
 
 cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_t start,
                                Py_ssize_t end) noexcept nogil:
+    """End (> start) of the chunk of text[start:end] that starts at start.
+
+    text[start:end] is UTF-8 and `end` is where regex's `$` matches (the end of the
+    segment). pattern is SPLIT_GPT2, SPLIT_CL100K or SPLIT_O200K (any other value splits
+    as GPT-2). Pure function of its arguments: safe to call from many threads.
+    """
+    if start >= end:  # outside the contract; never read text[end]
+        return end
     if pattern == SPLIT_CL100K:
         return _cl100k(text, start, end)
     if pattern == SPLIT_O200K:
@@ -432,10 +544,59 @@ cdef int _require_pattern(pattern) except -1:
     return pid
 
 
+cdef Py_ssize_t _utf8_error_offset(const unsigned char* t, Py_ssize_t n) noexcept nogil:
+    """Offset of the first malformed UTF-8 sequence in t[:n], or -1 if there is none.
+
+    Accepts what ``bytes.decode("utf-8", "surrogatepass")`` accepts (encoded lone
+    surrogates included), which is what ``split`` feeds the kernel. Faster than decoding
+    into a str just to validate.
+    """
+    cdef Py_ssize_t i = 0
+    cdef unsigned char b, b1
+    while i < n:
+        i = fbpe_ascii_range_end(t, i, n, 0, 127, 0)
+        if i >= n:
+            break
+        b = t[i]
+        if b < 0xC2:
+            return i
+        if b < 0xE0:
+            if i + 1 >= n or (t[i + 1] & 0xC0) != 0x80:
+                return i
+            i += 2
+        elif b < 0xF0:
+            if i + 2 >= n or (t[i + 1] & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80:
+                return i
+            if b == 0xE0 and t[i + 1] < 0xA0:  # overlong
+                return i
+            i += 3
+        elif b < 0xF5:
+            if (i + 3 >= n or (t[i + 1] & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80
+                    or (t[i + 3] & 0xC0) != 0x80):
+                return i
+            b1 = t[i + 1]
+            if (b == 0xF0 and b1 < 0x90) or (b == 0xF4 and b1 >= 0x90):  # overlong, > U+10FFFF
+                return i
+            i += 4
+        else:
+            return i
+    return -1
+
+
 cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
-                            cnp.int64_t* ends) noexcept nogil:
-    cdef Py_ssize_t pos = 0, count = 0
+                            cnp.int64_t** ends_ptr, Py_ssize_t* cap_ptr) noexcept nogil:
+    """Chunk ends of t[:n] into the malloc'd *ends_ptr, grown as needed; -1 if no memory."""
+    cdef Py_ssize_t pos = 0, count = 0, cap = cap_ptr[0]
+    cdef cnp.int64_t* ends = ends_ptr[0]
+    cdef cnp.int64_t* grown
     while pos < n:
+        if count == cap:
+            cap = cap * 2 + 16
+            grown = <cnp.int64_t*>realloc(ends, cap * sizeof(cnp.int64_t))
+            if grown == NULL:
+                return -1
+            ends = ends_ptr[0] = grown
+            cap_ptr[0] = cap
         pos = next_chunk_end(pid, t, pos, n)
         ends[count] = pos
         count += 1
@@ -445,11 +606,23 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
 cdef cnp.ndarray _offsets(int pid, bytes data):
     cdef Py_ssize_t n = len(data), count
     cdef const unsigned char* t = data
-    cdef cnp.ndarray[cnp.int64_t, ndim=1] ends = np.empty(n, dtype=np.int64)
-    cdef cnp.int64_t* out = <cnp.int64_t*>ends.data
-    with nogil:
-        count = _split_into(pid, t, n, out)
-    return ends[:count].copy()
+    # About one chunk per 4 bytes in prose and code; grow from a quarter of the length.
+    cdef Py_ssize_t cap = n // 4 + 16
+    cdef cnp.int64_t* ends = <cnp.int64_t*>malloc(cap * sizeof(cnp.int64_t))
+    cdef cnp.ndarray[cnp.int64_t, ndim=1] out
+    if ends == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            count = _split_into(pid, t, n, &ends, &cap)
+        if count < 0:
+            raise MemoryError()
+        out = np.empty(count, dtype=np.int64)
+        if count:
+            memcpy(out.data, ends, count * sizeof(cnp.int64_t))
+        return out
+    finally:
+        free(ends)
 
 
 def split_offsets(data, pattern):
@@ -467,7 +640,13 @@ def split_offsets(data, pattern):
     elif not isinstance(data, bytes):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
     cdef int pid = _require_pattern(pattern)
-    data.decode("utf-8", "surrogatepass")  # validate: the kernel trusts its input
+    cdef const unsigned char* t = <bytes>data
+    cdef Py_ssize_t bad, n = len(data)
+    with nogil:
+        bad = _utf8_error_offset(t, n)
+    if bad >= 0:  # the kernel trusts its input; let the codec word the error
+        data.decode("utf-8", "surrogatepass")
+        raise ValueError(f"data is not valid UTF-8 at byte offset {bad}")
     return _offsets(pid, data)
 
 

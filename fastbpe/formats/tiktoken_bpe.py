@@ -1,0 +1,93 @@
+"""The ``.tiktoken`` format: one ``base64(token bytes) rank`` pair per line.
+
+It holds only the mergeable ranks. The split pattern and special tokens of the three
+public OpenAI files are recognised by the file's sha256 (the hashes tiktoken checks).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from pathlib import Path
+
+from ..reference import patterns
+from ._atomic import atomic_write_bytes
+
+#: sha256 of the public files -> (name, pattern, special tokens), as tiktoken_ext defines.
+KNOWN_FILES = {
+    "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930": (
+        "gpt2", patterns.GPT2, {"<|endoftext|>": 50256},
+    ),
+    "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7": (
+        "cl100k_base",
+        patterns.CL100K,
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
+    "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d": (
+        "o200k_base", patterns.O200K, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
+}
+
+
+def parse_tiktoken_bpe(contents: bytes, source: str = "<bytes>") -> dict[bytes, int]:
+    """Parse ``.tiktoken`` contents; malformed lines raise ValueError naming source and line.
+
+    >>> parse_tiktoken_bpe(b"YQ== 0\\nYg== 1\\n")
+    {b'a': 0, b'b': 1}
+    """
+    ranks: dict[bytes, int] = {}
+    seen_ranks: dict[int, int] = {}
+    for lineno, line in enumerate(contents.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split()
+        if len(fields) != 2:
+            raise ValueError(f"{source}, line {lineno}: expected 'base64-token rank', got {line[:80]!r}")
+        try:
+            token = base64.b64decode(fields[0], validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"{source}, line {lineno}: invalid base64 token {fields[0][:80].decode('ascii', 'replace')!r}") from None
+        try:
+            rank = int(fields[1])
+        except ValueError:
+            raise ValueError(
+                f"{source}, line {lineno}: rank {fields[1][:40].decode('ascii', 'replace')!r} is not an integer"
+            ) from None
+        if rank < 0:
+            raise ValueError(f"{source}, line {lineno}: negative rank {rank}")
+        if token in ranks:
+            raise ValueError(f"{source}, line {lineno}: duplicate token {token!r} (first at rank {ranks[token]})")
+        if rank in seen_ranks:
+            raise ValueError(f"{source}, line {lineno}: duplicate rank {rank} (first on line {seen_ranks[rank]})")
+        ranks[token] = rank
+        seen_ranks[rank] = lineno
+    if not ranks:
+        raise ValueError(f"{source}: no tokens found; is this a .tiktoken file?")
+    return ranks
+
+
+def read_tiktoken(path: str | os.PathLike) -> tuple[dict[bytes, int], tuple | None]:
+    """Read a ``.tiktoken`` file: ``(ranks, known)`` where ``known`` is
+    ``(name, pattern, special_tokens)`` for the public OpenAI files, else None."""
+    path = Path(path)
+    contents = path.read_bytes()
+    known = KNOWN_FILES.get(hashlib.sha256(contents).hexdigest())
+    return parse_tiktoken_bpe(contents, str(path)), known
+
+
+def dump_tiktoken_bpe(ranks: dict[bytes, int]) -> bytes:
+    """Serialise ranks in rank order, the way tiktoken writes them."""
+    lines = [base64.b64encode(tok) + b" " + str(rank).encode() for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1])]
+    return b"\n".join(lines) + b"\n"
+
+
+def write_tiktoken(path: str | os.PathLike, ranks: dict[bytes, int]) -> Path:
+    """Save ranks as a ``.tiktoken`` file (atomically)."""
+    return atomic_write_bytes(path, dump_tiktoken_bpe(ranks))

@@ -1,0 +1,79 @@
+"""The pure-Python twin of the native ``CoreBPE``: same interface, reference semantics.
+
+``fastbpe.Encoding`` holds the policy (validation, special-token checks) and delegates
+the algorithm to a core. This one is built from ``reference.bpe`` functions only, so
+tests can run any ``Encoding`` on it and compare with the native core id for id.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from . import bpe
+
+
+class CoreBPE:
+    """Encode and decode with tiktoken's rules.
+
+    >>> core = CoreBPE({bytes([i]): i for i in range(256)} | {b"ab": 256}, {"<s>": 257}, r".+")
+    >>> core.encode("ab<s>", {"<s>"})
+    [256, 257]
+    """
+
+    def __init__(self, mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int], pat_str: str):
+        self._ranks = dict(mergeable_ranks)
+        self._special = dict(special_tokens)
+        self._pat_str = pat_str
+        self._decoder = {rank: tok for tok, rank in self._ranks.items()}
+        self._decoder.update({i: s.encode("utf-8") for s, i in self._special.items()})
+
+    # encoding ------------------------------------------------------------------------
+    def encode_ordinary(self, text: str) -> list[int]:
+        return bpe.encode_ordinary(text, self._ranks, self._pat_str)
+
+    def encode(self, text: str, allowed_special: Iterable[str]) -> list[int]:
+        return bpe.encode(text, self._ranks, self._pat_str, self._special, allowed_special)
+
+    def encode_ordinary_batch(self, texts: Sequence[str], num_threads: int = 1) -> list[list[int]]:
+        return [self.encode_ordinary(t) for t in texts]
+
+    def encode_batch(self, texts: Sequence[str], allowed_special, num_threads: int = 1) -> list[list[int]]:
+        return [self.encode(t, allowed_special) for t in texts]
+
+    def encode_to_numpy(self, text: str, allowed_special, dtype=np.uint32) -> np.ndarray:
+        return np.asarray(self.encode(text, allowed_special), dtype=dtype)
+
+    def encode_batch_to_numpy(self, texts, allowed_special, num_threads: int = 1, dtype=np.uint32):
+        encoded = self.encode_batch(texts, allowed_special)
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        flat = np.fromiter((i for e in encoded for i in e), dtype=dtype, count=int(offsets[-1]))
+        return flat, offsets
+
+    def encode_single_token(self, piece: bytes) -> int:
+        if piece in self._ranks:
+            return self._ranks[piece]
+        try:
+            return self._special[piece.decode("utf-8")]
+        except (UnicodeDecodeError, KeyError):
+            raise KeyError(piece) from None
+
+    # decoding ------------------------------------------------------------------------
+    def decode_bytes(self, tokens: Iterable[int]) -> bytes:
+        return bpe.decode_bytes(tokens, self._decoder)
+
+    def decode_batch_bytes(self, batch: Sequence[Sequence[int]], num_threads: int = 1) -> list[bytes]:
+        return [self.decode_bytes(t) for t in batch]
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        try:
+            return self._decoder[token]
+        except KeyError:
+            raise KeyError(f"unknown token id {token!r}") from None
+
+    def token_byte_values(self) -> list[bytes]:
+        return sorted(self._ranks)
+
+    def __reduce__(self):
+        return (CoreBPE, (self._ranks, self._special, self._pat_str))

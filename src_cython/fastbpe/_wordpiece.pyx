@@ -1,0 +1,763 @@
+"""Native BERT WordPiece: normalisation, pre-tokenisation and LinMaxMatch in one pass.
+
+The rules are those of ``fastbpe.reference.wordpiece`` (the specification); this module
+only makes them fast:
+
+* Character classes, NFD decompositions, canonical combining classes and lowercase
+  mappings are computed once per process from Python's ``unicodedata`` into flat tables
+  indexed by code point, so the kernel never calls back into Python.
+* The text is streamed once: each input character is cleaned, mapped (accents stripped,
+  lowercased) and fed to the pre-tokeniser; each finished word goes straight to WordPiece.
+  Only the current word is buffered, and at most ``max_input_chars_per_word + 1`` of its
+  characters, so memory is O(word) and every step is linear.
+* WordPiece is LinMaxMatch (Song et al. 2021, "Fast WordPiece Tokenization"): a trie of all
+  tokens (the word-start trie) plus a trie of continuation tokens without their prefix
+  (rooted at the "suffix root"), with Aho-Corasick-like failure links and failure pops.
+  Each character is consumed once and each failure link followed is paid for by a popped
+  token, so a word of n characters costs O(n) and the result equals greedy
+  longest-match-first (MaxMatch), as HF computes it.
+* ``encode_batch`` runs the kernel on pthreads without the GIL; each thread writes into its
+  own growable buffers.
+"""
+import unicodedata
+
+import numpy as np
+cimport numpy as cnp
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+cnp.import_array()
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef unsigned long pthread_t
+    ctypedef struct pthread_attr_t:
+        pass
+    int pthread_create(pthread_t*, const pthread_attr_t*, void* (*)(void*) noexcept nogil, void*)
+    int pthread_join(pthread_t, void**)
+
+cdef enum:
+    N_CODEPOINTS = 0x110000
+
+# Flags per code point (input and normalised characters both use them).
+cdef enum:
+    F_DROP = 1      # clean_text removes it (NUL, U+FFFD, Cc/Cf/Cs/Co except \t\n\r)
+    F_WS = 2        # Unicode White_Space
+    F_PUNCT = 4     # BERT punctuation
+    F_CJK = 8       # padded with spaces (HF's CJK ranges)
+    F_MN = 16       # non-spacing mark: dropped by accent stripping
+    F_DECOMP = 32   # has a canonical decomposition (NFD differs)
+    F_LOWER = 64    # lower() differs
+
+
+# ---------------------------------------------------------------------------------------
+# Unicode tables (built once per process)
+# ---------------------------------------------------------------------------------------
+
+_TABLES = None
+
+
+def _build_tables():
+    """Flags, combining classes, NFD and lowercase mappings from unicodedata (Python 3.11 = Unicode 14)."""
+    from .reference import wordpiece as ref
+
+    flags = np.zeros(N_CODEPOINTS, dtype=np.uint8)
+    ccc = np.zeros(N_CODEPOINTS, dtype=np.uint8)
+    nfd_index = np.full(N_CODEPOINTS, -1, dtype=np.int32)
+    lower_index = np.full(N_CODEPOINTS, -1, dtype=np.int32)
+    data = [0]  # mappings: [length, cp, cp, ...] runs; index 0 unused
+    category = unicodedata.category
+    combining = unicodedata.combining
+    normalize = unicodedata.normalize
+    for cp in range(N_CODEPOINTS):
+        if 0xD800 <= cp <= 0xDFFF:
+            flags[cp] = F_DROP  # lone surrogates cannot come from valid text; drop them
+            continue
+        ch = chr(cp)
+        cat = category(ch)
+        if cat == "Cn":
+            continue  # unassigned: no class, kept as a letter (as HF)
+        f = 0
+        if ch == "\x00" or ch == "\ufffd" or ref.is_control(ch):
+            f |= F_DROP
+        if ref.is_punctuation(ch):
+            f |= F_PUNCT
+        if cat == "Mn":
+            f |= F_MN
+        c = combining(ch)
+        if c:
+            ccc[cp] = c
+        d = normalize("NFD", ch)
+        if d != ch:
+            f |= F_DECOMP
+            nfd_index[cp] = len(data)
+            data.append(len(d))
+            data.extend(ord(x) for x in d)
+        lo = ch.lower()
+        if lo != ch:
+            f |= F_LOWER
+            lower_index[cp] = len(data)
+            data.append(len(lo))
+            data.extend(ord(x) for x in lo)
+        flags[cp] = f
+    for ch in ref.WHITESPACE:
+        flags[ord(ch)] |= F_WS
+    for lo, hi in ref.CJK_RANGES:
+        flags[lo:hi + 1] |= F_CJK
+    return flags, ccc, nfd_index, lower_index, np.array(data, dtype=np.uint32)
+
+
+def unicode_tables():
+    """The (flags, ccc, nfd_index, lower_index, data) tables, built on first use."""
+    global _TABLES
+    if _TABLES is None:
+        _TABLES = _build_tables()
+    return _TABLES
+
+
+# ---------------------------------------------------------------------------------------
+# Growable buffers
+# ---------------------------------------------------------------------------------------
+
+cdef struct I32Vec:
+    int32_t* data
+    Py_ssize_t size
+    Py_ssize_t cap
+
+cdef struct I64Vec:
+    int64_t* data
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef inline int i32_push(I32Vec* v, int32_t x) noexcept nogil:
+    cdef Py_ssize_t cap
+    cdef int32_t* p
+    if v.size == v.cap:
+        cap = v.cap * 2 if v.cap else 64
+        p = <int32_t*>realloc(v.data, cap * sizeof(int32_t))
+        if p == NULL:
+            return -1
+        v.data = p
+        v.cap = cap
+    v.data[v.size] = x
+    v.size += 1
+    return 0
+
+
+cdef inline int i64_push(I64Vec* v, int64_t x) noexcept nogil:
+    cdef Py_ssize_t cap
+    cdef int64_t* p
+    if v.size == v.cap:
+        cap = v.cap * 2 if v.cap else 64
+        p = <int64_t*>realloc(v.data, cap * sizeof(int64_t))
+        if p == NULL:
+            return -1
+        v.data = p
+        v.cap = cap
+    v.data[v.size] = x
+    v.size += 1
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# The kernel state: read-only after construction, shared by all threads
+# ---------------------------------------------------------------------------------------
+
+cdef struct Model:
+    # unicode tables
+    const uint8_t* flags
+    const uint8_t* ccc
+    const int32_t* nfd_index
+    const int32_t* lower_index
+    const uint32_t* map_data
+    # options
+    bint clean_text
+    bint cjk
+    bint strip_accents
+    bint lowercase
+    bint turkish
+    int32_t max_chars
+    int32_t unk_id
+    # trie: node v has edges edge_start[v] .. edge_start[v+1]-1, sorted by edge_char
+    const int64_t* edge_start
+    const uint32_t* edge_char
+    const int32_t* edge_child
+    const int32_t* fail          # failure link, -1 = none
+    const int64_t* pop_start     # failure pops of v: pop_ids[pop_start[v] .. pop_start[v+1]-1]
+    const int32_t* pop_ids
+    const int32_t* tok_chars     # characters a continuation token covers (prefix excluded)
+    const int32_t* tok_full_chars  # characters a token covers at the word start (spelled in full)
+    const int32_t* tok_id        # the trie numbers tokens densely 0..n-1; this maps to vocab ids
+    # direct child table of the word-start root for code points < 0x10000 (hot path)
+    const int32_t* root_child_bmp
+    int32_t suffix_root
+    # training: emit the normalised words (code points, each word followed by a space)
+    # instead of token ids; the word buffer then grows instead of stopping at max_chars
+    bint words_only
+
+
+cdef struct Output:
+    I32Vec ids
+    I64Vec starts    # character offsets in the input text
+    I64Vec ends
+    bint want_offsets
+    int error
+
+
+cdef struct Scratch:
+    uint32_t* word      # normalised characters of the current word (<= max_chars + 1 kept)
+    int64_t* orig       # input index of each kept character
+    Py_ssize_t n        # characters in the word so far (may exceed what is kept)
+    Py_ssize_t cap
+    Py_ssize_t run_start  # where the current run of combining marks starts (reordering)
+    int64_t first_orig
+    int64_t last_orig
+    bint growable
+    bint oom
+
+
+cdef inline int32_t child_of(const Model* m, int32_t v, uint32_t c) noexcept nogil:
+    """Trie edge lookup: binary search in the node's sorted edge list; -1 if none."""
+    if v == 0 and c < 0x10000:
+        return m.root_child_bmp[c]
+    cdef int64_t lo = m.edge_start[v], hi = m.edge_start[v + 1] - 1, mid
+    cdef uint32_t x
+    while lo <= hi:
+        mid = (lo + hi) >> 1
+        x = m.edge_char[mid]
+        if x == c:
+            return m.edge_child[mid]
+        if x < c:
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return -1
+
+
+cdef inline int emit(Output* out, int32_t tid, int64_t start, int64_t end) noexcept nogil:
+    if i32_push(&out.ids, tid) != 0:
+        return -1
+    if out.want_offsets:
+        if i64_push(&out.starts, start) != 0 or i64_push(&out.ends, end) != 0:
+            return -1
+    return 0
+
+
+cdef int flush_word(const Model* m, Scratch* s, Output* out) noexcept nogil:
+    """WordPiece on the buffered word (LinMaxMatch), then reset the buffer."""
+    cdef Py_ssize_t n = s.n, i, base
+    cdef int32_t v, nxt, tid
+    cdef int64_t k
+    cdef Py_ssize_t mark = out.ids.size, pos = 0, width
+    s.n = 0
+    s.run_start = 0
+    if n == 0:
+        return 0
+    if s.oom:
+        return -1
+    if m.words_only:
+        for i in range(n):
+            if i32_push(&out.ids, <int32_t>s.word[i]) != 0:
+                return -1
+        return i32_push(&out.ids, 0x20)
+    if n > m.max_chars:
+        return emit(out, m.unk_id, s.first_orig, s.last_orig + 1)
+    v = 0
+    i = 0
+    while i < n:
+        nxt = child_of(m, v, s.word[i])
+        if nxt >= 0:
+            v = nxt
+            i += 1
+            continue
+        # no edge: pop the tokens recognised so far and follow the failure link
+        if m.fail[v] < 0:
+            out.ids.size = mark
+            if out.want_offsets:
+                out.starts.size = mark
+                out.ends.size = mark
+            return emit(out, m.unk_id, s.first_orig, s.last_orig + 1)
+        for k in range(m.pop_start[v], m.pop_start[v + 1]):
+            tid = m.pop_ids[k]
+            width = m.tok_full_chars[tid] if pos == 0 else m.tok_chars[tid]
+            if emit(out, m.tok_id[tid], s.orig[pos], s.orig[pos + width - 1] + 1) != 0:
+                return -1
+            pos += width
+        v = m.fail[v]
+    while v != m.suffix_root:
+        if m.fail[v] < 0:  # also covers the root: an empty remainder cannot happen
+            out.ids.size = mark
+            if out.want_offsets:
+                out.starts.size = mark
+                out.ends.size = mark
+            return emit(out, m.unk_id, s.first_orig, s.last_orig + 1)
+        for k in range(m.pop_start[v], m.pop_start[v + 1]):
+            tid = m.pop_ids[k]
+            width = m.tok_full_chars[tid] if pos == 0 else m.tok_chars[tid]
+            if emit(out, m.tok_id[tid], s.orig[pos], s.orig[pos + width - 1] + 1) != 0:
+                return -1
+            pos += width
+        v = m.fail[v]
+    return 0
+
+
+cdef void grow_scratch(Scratch* s) noexcept nogil:
+    cdef Py_ssize_t cap = s.cap * 2
+    cdef uint32_t* w = <uint32_t*>realloc(s.word, cap * sizeof(uint32_t))
+    if w == NULL:
+        s.oom = True
+        return
+    s.word = w
+    cdef int64_t* o = <int64_t*>realloc(s.orig, cap * sizeof(int64_t))
+    if o == NULL:
+        s.oom = True
+        return
+    s.orig = o
+    s.cap = cap
+
+
+cdef inline void word_append(const Model* m, Scratch* s, uint32_t c, int64_t orig) noexcept nogil:
+    """Add one normalised character to the current word (keeps at most max_chars + 1)."""
+    cdef Py_ssize_t j
+    cdef uint8_t cc
+    if s.n == 0:
+        s.first_orig = orig
+        s.run_start = 0
+    s.last_orig = orig
+    if s.n == s.cap and s.growable:
+        grow_scratch(s)
+    if s.n < s.cap:
+        s.word[s.n] = c
+        s.orig[s.n] = orig
+        cc = m.ccc[c] if m.strip_accents else 0
+        if cc == 0:
+            s.run_start = s.n + 1
+        else:
+            # canonical reordering (NFD): a stable sort of the marks of a run by combining
+            # class; only marks that survive accent stripping are here, and at most
+            # max_chars + 1 are kept, so this insertion is bounded.
+            j = s.n
+            while j > s.run_start and m.ccc[s.word[j - 1]] > cc:
+                s.word[j] = s.word[j - 1]
+                s.orig[j] = s.orig[j - 1]
+                j -= 1
+            s.word[j] = c
+            s.orig[j] = orig
+    s.n += 1
+
+
+cdef inline int feed_normalised(const Model* m, Scratch* s, Output* out, uint32_t c, int64_t orig) noexcept nogil:
+    """Pre-tokenise: whitespace ends a word; punctuation is a word of its own."""
+    cdef uint8_t f = m.flags[c]
+    if f & F_WS:
+        return flush_word(m, s, out)
+    if f & F_PUNCT:
+        if flush_word(m, s, out) != 0:
+            return -1
+        word_append(m, s, c, orig)
+        return flush_word(m, s, out)
+    word_append(m, s, c, orig)
+    return 0
+
+
+cdef inline int feed_lowered(const Model* m, Scratch* s, Output* out, uint32_t c, int64_t orig) noexcept nogil:
+    cdef int32_t idx
+    cdef uint32_t k
+    if m.lowercase and (m.flags[c] & F_LOWER):
+        idx = m.lower_index[c]
+        for k in range(m.map_data[idx]):
+            if feed_normalised(m, s, out, m.map_data[idx + 1 + k], orig) != 0:
+                return -1
+        return 0
+    return feed_normalised(m, s, out, c, orig)
+
+
+cdef inline int feed_mapped(const Model* m, Scratch* s, Output* out, uint32_t c, int64_t orig) noexcept nogil:
+    """Accent stripping (NFD, drop Mn) then lowercasing of one input character."""
+    cdef int32_t idx
+    cdef uint32_t k, d
+    if m.strip_accents:
+        if m.flags[c] & F_DECOMP:
+            idx = m.nfd_index[c]
+            for k in range(m.map_data[idx]):
+                d = m.map_data[idx + 1 + k]
+                if m.flags[d] & F_MN:
+                    if m.ccc[d] == 0:  # a dropped starter still ends a run of marks
+                        s.run_start = s.n
+                    continue
+                if feed_lowered(m, s, out, d, orig) != 0:
+                    return -1
+            return 0
+        if m.flags[c] & F_MN:
+            if m.ccc[c] == 0:
+                s.run_start = s.n
+            return 0
+    return feed_lowered(m, s, out, c, orig)
+
+
+cdef int encode_text(const Model* m, const uint32_t* text, Py_ssize_t n, int64_t base, Output* out) noexcept nogil:
+    """The whole pipeline over ``text[:n]``; offsets are ``base`` + input index. 0 or -1 (no memory)."""
+    cdef Scratch s
+    cdef Py_ssize_t i
+    cdef uint32_t c
+    cdef uint8_t f
+    cdef int rc = 0
+    s.cap = 256 if m.words_only else m.max_chars + 1
+    s.growable = m.words_only
+    s.oom = False
+    s.word = <uint32_t*>malloc(s.cap * sizeof(uint32_t))
+    s.orig = <int64_t*>malloc(s.cap * sizeof(int64_t))
+    s.n = 0
+    s.run_start = 0
+    if s.word == NULL or s.orig == NULL:
+        free(s.word)
+        free(s.orig)
+        return -1
+    for i in range(n):
+        c = text[i]
+        if c >= N_CODEPOINTS:
+            c = 0xFFFD
+        f = m.flags[c]
+        if m.clean_text:
+            if f & F_DROP:
+                continue
+            if f & F_WS:
+                rc = flush_word(m, &s, out)
+                if rc != 0:
+                    break
+                continue
+        if m.turkish and m.lowercase:
+            if c == 0x130:
+                c = 0x69      # İ -> i
+                f = m.flags[c]
+            elif c == 0x49:
+                c = 0x131     # I -> ı
+                f = m.flags[c]
+        if m.cjk and (f & F_CJK):
+            rc = flush_word(m, &s, out)
+            if rc == 0:
+                rc = feed_mapped(m, &s, out, c, base + i)
+            if rc == 0:
+                rc = flush_word(m, &s, out)
+        else:
+            rc = feed_mapped(m, &s, out, c, base + i)
+        if rc != 0:
+            break
+    if rc == 0:
+        rc = flush_word(m, &s, out)
+    free(s.word)
+    free(s.orig)
+    return rc
+
+
+# ---------------------------------------------------------------------------------------
+# Threads
+# ---------------------------------------------------------------------------------------
+
+cdef struct Job:
+    const Model* model
+    const uint32_t* const* texts
+    const Py_ssize_t* lengths
+    Py_ssize_t first
+    Py_ssize_t last
+    Output* outs
+    int error
+
+
+cdef void* run_job(void* arg) noexcept nogil:
+    cdef Job* job = <Job*>arg
+    cdef Py_ssize_t t
+    for t in range(job.first, job.last):
+        if encode_text(job.model, job.texts[t], job.lengths[t], 0, &job.outs[t]) != 0:
+            job.error = 1
+            return NULL
+    return NULL
+
+
+cdef void free_output(Output* o) noexcept nogil:
+    free(o.ids.data)
+    free(o.starts.data)
+    free(o.ends.data)
+    o.ids.data = NULL
+    o.starts.data = NULL
+    o.ends.data = NULL
+
+
+def _as_codepoints(str text):
+    """UTF-32 code points of ``text`` (surrogates would raise; lone ones become U+FFFD)."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+# ---------------------------------------------------------------------------------------
+# Python-facing core
+# ---------------------------------------------------------------------------------------
+
+def build_linmaxmatch(vocab, str prefix):
+    """Trie, failure links and failure pops (Song et al. 2021, Algorithm 2) as flat arrays.
+
+    Node 0 is the word-start root (all tokens, spelled in full); node 1 the suffix root
+    (tokens starting with ``prefix``, spelled without it). For a node v reached from u by c:
+    a token node gets fail(v) = suffix root and pops [token]; otherwise it inherits u's pops
+    and walks u's failure chain, collecting pops, until some node has an edge c.
+    """
+    children = [{}, {}]
+    token_at = [-1, -1]
+    parent = [-1, -1]
+    edge = [0, 0]
+
+    def insert(root, s, tid):
+        v = root
+        for ch in s:
+            c = ord(ch)
+            nxt = children[v].get(c)
+            if nxt is None:
+                nxt = len(children)
+                children.append({})
+                token_at.append(-1)
+                parent.append(v)
+                edge.append(c)
+                children[v][c] = nxt
+            v = nxt
+        token_at[v] = tid
+
+    # tokens are numbered densely in the vocabulary's iteration order (ids may be sparse)
+    for tid, tok in enumerate(vocab):
+        if tok:
+            insert(0, tok, tid)
+        if prefix and tok.startswith(prefix) and len(tok) > len(prefix):
+            insert(1, tok[len(prefix):], tid)
+    n = len(children)
+    fail = [-1] * n
+    pops = [()] * n
+    order = []
+    queue = [0, 1]
+    head = 0
+    while head < len(queue):  # BFS, so a node's failure target is finished before it
+        v = queue[head]
+        head += 1
+        order.append(v)
+        queue.extend(children[v].values())
+    for v in order:
+        if v < 2:
+            continue
+        if token_at[v] >= 0:
+            fail[v] = 1
+            pops[v] = (token_at[v],)
+            continue
+        u = parent[v]
+        c = edge[v]
+        z = fail[u]
+        collected = list(pops[u])
+        while z >= 0 and c not in children[z]:
+            collected.extend(pops[z])
+            z = fail[z]
+        if z >= 0:
+            fail[v] = children[z][c]
+        pops[v] = tuple(collected)
+    edge_start = np.zeros(n + 1, dtype=np.int64)
+    for v in range(n):
+        edge_start[v + 1] = edge_start[v] + len(children[v])
+    edge_char = np.empty(edge_start[n], dtype=np.uint32)
+    edge_child = np.empty(edge_start[n], dtype=np.int32)
+    pop_start = np.zeros(n + 1, dtype=np.int64)
+    pop_list = []
+    for v in range(n):
+        items = sorted(children[v].items())
+        s0 = edge_start[v]
+        for j, (c, w) in enumerate(items):
+            edge_char[s0 + j] = c
+            edge_child[s0 + j] = w
+        pop_list.extend(pops[v])
+        pop_start[v + 1] = len(pop_list)
+    root_bmp = np.full(0x10000, -1, dtype=np.int32)
+    for c, w in children[0].items():
+        if c < 0x10000:
+            root_bmp[c] = w
+    return dict(
+        edge_start=edge_start, edge_char=edge_char, edge_child=edge_child,
+        fail=np.array(fail, dtype=np.int32), pop_start=pop_start,
+        pop_ids=np.array(pop_list, dtype=np.int32), root_child_bmp=root_bmp,
+    )
+
+
+cdef class WordPieceCore:
+    """Native tokenizer state. Built once from a validated vocabulary and options."""
+
+    cdef Model model
+    cdef object _keep   # numpy arrays the Model points into
+    cdef readonly int32_t unk_id
+
+    def __cinit__(self, dict vocab, *, str unk_token, str prefix, int max_chars, bint lowercase,
+                  bint strip_accents, bint clean_text, bint cjk, bint turkish=False,
+                  bint words_only=False):
+        flags, ccc, nfd_index, lower_index, data = unicode_tables()
+        trie = build_linmaxmatch(vocab, prefix)
+        # The first token of a word comes from the word-start trie, which spells every
+        # token in full (prefix included); later ones come from the suffix trie, which
+        # spells continuation tokens without the prefix. Offsets need both widths.
+        tok_chars = np.zeros(len(vocab) + 1, dtype=np.int32)
+        tok_full_chars = np.zeros(len(vocab) + 1, dtype=np.int32)
+        tok_id = np.zeros(len(vocab) + 1, dtype=np.int32)
+        for dense, (tok, tid) in enumerate(vocab.items()):
+            tok_id[dense] = tid
+            tok_full_chars[dense] = len(tok)
+            is_cont = prefix and tok.startswith(prefix) and len(tok) > len(prefix)
+            tok_chars[dense] = len(tok) - len(prefix) if is_cont else len(tok)
+        self._keep = (flags, ccc, nfd_index, lower_index, data, trie, tok_chars, tok_full_chars, tok_id)
+        self.unk_id = vocab[unk_token]
+        cdef cnp.uint8_t[::1] fl = flags
+        cdef cnp.uint8_t[::1] cc = ccc
+        cdef cnp.int32_t[::1] ni = nfd_index
+        cdef cnp.int32_t[::1] li = lower_index
+        cdef cnp.uint32_t[::1] md = data
+        cdef cnp.int64_t[::1] es = trie["edge_start"]
+        cdef cnp.uint32_t[::1] ec = trie["edge_char"]
+        cdef cnp.int32_t[::1] ed = trie["edge_child"]
+        cdef cnp.int32_t[::1] fa = trie["fail"]
+        cdef cnp.int64_t[::1] ps = trie["pop_start"]
+        cdef cnp.int32_t[::1] pi = trie["pop_ids"]
+        cdef cnp.int32_t[::1] rb = trie["root_child_bmp"]
+        cdef cnp.int32_t[::1] tc = tok_chars
+        cdef cnp.int32_t[::1] tf = tok_full_chars
+        cdef cnp.int32_t[::1] ti = tok_id
+        self.model.flags = &fl[0]
+        self.model.ccc = &cc[0]
+        self.model.nfd_index = &ni[0]
+        self.model.lower_index = &li[0]
+        self.model.map_data = &md[0]
+        self.model.edge_start = <const int64_t*>&es[0]
+        self.model.edge_char = &ec[0] if ec.shape[0] else NULL
+        self.model.edge_child = &ed[0] if ed.shape[0] else NULL
+        self.model.fail = &fa[0]
+        self.model.pop_start = <const int64_t*>&ps[0]
+        self.model.pop_ids = &pi[0] if pi.shape[0] else NULL
+        self.model.root_child_bmp = &rb[0]
+        self.model.tok_chars = &tc[0]
+        self.model.tok_full_chars = &tf[0]
+        self.model.tok_id = &ti[0]
+        self.model.suffix_root = 1
+        self.model.clean_text = clean_text
+        self.model.cjk = cjk
+        self.model.strip_accents = strip_accents
+        self.model.lowercase = lowercase
+        self.model.turkish = turkish
+        self.model.max_chars = max_chars
+        self.model.unk_id = self.unk_id
+        self.model.words_only = words_only
+
+    def encode(self, str text, bint offsets=False, int64_t base=0):
+        """Ids (list) of ``text``, or (ids, starts, ends) lists with ``offsets=True``."""
+        cdef const cnp.uint32_t[::1] cps = _as_codepoints(text)
+        cdef Output out
+        cdef int rc
+        cdef Py_ssize_t n = cps.shape[0]
+        out.ids.data = NULL; out.ids.size = 0; out.ids.cap = 0
+        out.starts.data = NULL; out.starts.size = 0; out.starts.cap = 0
+        out.ends.data = NULL; out.ends.size = 0; out.ends.cap = 0
+        out.want_offsets = offsets
+        out.error = 0
+        try:
+            with nogil:
+                rc = encode_text(&self.model, &cps[0] if n else NULL, n, base, &out)
+            if rc != 0:
+                raise MemoryError("out of memory while encoding")
+            ids = [out.ids.data[i] for i in range(out.ids.size)]
+            if not offsets:
+                return ids
+            return ids, [out.starts.data[i] for i in range(out.starts.size)], [out.ends.data[i] for i in range(out.ends.size)]
+        finally:
+            free_output(&out)
+
+    def encode_batch(self, list texts, int num_threads=1, bint offsets=False):
+        """Encode many texts on ``num_threads`` pthreads without the GIL.
+
+        Returns (ids int32, starts int64, ends int64, row_splits int64[len+1]); text t's
+        tokens are ids[row_splits[t]:row_splits[t+1]]. Offsets are empty unless asked for.
+        """
+        cdef Py_ssize_t n_texts = len(texts), t, total = 0, j
+        arrays = [_as_codepoints(x) for x in texts]
+        cdef const uint32_t** ptrs = <const uint32_t**>malloc((n_texts + 1) * sizeof(uint32_t*))
+        cdef Py_ssize_t* lens = <Py_ssize_t*>malloc((n_texts + 1) * sizeof(Py_ssize_t))
+        cdef Output* outs = <Output*>malloc((n_texts + 1) * sizeof(Output))
+        cdef Job* jobs = NULL
+        cdef pthread_t* threads = NULL
+        cdef const cnp.uint32_t[::1] a
+        cdef int n_thr, k, failed = 0
+        if ptrs == NULL or lens == NULL or outs == NULL:
+            free(ptrs); free(lens); free(outs)
+            raise MemoryError()
+        for t in range(n_texts):
+            a = arrays[t]
+            lens[t] = a.shape[0]
+            ptrs[t] = &a[0] if a.shape[0] else NULL
+            outs[t].ids.data = NULL; outs[t].ids.size = 0; outs[t].ids.cap = 0
+            outs[t].starts.data = NULL; outs[t].starts.size = 0; outs[t].starts.cap = 0
+            outs[t].ends.data = NULL; outs[t].ends.size = 0; outs[t].ends.cap = 0
+            outs[t].want_offsets = offsets
+            outs[t].error = 0
+        n_thr = max(1, min(num_threads, n_texts))
+        try:
+            jobs = <Job*>malloc(n_thr * sizeof(Job))
+            threads = <pthread_t*>malloc(n_thr * sizeof(pthread_t))
+            if jobs == NULL or threads == NULL:
+                raise MemoryError()
+            for k in range(n_thr):
+                jobs[k].model = &self.model
+                jobs[k].texts = ptrs
+                jobs[k].lengths = lens
+                jobs[k].first = n_texts * k // n_thr
+                jobs[k].last = n_texts * (k + 1) // n_thr
+                jobs[k].outs = outs
+                jobs[k].error = 0
+            with nogil:
+                if n_thr == 1:
+                    run_job(&jobs[0])
+                else:
+                    for k in range(n_thr):
+                        if pthread_create(&threads[k], NULL, run_job, &jobs[k]) != 0:
+                            run_job(&jobs[k])  # could not start a thread: do it here
+                            threads[k] = 0
+                    for k in range(n_thr):
+                        if threads[k] != 0:
+                            pthread_join(threads[k], NULL)
+            for k in range(n_thr):
+                failed |= jobs[k].error
+            if failed:
+                raise MemoryError("out of memory while encoding")
+            row_splits = np.zeros(n_texts + 1, dtype=np.int64)
+            for t in range(n_texts):
+                total += outs[t].ids.size
+                row_splits[t + 1] = total
+            ids = np.empty(total, dtype=np.int32)
+            starts = np.empty(total if offsets else 0, dtype=np.int64)
+            ends = np.empty(total if offsets else 0, dtype=np.int64)
+            _fill(ids, starts, ends, outs, n_texts, offsets)
+            return ids, starts, ends, row_splits
+        finally:
+            for t in range(n_texts):
+                free_output(&outs[t])
+            free(ptrs); free(lens); free(outs); free(jobs); free(threads)
+
+
+def words_text(self_core, list texts, int num_threads=1):
+    """Normalised, pre-tokenised words of ``texts`` as one str, each word followed by " ".
+
+    Needs a core built with ``words_only=True``; used to count words for training.
+    """
+    ids, _, _, _ = self_core.encode_batch(texts, num_threads, False)
+    return ids.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+cdef _fill(cnp.int32_t[::1] ids, cnp.int64_t[::1] starts, cnp.int64_t[::1] ends,
+           Output* outs, Py_ssize_t n_texts, bint offsets):
+    cdef Py_ssize_t t, pos = 0, m
+    with nogil:
+        for t in range(n_texts):
+            m = outs[t].ids.size
+            if m:
+                memcpy(&ids[pos], outs[t].ids.data, m * sizeof(int32_t))
+                if offsets:
+                    memcpy(&starts[pos], outs[t].starts.data, m * sizeof(int64_t))
+                    memcpy(&ends[pos], outs[t].ends.data, m * sizeof(int64_t))
+            pos += m

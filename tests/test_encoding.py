@@ -1,0 +1,178 @@
+"""fastbpe.Encoding behaves as tiktoken.Encoding: same ids, same rules, same errors."""
+import multiprocessing as mp
+import pickle
+
+import numpy as np
+import pytest
+
+import fastbpe
+from fastbpe.reference import patterns
+
+NAMES = ["gpt2", "cl100k_base", "o200k_base"]
+PAT = {"gpt2": patterns.GPT2, "cl100k_base": patterns.CL100K, "o200k_base": patterns.O200K}
+TEXTS = [
+    "Hello world! It's a test, isn't it? I'LL go.",
+    "def foo(x):\n    return x ** 2\r\n\n\n\t\tpass   ",
+    "İstanbul'da çok güzel. 中文文本 你好 النص العربي हिन्दी पाठ 🙂 👩‍💻 ١٢٣ १२३",
+    "",
+]
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def pair(request, tiktoken_encoding):
+    tk = tiktoken_encoding(request.param)
+    ours = fastbpe.Encoding(
+        request.param, pat_str=tk._pat_str, mergeable_ranks=tk._mergeable_ranks, special_tokens=tk._special_tokens
+    )
+    return ours, tk
+
+
+def test_properties_match_tiktoken(pair):
+    ours, tk = pair
+    assert ours.name == tk.name
+    assert ours.n_vocab == tk.n_vocab
+    assert ours.max_token_value == tk.max_token_value
+    assert ours.eot_token == tk.eot_token
+    assert ours.special_tokens_set == tk.special_tokens_set
+    assert ours.token_byte_values() == tk.token_byte_values()
+    assert repr(ours) == f"<Encoding {tk.name!r}>"
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_encode_decode_match_tiktoken(pair, text):
+    ours, tk = pair
+    ids = ours.encode(text)
+    assert ids == tk.encode(text)
+    assert ours.encode_ordinary(text) == tk.encode_ordinary(text)
+    assert ours.decode(ids) == tk.decode(ids) == text
+    assert ours.decode_bytes(ids) == tk.decode_bytes(ids)
+    assert ours.decode_tokens_bytes(ids) == tk.decode_tokens_bytes(ids)
+    assert ours.decode_with_offsets(ids) == tk.decode_with_offsets(ids)
+    assert ours.encode_to_numpy(text).tolist() == tk.encode_to_numpy(text).tolist()
+
+
+def test_batches_match_tiktoken(pair):
+    ours, tk = pair
+    assert ours.encode_batch(TEXTS) == tk.encode_batch(TEXTS)
+    assert ours.encode_ordinary_batch(TEXTS, num_threads=2) == tk.encode_ordinary_batch(TEXTS, num_threads=2)
+    batch = tk.encode_batch(TEXTS)
+    assert ours.decode_batch(batch) == tk.decode_batch(batch)
+    assert ours.decode_bytes_batch(batch) == tk.decode_bytes_batch(batch)
+    flat, offsets = ours.encode_batch_to_numpy(TEXTS, num_threads=2)
+    assert offsets.dtype == np.int64 and len(offsets) == len(TEXTS) + 1
+    assert [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(TEXTS))] == batch
+
+
+def test_special_token_rules_match_tiktoken(pair):
+    ours, tk = pair
+    eot = "<|endoftext|>"
+    text = f"a{eot}b"
+    for kwargs in ({"allowed_special": "all"}, {"allowed_special": {eot}}, {"disallowed_special": ()},
+                   {"allowed_special": set(), "disallowed_special": ()}):
+        assert ours.encode(text, **kwargs) == tk.encode(text, **kwargs)
+    with pytest.raises(ValueError, match=r"disallowed special token '<\|endoftext\|>' at position 1"):
+        ours.encode(text)
+    with pytest.raises(ValueError):
+        tk.encode(text)
+    # Plain text never yields a special id unless allowed.
+    assert ours.eot_token not in ours.encode(text, disallowed_special=())
+    assert ours.eot_token not in ours.encode_ordinary(text)
+    assert ours.encode(text, allowed_special="all").count(ours.eot_token) == 1
+    with pytest.raises(ValueError, match="disallowed special token"):
+        ours.encode_batch(["fine", text])
+    with pytest.raises(ValueError, match="not special tokens"):
+        ours.encode("x", allowed_special={"<|nope|>"})
+
+
+def test_single_tokens(pair):
+    ours, tk = pair
+    for piece in [b"hello", b" the", b"!"]:
+        if piece in tk._mergeable_ranks:
+            assert ours.encode_single_token(piece) == tk.encode_single_token(piece)
+    assert ours.encode_single_token("<|endoftext|>") == tk.eot_token
+    assert ours.decode_single_token_bytes(ours.eot_token) == b"<|endoftext|>"
+    with pytest.raises(KeyError):
+        ours.encode_single_token(b"definitely not one token, surely")
+
+
+def test_lone_surrogates_do_what_tiktoken_does(pair):
+    ours, tk = pair
+    for text in ["a\ud800b", "\udfff", "x\ud83d\ude42y", "\ud83d"]:
+        assert ours.encode(text) == tk.encode(text)
+        assert ours.encode_ordinary(text) == tk.encode_ordinary(text)
+
+
+def test_bad_input_raises_clear_errors(pair):
+    ours, _ = pair
+    with pytest.raises(TypeError, match="must be a str"):
+        ours.encode(None)
+    with pytest.raises(TypeError, match="decode bytes to str first"):
+        ours.encode(b"bytes")
+    with pytest.raises(TypeError):
+        ours.encode_ordinary(123)
+    with pytest.raises(TypeError, match="single str"):
+        ours.encode_batch("not a list")
+    with pytest.raises(TypeError, match="text 1 of the batch"):
+        ours.encode_ordinary_batch(["ok", None])
+    with pytest.raises(KeyError, match=str(ours.n_vocab + 5)):
+        ours.decode([1, ours.n_vocab + 5])
+    with pytest.raises(TypeError):
+        ours.decode("abc")
+    for bad in (0, -1, 5000):
+        with pytest.raises(ValueError, match="num_threads"):
+            ours.encode_batch(["a"], num_threads=bad)
+    with pytest.raises(TypeError, match="num_threads"):
+        ours.encode_batch(["a"], num_threads=1.5)
+    with pytest.raises(ValueError, match="uint16"):
+        if ours.max_token_value > 0xFFFF:
+            ours.encode_to_numpy("a", dtype=np.uint16)
+        else:
+            ours.encode_to_numpy("a", dtype=np.int8)
+
+
+def test_decode_split_character_replaces_and_bytes_are_raw(pair):
+    ours, _ = pair
+    ids = ours.encode("é")
+    byte_ids = [ours.encode_single_token(bytes([b])) for b in "é".encode()]
+    assert ours.decode(byte_ids[:1]) == "\ufffd"
+    assert ours.decode_bytes(byte_ids[:1]) == b"\xc3"
+    assert ours.decode(ids) == "é"
+
+
+def test_pickle_is_small_and_equal(pair):
+    ours, _ = pair
+    blob = pickle.dumps(ours)
+    again = pickle.loads(blob)
+    assert again.encode(TEXTS[2]) == ours.encode(TEXTS[2])
+    assert again.name == ours.name and again.special_tokens_set == ours.special_tokens_set
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_works_in_process_pools(method, tiktoken_encoding):
+    tk = tiktoken_encoding("gpt2")
+    enc = fastbpe.Encoding("gpt2", pat_str=tk._pat_str, mergeable_ranks=tk._mergeable_ranks,
+                           special_tokens=tk._special_tokens)
+    enc.encode_batch(TEXTS, num_threads=2)  # use it in the parent first
+    # A bound method pickles as (encoding, name): workers need nothing from this test
+    # module, which spawned children could not import under --import-mode=importlib.
+    with mp.get_context(method).Pool(2) as pool:
+        got = pool.map_async(enc.encode_ordinary, TEXTS).get(timeout=300)
+    assert got == [tk.encode_ordinary(t) for t in TEXTS]
+
+
+def test_constructor_validates():
+    ranks = {bytes([i]): i for i in range(256)}
+    with pytest.raises(ValueError, match="single-byte"):
+        fastbpe.Encoding("x", pat_str=".", mergeable_ranks={b"a": 0}, special_tokens={})
+    with pytest.raises(ValueError, match="already used"):
+        fastbpe.Encoding("x", pat_str=".", mergeable_ranks=ranks, special_tokens={"<s>": 3})
+    with pytest.raises(ValueError, match="invalid pat_str"):
+        fastbpe.Encoding("x", pat_str="(", mergeable_ranks=ranks, special_tokens={})
+    with pytest.raises(TypeError):
+        fastbpe.Encoding("x", pat_str=".", mergeable_ranks={"a": 0}, special_tokens={})
+    with pytest.raises(ValueError, match="explicit_n_vocab"):
+        fastbpe.Encoding("x", pat_str=".", mergeable_ranks=ranks, special_tokens={}, explicit_n_vocab=300)
+    enc = fastbpe.Encoding("x", pat_str=".", mergeable_ranks=ranks, special_tokens={}, explicit_n_vocab=256)
+    assert enc.n_vocab == 256
+    with pytest.raises(KeyError):
+        enc.eot_token

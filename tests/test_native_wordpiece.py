@@ -1,0 +1,271 @@
+"""fastbpe._wordpiece (native core behind fastbpe.WordPiece): native == reference == HF."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastbpe import _wordpiece as native
+from fastbpe.reference import wordpiece as R
+from fastbpe.wordpiece import WordPiece, train_wordpiece
+
+TEXTS = [
+    "Hello, World! How are you doing today?",
+    "Héllo wörld, ÇOK GÜZEL! İstanbul'da ılık bir gün. Straße, façade, naïve, résumé.",
+    "中文字符测试，还有日本語のテキスト、한국어 텍스트。",
+    "emoji 😀👍🏽🇹🇷 mixed with text 🤖!!",
+    "control\x00chars\x01here\x7f and\ufffd replacement\u200b zero width \u00ad soft hyphen",
+    "tabs\tnew\nlines\r\nand\x0bvertical\x0cfeed\x85next\u2028line\u2029para\u3000ideo",
+    "a" * 101 + " " + "b" * 100 + " " + "é" * 100 + " " + "x" * 250,
+    "[CLS] text with [MASK] and [SEP] special [sep] [UNK]tokens[PAD]",
+    "don't do not it's you're I'm we've they 're . , ! ?",
+    "ΟΔΟΣ Ελληνικά κείμενα, Русский текст, العربية, עברית, हिन्दी",
+    "ﬁ ligature ½ ① Ⅻ ㎏ ＡＢＣ full width; ᾅ ǅ İ ẞ",
+    "$100 + 5^2 = `code` {x: [1, 2]} ~tilde| back\\slash @user #tag",
+    "marks a\u0301\u0327\U0001D165\U0001D16D\u05b0 𝅘𝅥𝅮 \u1e0b\u0323",
+    "",
+    "def f(x):\n    return x ** 2  # comment\n",
+]
+
+
+@pytest.fixture(scope="module")
+def bert(vocab_file):
+    tokenizers = pytest.importorskip("tokenizers")
+    path = vocab_file("bert-base-uncased/tokenizer.json")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    hf.no_truncation()
+    hf.no_padding()
+    return hf, WordPiece.from_file(path)
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_ids_tokens_offsets_match_hf(bert, text):
+    hf, wp = bert
+    enc = hf.encode(text)
+    plus = wp.encode_plus(text)
+    assert plus["input_ids"] == enc.ids == wp.encode(text)
+    assert plus["tokens"] == enc.tokens
+    assert plus["offsets"] == enc.offsets
+    assert wp.encode(text, add_special_tokens=False) == hf.encode(text, add_special_tokens=False).ids
+    assert wp.tokenize(text) == R.tokenize(text, wp.vocab)
+
+
+def test_pairs_truncation_padding_match_hf(bert):
+    hf, wp = bert
+    from tokenizers import Tokenizer
+
+    pairs = list(zip(TEXTS, TEXTS[3:] + TEXTS[:3]))
+    for a, b in pairs:
+        enc = hf.encode(a, b)
+        plus = wp.encode_plus(a, b)
+        assert (plus["input_ids"], plus["token_type_ids"], plus["offsets"]) == (enc.ids, enc.type_ids, enc.offsets)
+    for max_length in (3, 4, 7, 16, 64):
+        t = Tokenizer.from_str(hf.to_str())
+        t.enable_truncation(max_length)
+        t.enable_padding(length=max_length)
+        for a, b in pairs:
+            enc = t.encode(a, b)
+            plus = wp.encode_plus(a, b, max_length=max_length, padding="max_length")
+            assert plus["input_ids"] == enc.ids
+            assert plus["token_type_ids"] == enc.type_ids
+            assert plus["attention_mask"] == enc.attention_mask
+            assert plus["offsets"] == enc.offsets
+            single = t.encode(a)
+            assert wp.encode_plus(a, max_length=max_length, padding=True)["input_ids"] == single.ids
+            assert wp.encode(a, max_length=max_length) == [i for i, m in zip(single.ids, single.attention_mask) if m]
+
+
+def test_max_length_errors(bert):
+    _, wp = bert
+    with pytest.raises(ValueError, match="max_length"):
+        wp.encode("hi", max_length=1)
+    with pytest.raises(TypeError):
+        wp.encode("hi", max_length="5")
+    with pytest.raises(ValueError, match="max_length"):
+        wp.encode_plus("hi", padding=True)
+
+
+def test_batch_equals_single_for_every_thread_count(bert):
+    hf, wp = bert
+    texts = TEXTS * 7
+    expected = [wp.encode(t) for t in texts]
+    for n in (1, 2, 3, 16):
+        assert wp.encode_batch(texts, num_threads=n) == expected
+    assert [e.ids for e in hf.encode_batch(texts)] == expected
+    assert wp.encode_batch([]) == []
+    with pytest.raises(TypeError):
+        wp.encode_batch("one string")
+    with pytest.raises(TypeError, match=r"texts\[1\]"):
+        wp.encode_batch(["a", b"b"])
+    with pytest.raises(ValueError):
+        wp.encode_batch(["a"], num_threads=0)
+
+
+def test_batch_arrays(bert):
+    hf, wp = bert
+    texts = TEXTS[:6]
+    arr = wp.encode_batch_arrays(texts, num_threads=2)
+    width = max(len(wp.encode(t)) for t in texts)
+    assert arr["input_ids"].shape == (6, width) and arr["input_ids"].dtype == np.int32
+    assert arr["offsets"].shape == (6, width, 2)
+    for row, t in enumerate(texts):
+        enc = hf.encode(t)
+        n = len(enc.ids)
+        assert arr["lengths"][row] == n
+        assert arr["input_ids"][row, :n].tolist() == enc.ids
+        assert (arr["input_ids"][row, n:] == wp.token_to_id("[PAD]")).all()
+        assert arr["attention_mask"][row].tolist() == [1] * n + [0] * (width - n)
+        assert [tuple(x) for x in arr["offsets"][row, :n].tolist()] == enc.offsets
+    fixed = wp.encode_batch_arrays(texts, max_length=8, padding="max_length")
+    assert fixed["input_ids"].shape == (6, 8)
+    assert fixed["input_ids"][0].tolist() == wp.encode(texts[0], max_length=8) + [0] * (8 - len(wp.encode(texts[0], max_length=8)))
+
+
+# ---------------------------------------------------------------------------------------
+# LinMaxMatch against MaxMatch on adversarial vocabularies
+# ---------------------------------------------------------------------------------------
+
+
+def test_linmaxmatch_equals_maxmatch_on_random_vocabs():
+    rng = random.Random(7)
+    for trial in range(300):
+        alphabet = "abc"
+        vocab = {"[UNK]": 0}
+        for _ in range(rng.randint(1, 14)):
+            tok = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 5)))
+            if rng.random() < 0.5:
+                tok = "##" + tok
+            vocab.setdefault(tok, len(vocab))
+        wp = WordPiece(vocab, lowercase=False, max_input_chars_per_word=12)
+        for _ in range(20):
+            word = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 14)))
+            expected = R.wordpiece_word(word, vocab, max_input_chars_per_word=12)
+            assert wp.tokenize(word) == expected, (vocab, word)
+            plus = wp.encode_plus(word, add_special_tokens=False)
+            # offsets tile the word exactly unless it is [UNK]
+            if expected != ["[UNK]"]:
+                spans = plus["offsets"]
+                assert spans[0][0] == 0 and spans[-1][1] == len(word)
+                assert all(x[1] == y[0] for x, y in zip(spans, spans[1:]))
+
+
+def test_prefix_made_of_letters():
+    # With a prefix that is not punctuation, a word may start with it: the first token is
+    # then looked up spelled in full, as HF does.
+    vocab = {"[UNK]": 0, "xxab": 1, "xxa": 2, "a": 3, "xxb": 4}
+    wp = WordPiece(vocab, lowercase=False, continuing_subword_prefix="xx")
+    for word in ("xxab", "ab", "xxabb", "abb", "xxa"):
+        assert wp.tokenize(word) == R.wordpiece_word(word, vocab, prefix="xx")
+    assert wp.encode_plus("xxab", add_special_tokens=False)["offsets"] == [(0, 4)]
+
+
+def test_long_inputs_are_fast_enough_to_finish():
+    wp = WordPiece({"[UNK]": 0, "a": 1, "##a": 2, "aaaaaaaaab": 3, "##aaaaaaaab": 4})
+    # 10**6 characters of adversarial words (long near-misses) and one huge word
+    assert len(wp.encode(("a" * 99 + " ") * 10000, add_special_tokens=False)) == 99 * 10000
+    assert wp.encode("a" * 10**6, add_special_tokens=False) == [0]
+    assert wp.encode("\u0301" * 10**5 + "a", add_special_tokens=False) == [1]
+
+
+# ---------------------------------------------------------------------------------------
+# Options: cased, Turkish, random text against reference and HF
+# ---------------------------------------------------------------------------------------
+
+
+def test_turkish_lowercase():
+    vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "istanbul": 3, "ısık": 4, "i̇stanbul": 5, "isik": 6, "ışık": 7}
+    default = WordPiece(vocab, strip_accents=False)
+    assert default.tokenize("İstanbul") == ["i̇stanbul"]  # BERT/HF: İ -> i + combining dot
+    tr = WordPiece(vocab, strip_accents=False, turkish_lowercase=True)
+    assert tr.tokenize("İstanbul IŞIK") == ["istanbul", "ışık"]
+    tr_strip = WordPiece(vocab, turkish_lowercase=True)
+    assert tr_strip.tokenize("İstanbul IŞIK") == ["istanbul", "ısık"]
+    opts = R.BertOptions(turkish_lowercase=True)
+    assert R.tokenize("İstanbul IŞIK", vocab, opts) == ["istanbul", "ısık"]
+
+
+def test_turkish_tokenizer_json_round_trip_in_hf(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    corpus = ["İstanbul IŞIK ılık İzmir Irmak ırmak istanbul " * 3]
+    wp = train_wordpiece(corpus, 60)
+    wp = WordPiece(wp.vocab, turkish_lowercase=True)
+    path = wp.save(tmp_path / "tr.json")
+    back = WordPiece.from_file(path)
+    assert back._options()["turkish_lowercase"] is True
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    for t in corpus + ["IŞIKLI İSTANBUL"]:
+        assert hf.encode(t).ids == wp.encode(t) == back.encode(t)
+
+
+_pool = st.one_of(
+    st.characters(codec="utf-8"),
+    st.sampled_from(list(" \t\n.,!?'#[]İIıé中\u0301\U0001D165\x00") + ["[MASK]", "##", "ing", "a" * 99]),
+)
+_text = st.lists(_pool, max_size=40).map("".join)
+
+CONFIGS = [
+    dict(),
+    dict(lowercase=False),
+    dict(lowercase=False, strip_accents=True, clean_text=False, tokenize_chinese_chars=False),
+    dict(strip_accents=False, turkish_lowercase=True),
+    dict(turkish_lowercase=True),
+]
+
+
+@pytest.fixture(scope="module")
+def configured(bert):
+    _, wp = bert
+    vocab = wp.vocab
+    return [(WordPiece(vocab, **cfg), R.BertOptions(**{
+        "lowercase": cfg.get("lowercase", True), "strip_accents": cfg.get("strip_accents"),
+        "clean_text": cfg.get("clean_text", True),
+        "tokenize_chinese_chars": cfg.get("tokenize_chinese_chars", True),
+        "turkish_lowercase": cfg.get("turkish_lowercase", False),
+    })) for cfg in CONFIGS]
+
+
+@settings(max_examples=600)
+@given(_text)
+def test_native_equals_reference_on_random_text(configured, text):
+    for wp, opts in configured:
+        vocab = wp._vocab
+        assert wp.tokenize(text) == R.tokenize(text, vocab, opts)
+
+
+def _agrees_with_hf(ch, _cache={}):
+    if ch not in _cache:
+        from tokenizers import normalizers, pre_tokenizers
+
+        norm = normalizers.BertNormalizer(lowercase=True)
+        pre = pre_tokenizers.BertPreTokenizer()
+        s = "a" + ch + "b"
+        _cache[ch] = norm.normalize_str(s) == R.normalize(s) and [w for w, _ in pre.pre_tokenize_str(s)] == R.pre_tokenize(s)
+    return _cache[ch]
+
+
+@settings(max_examples=600)
+@given(st.lists(st.one_of(st.characters(codec="utf-8").filter(_agrees_with_hf), st.sampled_from(["[SEP]", " ", "é", "中"])), max_size=40).map("".join))
+def test_native_equals_hf_on_random_text_with_offsets(bert, text):
+    hf, wp = bert
+    enc = hf.encode(text)
+    plus = wp.encode_plus(text)
+    assert plus["input_ids"] == enc.ids
+    assert plus["offsets"] == enc.offsets
+
+
+def test_cased_trained_vocab_matches_hf(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    corpus = [" ".join(TEXTS[:4] + TEXTS[8:12]) * 2]
+    wp = train_wordpiece(corpus, 300, lowercase=False)
+    hf = tokenizers.Tokenizer.from_file(str(wp.save(tmp_path / "cased.json")))
+    for t in TEXTS:
+        enc = hf.encode(t)
+        plus = wp.encode_plus(t)
+        assert plus["input_ids"] == enc.ids and plus["offsets"] == enc.offsets
+
+
+def test_unicode_tables_are_cached():
+    assert native.unicode_tables() is native.unicode_tables()
