@@ -65,6 +65,18 @@ cdef extern from *:
 
 cdef extern from "<pthread.h>" nogil:
     ctypedef unsigned long pthread_t
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t* m, const void* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* m)
+    int pthread_mutex_lock(pthread_mutex_t* m)
+    int pthread_mutex_unlock(pthread_mutex_t* m)
+    int pthread_cond_init(pthread_cond_t* c, const void* attr)
+    int pthread_cond_destroy(pthread_cond_t* c)
+    int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m)
+    int pthread_cond_signal(pthread_cond_t* c)
     int pthread_create(pthread_t* thread, const void* attr,
                        void* (*start)(void*) noexcept nogil, void* arg)
     int pthread_join(pthread_t thread, void** retval)
@@ -633,6 +645,13 @@ cdef struct Context:
     Py_ssize_t n_jobs
     Py_ssize_t next_job       # atomic work counter
     bint use_cache            # enough text for a chunk cache per thread to pay
+    # Streaming mode: workers flag each finished job so that the caller can build its
+    # Python list (which needs the GIL, so only one thread can) while they go on.
+    bint notify
+    char* done                # per job, written and read under `lock`
+    bint waiting              # the caller sleeps on `cond` (under `lock`)
+    pthread_mutex_t lock
+    pthread_cond_t cond
 
 
 cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize_t end,
@@ -749,8 +768,36 @@ cdef void* worker_main(void* arg) noexcept nogil:
         if i >= ctx.n_jobs:
             break
         run_job(ctx, &ctx.jobs[i], cache)
+        if ctx.notify:
+            pthread_mutex_lock(&ctx.lock)
+            ctx.done[i] = 1
+            if ctx.waiting:
+                pthread_cond_signal(&ctx.cond)
+            pthread_mutex_unlock(&ctx.lock)
     free(cache)
     return NULL
+
+
+cdef Py_ssize_t start_workers(Context* ctx, Py_ssize_t count, pthread_t* tids) noexcept nogil:
+    """Start up to count worker threads; returns how many started."""
+    cdef Py_ssize_t started = 0, t
+    for t in range(count):
+        if pthread_create(&tids[started], NULL, worker_main, ctx) == 0:
+            started += 1
+    return started
+
+
+cdef Py_ssize_t wait_done(Context* ctx, Py_ssize_t i) noexcept nogil:
+    """Block until job i is finished; return the end of the run of finished jobs from i."""
+    pthread_mutex_lock(&ctx.lock)
+    while not ctx.done[i]:
+        ctx.waiting = True
+        pthread_cond_wait(&ctx.cond, &ctx.lock)
+        ctx.waiting = False
+    while i < ctx.n_jobs and ctx.done[i]:
+        i += 1
+    pthread_mutex_unlock(&ctx.lock)
+    return i
 
 
 cdef void run_jobs(Context* ctx, int num_threads) noexcept nogil:
@@ -1180,8 +1227,13 @@ cdef class CoreBPE:
             for i in range(n_jobs):
                 total += jobs[i].n + jobs[i].src_len
             ctx.use_cache = total >= CACHE_MIN_TEXT
-            with nogil:
-                run_jobs(&ctx, num_threads)
+            ctx.notify = False
+            if mode == 0 and n_jobs > 1 and num_threads > 1:
+                results = self.run_streaming(&ctx, num_threads)
+            else:
+                results = None
+                with nogil:
+                    run_jobs(&ctx, num_threads)
             for i in range(n_jobs):
                 if jobs[i].err == ERR_SURROGATE:
                     # rare: redo this text after tiktoken's fix-up
@@ -1198,13 +1250,63 @@ cdef class CoreBPE:
             if mode == 1:
                 return outbuf_to_list(&jobs[0].out, self.int_cache)
             if mode == 0:
-                return [outbuf_to_list(&jobs[i].out, self.int_cache) for i in range(n_jobs)]
+                if results is None:
+                    results = [None] * n_jobs
+                for i in range(n_jobs):
+                    if results[i] is None:
+                        results[i] = outbuf_to_list(&jobs[i].out, self.int_cache)
+                return results
             return self.to_numpy(jobs, n_jobs, dtype)
         finally:
             for i in range(n_jobs):
                 free(jobs[i].out.data)
                 free(jobs[i].owned)
             free(jobs)
+
+    cdef list run_streaming(self, Context* ctx, int num_threads):
+        """All jobs on num_threads worker threads while this thread turns finished ones
+        into lists; returns the lists (None for jobs that failed, handled by the caller).
+        The GIL is released while waiting."""
+        cdef pthread_t tids[MAX_THREADS_C]
+        cdef Py_ssize_t n_jobs = ctx.n_jobs, started, i = 0, upto, k
+        cdef Py_ssize_t want = min(<Py_ssize_t>num_threads, n_jobs)
+        cdef list results = [None] * n_jobs
+        ctx.done = <char*>calloc(n_jobs, 1)
+        if ctx.done == NULL:
+            raise MemoryError()
+        pthread_mutex_init(&ctx.lock, NULL)
+        pthread_cond_init(&ctx.cond, NULL)
+        ctx.notify = True
+        ctx.waiting = False
+        ctx.next_job = 0
+        try:
+            with nogil:
+                started = start_workers(ctx, want, tids)
+                if started == 0:
+                    worker_main(ctx)   # no thread could start: do the work here
+            try:
+                while i < n_jobs:
+                    with nogil:
+                        upto = wait_done(ctx, i)
+                    for k in range(i, upto):
+                        if ctx.jobs[k].err == ERR_NONE:
+                            results[k] = outbuf_to_list(&ctx.jobs[k].out, self.int_cache)
+                            free(ctx.jobs[k].out.data)
+                            ctx.jobs[k].out.data = NULL
+                    i = upto
+            finally:
+                # even on an exception (MemoryError) the threads must end before the
+                # jobs they use are freed
+                with nogil:
+                    for k in range(started):
+                        pthread_join(tids[k], NULL)
+        finally:
+            ctx.notify = False
+            pthread_cond_destroy(&ctx.cond)
+            pthread_mutex_destroy(&ctx.lock)
+            free(ctx.done)
+            ctx.done = NULL
+        return results
 
     cdef object to_numpy(self, Job* jobs, Py_ssize_t n_jobs, object dtype):
         cdef Py_ssize_t total = 0, i, j, pos
