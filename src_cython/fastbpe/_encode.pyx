@@ -161,7 +161,7 @@ cdef extern from *:
 cdef enum:
     # Chunks up to this many bytes use stack buffers in the scan merge.
     SCAN_STACK = 256
-    HEAP_STACK_WORDS = 2304   # 18 KiB: the heap merge of a 256-byte chunk without malloc
+    HEAP_STACK_WORDS = 1024   # 8 KiB: the heap merge of a 256-byte chunk without malloc
     # Errors reported from nogil code, turned into exceptions afterwards.
     ERR_NONE = 0
     ERR_NOMEM = 1
@@ -415,6 +415,9 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     part i with its successor (NO_RANK if none, or if part i was absorbed). A heap entry
     is live iff it still equals pair_rank[i]: a pair's bytes only ever grow, so a given
     part never sees the same rank twice and a stale entry can never look live.
+
+    Memory: 32 bytes per byte of the chunk. The heap never holds more than 2n entries:
+    n - 1 at the start, and each merge pops one entry before pushing at most two.
     """
     cdef Py_ssize_t i, j, k, h, after, heap_size = 0
     cdef uint32_t r
@@ -422,21 +425,22 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     cdef int rc = ERR_NONE
     # Chunks of up to SCAN_STACK bytes (the common case) need no malloc.
     cdef uint64_t stack_block[HEAP_STACK_WORDS]
-    cdef size_t need = n * (2 * sizeof(Py_ssize_t) + 2 * sizeof(uint32_t) + 3 * sizeof(HeapItem))
+    cdef size_t need = n * (4 * sizeof(uint32_t) + 2 * sizeof(HeapItem))
     cdef char* block = <char*>stack_block
     if need > sizeof(stack_block):
         block = <char*>malloc(need)
         if block == NULL:
             return ERR_NOMEM
-    cdef Py_ssize_t* nxt = <Py_ssize_t*>block
-    cdef Py_ssize_t* prv = nxt + n
-    cdef HeapItem* heap = <HeapItem*>(prv + n)
-    cdef uint32_t* token = <uint32_t*>(heap + 3 * n)
+    # positions fit in 32 bits (bpe_merge refuses longer chunks); prv of part 0 is NO_RANK
+    cdef HeapItem* heap = <HeapItem*>block
+    cdef uint32_t* nxt = <uint32_t*>(heap + 2 * n)
+    cdef uint32_t* prv = nxt + n
+    cdef uint32_t* token = prv + n
     cdef uint32_t* pair_rank = token + n
 
     for i in range(n):
-        nxt[i] = i + 1
-        prv[i] = i - 1
+        nxt[i] = <uint32_t>(i + 1)
+        prv[i] = <uint32_t>(i - 1) if i > 0 else NO_RANK
         token[i] = v.byte_rank[p[i]]
         r = vocab_rank(v, p + i, 2) if i + 1 < n else NO_RANK
         pair_rank[i] = r
@@ -463,9 +467,9 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
         k = nxt[j]
         token[i] = r
         pair_rank[j] = NO_RANK
-        nxt[i] = k
+        nxt[i] = <uint32_t>k
         if k < n:
-            prv[k] = i
+            prv[k] = <uint32_t>i
             after = nxt[k]
             r = vocab_rank(v, p + i, after - i)
         else:
@@ -473,8 +477,8 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
         pair_rank[i] = r
         if r != NO_RANK:
             heap_push(heap, &heap_size, r, i)
-        h = prv[i]
-        if h >= 0:
+        if prv[i] != NO_RANK:
+            h = prv[i]
             r = vocab_rank(v, p + h, k - h)
             pair_rank[h] = r
             if r != NO_RANK:
