@@ -653,7 +653,9 @@ cdef struct Context:
     # Python list (which needs the GIL, so only one thread can) while they go on.
     bint notify
     char* done                # per job, written and read under `lock`
-    bint waiting              # the caller sleeps on `cond` (under `lock`)
+    bint waiting              # the caller sleeps on `cond` (under `lock`) until jobs
+    Py_ssize_t wait_first     # wait_first and wait_last are both done
+    Py_ssize_t wait_last
     pthread_mutex_t lock
     pthread_cond_t cond
 
@@ -775,7 +777,7 @@ cdef void* worker_main(void* arg) noexcept nogil:
         if ctx.notify:
             pthread_mutex_lock(&ctx.lock)
             ctx.done[i] = 1
-            if ctx.waiting:
+            if ctx.waiting and (i == ctx.wait_first or i == ctx.wait_last):
                 pthread_cond_signal(&ctx.cond)
             pthread_mutex_unlock(&ctx.lock)
     free(cache)
@@ -791,10 +793,14 @@ cdef Py_ssize_t start_workers(Context* ctx, Py_ssize_t count, pthread_t* tids) n
     return started
 
 
-cdef Py_ssize_t wait_done(Context* ctx, Py_ssize_t i) noexcept nogil:
-    """Block until job i is finished; return the end of the run of finished jobs from i."""
+cdef Py_ssize_t wait_done(Context* ctx, Py_ssize_t i, Py_ssize_t last) noexcept nogil:
+    """Block until jobs i and last (>= i) are finished; return the end of the run of
+    finished jobs from i. Waiting for a block of jobs, not each one, keeps the number of
+    wake-ups (and GIL hand-overs) small."""
     pthread_mutex_lock(&ctx.lock)
-    while not ctx.done[i]:
+    while not (ctx.done[i] and ctx.done[last]):
+        ctx.wait_first = i
+        ctx.wait_last = last
         ctx.waiting = True
         pthread_cond_wait(&ctx.cond, &ctx.lock)
         ctx.waiting = False
@@ -1273,6 +1279,7 @@ cdef class CoreBPE:
         The GIL is released while waiting."""
         cdef pthread_t tids[MAX_THREADS_C]
         cdef Py_ssize_t n_jobs = ctx.n_jobs, started, i = 0, upto, k
+        cdef Py_ssize_t block = max(1, n_jobs // 64)
         cdef Py_ssize_t want = min(<Py_ssize_t>num_threads, n_jobs)
         cdef list results = [None] * n_jobs
         ctx.done = <char*>calloc(n_jobs, 1)
@@ -1291,7 +1298,7 @@ cdef class CoreBPE:
             try:
                 while i < n_jobs:
                     with nogil:
-                        upto = wait_done(ctx, i)
+                        upto = wait_done(ctx, i, min(i + block, n_jobs) - 1)
                     for k in range(i, upto):
                         if ctx.jobs[k].err == ERR_NONE:
                             results[k] = outbuf_to_list(&ctx.jobs[k].out, self.int_cache)
