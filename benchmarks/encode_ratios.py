@@ -112,9 +112,13 @@ def main() -> None:
             longs = long_documents(text)
             speedups = []
             for docs in (short, longs):
-                t1 = best_time(lambda: core.encode_ordinary_batch(docs, 1), args.repeat)
-                t2 = best_time(lambda: core.encode_ordinary_batch(docs, 2), args.repeat)
-                speedups.append(t1 / t2)
+                # interleaved, best of 5: a burst of load elsewhere hits both sides
+                best = {1: float("inf"), 2: float("inf")}
+                for _ in range(max(5, args.repeat)):
+                    for threads in (1, 2):
+                        best[threads] = min(best[threads], best_time(
+                            lambda: core.encode_ordinary_batch(docs, threads), 1))
+                speedups.append(best[1] / best[2])
             print(f"| {name} | {lang} | {mb:.2f} | {mb / t_tk:.1f} | {mb / t_us:.1f} "
                   f"| {t_tk / t_us:.1f}x | {hf_col} | {speedups[0]:.2f}x | {speedups[1]:.2f}x |",
                   flush=True)
