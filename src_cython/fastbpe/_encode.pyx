@@ -263,14 +263,29 @@ cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n
     table and the Bloom filter answer those from L2-sized memory; only likely hits probe
     the slot table (megabytes for a 200k vocabulary, so each probe is a cache miss).
     """
-    cdef uint64_t w
+    cdef uint64_t w, h, i
+    cdef const Slot* sl
     if n == 2:
         return v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
-    if n <= 8:
-        w = fbe_word(p, n)
-        return vocab_rank_hashed(v, p, n, w, fbe_hash_word(w, n))
-    w = fbe_load64(p)
-    return vocab_rank_hashed(v, p, n, w, fbe_hash(p, n))
+    if n > 8:
+        return vocab_rank_long(v, p, n)
+    # short strings: kept small so that the compiler inlines it into the merge loops
+    w = fbe_word(p, n)
+    h = fbe_hash_word(w, n)
+    if not bloom_may_contain(v, h):
+        return NO_RANK
+    i = h & v.mask
+    while True:
+        sl = &v.slots[i]
+        if sl.word == w and sl.length == n:
+            return sl.rank
+        if sl.length == 0:
+            return NO_RANK
+        i = (i + 1) & v.mask
+
+
+cdef uint32_t vocab_rank_long(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
+    return vocab_rank_hashed(v, p, n, fbe_load64(p), fbe_hash(p, n))
 
 
 # --------------------------------------------------------------------------------------
