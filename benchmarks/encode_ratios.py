@@ -1,0 +1,128 @@
+"""Throughput table: fastbpe's native CoreBPE vs tiktoken (and HF tokenizers for gpt2).
+
+    python benchmarks/encode_ratios.py [--repeat 5] [--vocab gpt2 ...] [--lang english ...]
+
+Single thread: tiktoken's ``encode_ordinary`` vs ``CoreBPE.encode_ordinary`` on each
+corpus as one string (best of --repeat runs, both in this process, CPU time of the
+calling thread so that other load on the machine does not skew the ratio). Batch:
+``CoreBPE.encode_ordinary_batch`` on 2 threads vs 1 thread (wall time), over many short
+documents (~2 KB each) and over 4 long ones. HF ``tokenizers`` (gpt2 only, from
+gpt2.tokenizer.json): ``encode_batch`` over the ~2 KB documents on one thread. Ids are checked equal to tiktoken's before timing.
+Corpora: see benchmarks/corpus.py. Vocabularies: ../shared/vocab (or
+$FASTBPE_TEST_VOCAB_DIR).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("RAYON_NUM_THREADS", "1")
+
+from corpus import LANGUAGES, corpus  # noqa: E402
+
+VOCAB_DIR = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+VOCABS = ("gpt2", "cl100k_base", "o200k_base")
+SPECIALS = {
+    "gpt2": {"<|endoftext|>": 50256},
+    "cl100k_base": {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258,
+                    "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+                    "<|endofprompt|>": 100276},
+    "o200k_base": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+}
+
+
+def build(name: str):
+    """(fastbpe CoreBPE, tiktoken.Encoding) over the same ranks and pattern."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    from fastbpe._encode import CoreBPE
+    from fastbpe.reference import patterns
+
+    pat = {"gpt2": patterns.GPT2, "cl100k_base": patterns.CL100K, "o200k_base": patterns.O200K}[name]
+    ranks = load_tiktoken_bpe(str(VOCAB_DIR / f"{name}.tiktoken"))
+    tk = tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens=SPECIALS[name])
+    return CoreBPE(ranks, SPECIALS[name], pat), tk
+
+
+def best_time(fn, repeat: int, clock=time.perf_counter) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = clock()
+        fn()
+        best = min(best, clock() - t0)
+    return best
+
+
+#: Single-thread runs are timed in CPU time of the calling thread: on a shared machine
+#: wall time mostly measures the neighbours. Batch runs need wall time (threads).
+CPU = time.thread_time
+
+
+def long_documents(text: str, count: int = 4) -> list[str]:
+    step = len(text) // count + 1
+    return [text[i : i + step] for i in range(0, len(text), step)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--vocab", nargs="*", default=list(VOCABS))
+    ap.add_argument("--lang", nargs="*", default=list(LANGUAGES))
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from corpus import documents
+
+    hf = None
+    if "gpt2" in args.vocab and (VOCAB_DIR / "gpt2.tokenizer.json").exists():
+        try:
+            from tokenizers import Tokenizer
+
+            hf = Tokenizer.from_file(str(VOCAB_DIR / "gpt2.tokenizer.json"))
+        except ImportError:
+            hf = None
+
+    print("| vocab | corpus | MB | tiktoken MB/s | fastbpe MB/s | ratio | HF MB/s "
+          "| batch2/1 short docs | batch2/1 4 long docs |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in args.vocab:
+        core, tk = build(name)
+        for lang in args.lang:
+            text = corpus(lang)
+            mb = len(text.encode()) / 1e6
+            assert core.encode_ordinary(text) == tk.encode_ordinary(text), (name, lang)
+            t_tk = best_time(lambda: tk.encode_ordinary(text), args.repeat, CPU)
+            t_us = best_time(lambda: core.encode_ordinary(text), args.repeat, CPU)
+            hf_col = ""
+            if hf is not None and name == "gpt2":
+                # HF is slow on one multi-megabyte string; give it ~2 KB documents,
+                # its usual input (one Rayon thread, see RAYON_NUM_THREADS above)
+                docs = documents(lang, 2000)
+                t_hf = best_time(lambda: hf.encode_batch(docs, add_special_tokens=False),
+                                 args.repeat, time.process_time)
+                hf_col = f"{mb / t_hf:.1f}"
+            short = documents(lang, 2000)
+            longs = long_documents(text)
+            speedups = []
+            for docs in (short, longs):
+                # interleaved, best of 5: a burst of load elsewhere hits both sides
+                best = {1: float("inf"), 2: float("inf")}
+                for _ in range(max(5, args.repeat)):
+                    for threads in (1, 2):
+                        best[threads] = min(best[threads], best_time(
+                            lambda: core.encode_ordinary_batch(docs, threads), 1))
+                speedups.append(best[1] / best[2])
+            print(f"| {name} | {lang} | {mb:.2f} | {mb / t_tk:.1f} | {mb / t_us:.1f} "
+                  f"| {t_tk / t_us:.1f}x | {hf_col} | {speedups[0]:.2f}x | {speedups[1]:.2f}x |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

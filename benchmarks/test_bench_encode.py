@@ -1,0 +1,66 @@
+"""pytest-benchmark: fastbpe's native encoder vs tiktoken, one thread, per vocab x corpus.
+
+    python -m pytest benchmarks/test_bench_encode.py --benchmark-group-by=param:vocab,param:lang
+    python -m pytest benchmarks/test_bench_encode.py --benchmark-disable   # quick smoke run
+
+Each case encodes a whole corpus (benchmarks/corpus.py says where the text comes from)
+as one string with ``encode_ordinary``; the batch cases encode ~2 KB documents with
+``encode_ordinary_batch`` on 1 and 2 threads. For a side-by-side ratio table (CPU time,
+robust to a busy machine) run ``python benchmarks/encode_ratios.py``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from corpus import LANGUAGES, corpus, documents  # noqa: E402
+
+VOCAB_DIR = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", HERE.parent.parent / "shared" / "vocab"))
+VOCABS = ("gpt2", "cl100k_base", "o200k_base")
+
+_BUILT: dict = {}
+
+
+def _pair(name):
+    pytest.importorskip("tiktoken")
+    if not (VOCAB_DIR / f"{name}.tiktoken").exists():
+        pytest.skip(f"{name}.tiktoken not found in {VOCAB_DIR}")
+    if name not in _BUILT:
+        from encode_ratios import build
+
+        _BUILT[name] = build(name)
+    return _BUILT[name]
+
+
+def _run(benchmark, fn):
+    # A few rounds of a multi-megabyte input are plenty; calibration would take minutes.
+    return benchmark.pedantic(fn, rounds=3, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@pytest.mark.parametrize("vocab", VOCABS)
+@pytest.mark.parametrize("impl", ["fastbpe", "tiktoken"])
+def test_encode_ordinary(benchmark, impl, vocab, lang):
+    core, tk = _pair(vocab)
+    text = corpus(lang)
+    benchmark.group = f"encode_ordinary {vocab} {lang}"
+    benchmark.extra_info["mb"] = len(text.encode()) / 1e6
+    fn = core.encode_ordinary if impl == "fastbpe" else tk.encode_ordinary
+    ids = _run(benchmark, lambda: fn(text))
+    assert len(ids) > 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("lang", ["english", "chinese"])
+def test_encode_batch(benchmark, threads, lang):
+    core, _ = _pair("cl100k_base")
+    docs = documents(lang, 2000)
+    benchmark.group = f"encode_ordinary_batch cl100k_base {lang}"
+    out = _run(benchmark, lambda: core.encode_ordinary_batch(docs, threads))
+    assert len(out) == len(docs)

@@ -1,0 +1,1645 @@
+"""Native byte-level BPE encoder: the core behind ``fastbpe.Encoding``.
+
+``CoreBPE`` mirrors tiktoken's Rust ``CoreBPE``: the same constructor arguments, the
+same ids for every input, and the same merge rule (repeatedly merge the adjacent pair
+whose concatenated bytes have the lowest rank, leftmost on ties). Policy (special-token
+checks, argument defaults) lives in the Python ``Encoding``; this class converts inputs
+once, releases the GIL, and does the work in C over raw buffers.
+
+Layout (immutable after construction, so one object is safe to share between threads):
+- every token's bytes live in one arena (a ``bytes`` object kept alive by the core);
+- an open-addressing hash table maps a byte string to its rank; slots hold the first 8
+  bytes of the token, so short strings compare without memcmp. In front of it: a table
+  of every 2-byte string's rank and a Bloom filter, both small enough for L2, because
+  most lookups while merging are of short non-tokens. Big tables sit on huge pages.
+- an id -> (offset, length) table serves decoding (dense when ids are dense, otherwise
+  a sorted id array searched by bisection).
+
+Per call and per thread (never shared, so no locks): a direct-mapped cache of merged
+chunks of up to 24 bytes, used when the call has at least 8 KiB of text.
+
+Merging: chunks of up to ``heap_threshold`` bytes use tiktoken's simple scan; longer ones
+a heap over a linked list (O(n log n), so "x" * 10**7 stays linear-ish). Both are
+tested against each other and against a transcription of tiktoken's loop.
+
+Pre-tokenization: the three built-in patterns (tiktoken's exact pattern strings) use the
+hand-written splitters of ``fastbpe._pretokenize`` without the GIL, and the UTF-8 is
+made from the str's own buffer on the worker thread; any other pattern goes through
+the ``regex`` module under the GIL, and only the merging runs without it.
+
+Batch calls start plain pthreads for the call and join them before returning: no pool
+survives a call, so processes forked later (multiprocessing "fork") are safe.
+"""
+import numpy as np
+cimport numpy as cnp
+
+from cpython.ref cimport PyObject
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcmp, memcpy, memmove
+
+from fastbpe._pretokenize cimport next_chunk_end
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    PyObject* PyLong_FromUnsignedLong(unsigned long v)
+    void PyList_SET_ITEM(object lst, Py_ssize_t i, PyObject* item)
+    object PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
+    char* PyBytes_AS_STRING(object b)
+
+cdef extern from *:
+    """
+    #if PY_VERSION_HEX < 0x030C0000
+    #define FBE_UNICODE_READY(o) PyUnicode_READY(o)
+    #else
+    #define FBE_UNICODE_READY(o) 0
+    #endif
+    """
+    int FBE_UNICODE_READY(object o) except -1
+    bint PyUnicode_IS_ASCII(object o)
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef unsigned long pthread_t
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t* m, const void* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* m)
+    int pthread_mutex_lock(pthread_mutex_t* m)
+    int pthread_mutex_unlock(pthread_mutex_t* m)
+    int pthread_cond_init(pthread_cond_t* c, const void* attr)
+    int pthread_cond_destroy(pthread_cond_t* c)
+    int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m)
+    int pthread_cond_signal(pthread_cond_t* c)
+    int pthread_create(pthread_t* thread, const void* attr,
+                       void* (*start)(void*) noexcept nogil, void* arg)
+    int pthread_join(pthread_t thread, void** retval)
+
+# Small C helpers that Cython cannot express directly: unaligned loads, a 64x64->128
+# multiply for hashing, and an atomic counter for handing out batch items.
+cdef extern from *:
+    """
+    #include <string.h>
+    #include <stdint.h>
+    static inline uint64_t fbe_load64(const unsigned char* p) { uint64_t v; memcpy(&v, p, 8); return v; }
+    static inline uint64_t fbe_load32(const unsigned char* p) { uint32_t v; memcpy(&v, p, 4); return v; }
+    static inline uint64_t fbe_fold(uint64_t a, uint64_t b) {
+        __uint128_t r = (__uint128_t)a * b;
+        return (uint64_t)r ^ (uint64_t)(r >> 64);
+    }
+    /* Hash of a short byte string: 8-byte words folded by multiplication, the tail read
+       as (possibly overlapping) 4-byte or single-byte loads; the length is mixed in first
+       so overlapping tail reads of different lengths cannot collide trivially. */
+    static inline uint64_t fbe_hash(const unsigned char* p, size_t n) {
+        uint64_t h = 0x6a09e667f3bcc909ull ^ ((uint64_t)n * 0x9e3779b97f4a7c15ull);
+        while (n >= 8) {
+            h = fbe_fold(h ^ fbe_load64(p), 0xbb67ae8584caa73bull);
+            p += 8; n -= 8;
+        }
+        uint64_t t;
+        if (n >= 4) t = fbe_load32(p) | (fbe_load32(p + n - 4) << 32);
+        else if (n > 0) t = (uint64_t)p[0] | ((uint64_t)p[n >> 1] << 8) | ((uint64_t)p[n - 1] << 16);
+        else t = 0;
+        return fbe_fold(h ^ t ^ 0x3c6ef372fe94f82bull, 0xa54ff53a5f1d36f1ull);
+    }
+    /* The n <= 8 bytes at p as a little-endian word, zero-padded, never reading past
+       p + n: two overlapping 4-byte loads cover 4..7 bytes. */
+    static inline uint64_t fbe_word(const unsigned char* p, size_t n) {
+        if (n >= 8) return fbe_load64(p);
+        if (n >= 4) return fbe_load32(p) | (fbe_load32(p + n - 4) << ((n - 4) * 8));
+        uint64_t w = p[0];
+        if (n > 1) w |= (uint64_t)p[1] << 8;
+        if (n > 2) w |= (uint64_t)p[2] << 16;
+        return w;
+    }
+    static inline uint64_t fbe_hash_word(uint64_t w, size_t n) {
+        return fbe_fold(w ^ 0x3c6ef372fe94f82bull, 0xa54ff53a5f1d36f1ull + 2 * (uint64_t)n);
+    }
+    #include <sys/mman.h>
+    /* Zeroed memory for a lookup table. Tables of megabytes are read at random, so with
+       4 KiB pages nearly every probe also misses the TLB: ask for transparent huge
+       pages (a hint; harmless where unsupported). free() releases it. */
+    static void* fbe_table_alloc(size_t size) {
+        void* p = NULL;
+        size_t huge = (size_t)1 << 21;
+        if (size >= huge) {
+            size_t rounded = (size + huge - 1) & ~(huge - 1);
+            if (posix_memalign(&p, huge, rounded) != 0) return NULL;
+    #ifdef MADV_HUGEPAGE
+            madvise(p, rounded, MADV_HUGEPAGE);
+    #endif
+            memset(p, 0, rounded);
+            return p;
+        }
+        return calloc(1, size ? size : 1);
+    }
+    static inline Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) {
+        return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+    }
+    """
+    uint64_t fbe_hash(const unsigned char* p, size_t n) noexcept nogil
+    uint64_t fbe_word(const unsigned char* p, size_t n) noexcept nogil
+    uint64_t fbe_hash_word(uint64_t w, size_t n) noexcept nogil
+    uint64_t fbe_load64(const unsigned char* p) noexcept nogil
+    Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
+    void* table_alloc "fbe_table_alloc"(size_t size) noexcept nogil
+
+
+cdef extern from *:
+    """
+    #define FBE_NO_RANK 0xFFFFFFFFu
+    """
+    # "No such token": larger than every rank, so the min-scans skip it for free.
+    const uint32_t NO_RANK "FBE_NO_RANK"
+
+cdef enum:
+    # Chunks up to this many bytes use stack buffers in the scan merge.
+    SCAN_STACK = 256
+    HEAP_STACK_WORDS = 1024   # 8 KiB: the heap merge of a 256-byte chunk without malloc
+    # Errors reported from nogil code, turned into exceptions afterwards.
+    ERR_NONE = 0
+    ERR_NOMEM = 1
+    ERR_BYTE = 2       # a byte that is not a token (tiktoken would panic)
+    ERR_SURROGATE = 3  # the str holds a lone surrogate: the caller fixes it up and retries
+    ERR_TOO_LONG = 4   # a single pre-tokenized chunk of 4 GiB or more
+    MAX_THREADS_C = 1024
+
+#: Chunks longer than this (in bytes) are merged with the heap; shorter ones by the simple
+#: lowest-rank scan, which is faster when n is small. Both give identical output. Measured:
+#: from ~20 bytes on the heap wins (CJK runs); words in alphabetic scripts are shorter.
+cdef Py_ssize_t heap_threshold = 24
+
+MAX_THREADS = MAX_THREADS_C
+
+
+def _set_heap_threshold(Py_ssize_t n):
+    """Testing hook: set the scan/heap cut-over (bytes); returns the old value.
+
+    Not thread-safe; only tests use it, to check both merge paths against each other.
+    """
+    global heap_threshold
+    if n < 0 or n > (1 << 20):
+        raise ValueError(f"heap threshold must be in [0, 2**20], got {n}")
+    old = heap_threshold
+    heap_threshold = n
+    return old
+
+
+# --------------------------------------------------------------------------------------
+# Vocabulary tables
+# --------------------------------------------------------------------------------------
+
+cdef struct Slot:
+    uint64_t word     # the first 8 bytes of the token, zero-padded: compared before memcmp
+    uint32_t length   # 0 marks an empty slot (empty tokens are never looked up)
+    uint32_t rank
+
+
+cdef struct Vocab:
+    const unsigned char* arena
+    Slot* slots
+    uint32_t* long_offset   # per slot: arena offset of tokens longer than 8 bytes
+    uint64_t mask
+    uint32_t* pair_rank2    # rank of every 2-byte string, indexed by b0 | b1 << 8
+    uint64_t* bloom         # 2 bits per token in one word: rejects most non-tokens
+    uint64_t bloom_mask     # without touching the (much larger) slot table
+    uint32_t byte_rank[256]
+
+
+cdef inline uint64_t slot_hash(const unsigned char* p, size_t n, uint64_t word) noexcept nogil:
+    # Short strings (almost every lookup during merging) hash their zero-padded word;
+    # the length is mixed in so b"a" and b"a\0" differ.
+    if n <= 8:
+        return fbe_hash_word(word, n)
+    return fbe_hash(p, n)
+
+
+cdef inline bint bloom_may_contain(const Vocab* v, uint64_t h) noexcept nogil:
+    cdef uint64_t bits = (1ULL << ((h >> 52) & 63)) | (1ULL << (h >> 58))
+    return (v.bloom[(h >> 32) & v.bloom_mask] & bits) == bits
+
+
+cdef inline void bloom_add(Vocab* v, uint64_t h) noexcept nogil:
+    v.bloom[(h >> 32) & v.bloom_mask] |= (1ULL << ((h >> 52) & 63)) | (1ULL << (h >> 58))
+
+
+cdef inline uint32_t vocab_rank_hashed(const Vocab* v, const unsigned char* p, size_t n,
+                                       uint64_t w, uint64_t h) noexcept nogil:
+    """Rank of p[:n] given w = its first-word (fbe_word, or the first 8 bytes when n > 8)
+    and h = slot_hash(p, n, w); NO_RANK if it is not a token."""
+    cdef uint64_t i
+    cdef const Slot* s
+    if not bloom_may_contain(v, h):
+        return NO_RANK
+    i = h & v.mask
+    if n <= 8:
+        while True:
+            s = &v.slots[i]
+            if s.word == w and s.length == n:
+                return s.rank
+            if s.length == 0:
+                return NO_RANK
+            i = (i + 1) & v.mask
+    while True:
+        s = &v.slots[i]
+        if (s.length == n and s.word == w
+                and memcmp(v.arena + v.long_offset[i] + 8, p + 8, n - 8) == 0):
+            return s.rank
+        if s.length == 0:
+            return NO_RANK
+        i = (i + 1) & v.mask
+
+
+cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
+    """Rank of the byte string p[:n] (n >= 1), or NO_RANK.
+
+    Merging asks mostly about short strings, many of which are not tokens: the 2-byte
+    table and the Bloom filter answer those from L2-sized memory; only likely hits probe
+    the slot table (megabytes for a 200k vocabulary, so each probe is a cache miss).
+    """
+    cdef uint64_t w, h, i
+    cdef const Slot* sl
+    if n == 2:
+        return v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
+    if n > 8:
+        return vocab_rank_long(v, p, n)
+    # short strings: kept small so that the compiler inlines it into the merge loops
+    w = fbe_word(p, n)
+    h = fbe_hash_word(w, n)
+    if not bloom_may_contain(v, h):
+        return NO_RANK
+    i = h & v.mask
+    while True:
+        sl = &v.slots[i]
+        if sl.word == w and sl.length == n:
+            return sl.rank
+        if sl.length == 0:
+            return NO_RANK
+        i = (i + 1) & v.mask
+
+
+cdef uint32_t vocab_rank_long(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
+    return vocab_rank_hashed(v, p, n, fbe_load64(p), fbe_hash(p, n))
+
+
+# --------------------------------------------------------------------------------------
+# Output buffers
+# --------------------------------------------------------------------------------------
+
+cdef struct OutBuf:
+    uint32_t* data
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef int out_grow(OutBuf* o, Py_ssize_t need) noexcept nogil:
+    cdef Py_ssize_t cap = o.cap * 2 if o.cap else 256
+    while cap < need:
+        cap *= 2
+    cdef uint32_t* d = <uint32_t*>realloc(o.data, cap * sizeof(uint32_t))
+    if d == NULL:
+        return -1
+    o.data = d
+    o.cap = cap
+    return 0
+
+
+cdef inline int out_push(OutBuf* o, uint32_t v) noexcept nogil:
+    if o.size == o.cap:
+        if out_grow(o, o.size + 1) < 0:
+            return -1
+    o.data[o.size] = v
+    o.size += 1
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# BPE merging of one chunk
+# --------------------------------------------------------------------------------------
+
+cdef struct ScanPart:
+    uint32_t start
+    uint32_t rank     # rank of merging this part with the next one
+    uint32_t token    # this part's own token (NO_RANK for a byte that is not a token)
+
+
+cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                  Py_ssize_t* err_pos) noexcept nogil:
+    """tiktoken's merge loop: find the lowest pair rank (leftmost on ties), merge, repeat.
+
+    O(n^2) in the worst case, but the fastest choice for the short chunks that make up
+    almost all text. parts[m-1] is a sentinel holding the end offset.
+    """
+    cdef ScanPart stack_parts[SCAN_STACK + 1]
+    cdef ScanPart* parts = stack_parts
+    cdef Py_ssize_t m = n + 1, i, best_i
+    cdef uint32_t best
+    cdef int rc = ERR_NONE
+    if n > SCAN_STACK:
+        parts = <ScanPart*>malloc((n + 1) * sizeof(ScanPart))
+        if parts == NULL:
+            return ERR_NOMEM
+    for i in range(n):
+        parts[i].start = <uint32_t>i
+        parts[i].token = v.byte_rank[p[i]]
+        parts[i].rank = vocab_rank(v, p + i, 2) if i + 1 < n else NO_RANK
+    parts[n].start = <uint32_t>n
+    parts[n].rank = NO_RANK
+    parts[n].token = NO_RANK
+    while True:
+        best = NO_RANK
+        best_i = -1
+        for i in range(m - 2):
+            if parts[i].rank < best:
+                best = parts[i].rank
+                best_i = i
+        if best == NO_RANK:
+            break
+        i = best_i
+        parts[i].token = best
+        memmove(&parts[i + 1], &parts[i + 2], (m - i - 2) * sizeof(ScanPart))
+        m -= 1
+        # Part i now ends at parts[i + 1].start; re-rank its pairs with both neighbours.
+        if i + 2 < m:
+            parts[i].rank = vocab_rank(v, p + parts[i].start, parts[i + 2].start - parts[i].start)
+        else:
+            parts[i].rank = NO_RANK
+        if i > 0:
+            parts[i - 1].rank = vocab_rank(v, p + parts[i - 1].start,
+                                           parts[i + 1].start - parts[i - 1].start)
+    for i in range(m - 1):
+        if parts[i].token == NO_RANK:
+            err_pos[0] = parts[i].start
+            rc = ERR_BYTE
+            break
+        if out_push(out, parts[i].token) < 0:
+            rc = ERR_NOMEM
+            break
+    if parts != stack_parts:
+        free(parts)
+    return rc
+
+
+# A heap entry is one word, rank << 32 | position: lowest rank first and, on equal
+# ranks, the leftmost pair, exactly as the scan chooses. (Positions fit in 32 bits:
+# longer chunks are refused before merging.)
+ctypedef uint64_t HeapItem
+
+
+cdef inline void heap_sift_down(HeapItem* h, Py_ssize_t size, Py_ssize_t i) noexcept nogil:
+    cdef HeapItem item = h[i]
+    cdef Py_ssize_t child
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and h[child + 1] < h[child]:
+            child += 1
+        if h[child] >= item:
+            break
+        h[i] = h[child]
+        i = child
+    h[i] = item
+
+
+cdef inline void heap_push(HeapItem* h, Py_ssize_t* size, uint32_t rank, Py_ssize_t pos) noexcept nogil:
+    cdef Py_ssize_t i = size[0], parent
+    cdef HeapItem item = (<uint64_t>rank << 32) | <uint64_t>pos
+    size[0] += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if item >= h[parent]:
+            break
+        h[i] = h[parent]
+        i = parent
+    h[i] = item
+
+
+cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                  Py_ssize_t* err_pos) noexcept nogil:
+    """Same merges as ``bpe_scan`` in O(n log n): a min-heap of (rank, position) over a
+    doubly linked list of parts, with lazy invalidation.
+
+    Parts are named by their start offset. pair_rank[i] is the current rank of merging
+    part i with its successor (NO_RANK if none, or if part i was absorbed). A heap entry
+    is live iff it still equals pair_rank[i]: a pair's bytes only ever grow, so a given
+    part never sees the same rank twice and a stale entry can never look live.
+
+    Memory: 32 bytes per byte of the chunk. The heap never holds more than 2n entries:
+    n - 1 at the start, and each merge pops one entry before pushing at most two.
+    """
+    cdef Py_ssize_t i, j, k, h, after, heap_size = 0
+    cdef uint32_t r
+    cdef HeapItem top
+    cdef int rc = ERR_NONE
+    # Chunks of up to SCAN_STACK bytes (the common case) need no malloc.
+    cdef uint64_t stack_block[HEAP_STACK_WORDS]
+    cdef size_t need = n * (4 * sizeof(uint32_t) + 2 * sizeof(HeapItem))
+    cdef char* block = <char*>stack_block
+    if need > sizeof(stack_block):
+        block = <char*>malloc(need)
+        if block == NULL:
+            return ERR_NOMEM
+    # positions fit in 32 bits (bpe_merge refuses longer chunks); prv of part 0 is NO_RANK
+    cdef HeapItem* heap = <HeapItem*>block
+    cdef uint32_t* nxt = <uint32_t*>(heap + 2 * n)
+    cdef uint32_t* prv = nxt + n
+    cdef uint32_t* token = prv + n
+    cdef uint32_t* pair_rank = token + n
+
+    for i in range(n):
+        nxt[i] = <uint32_t>(i + 1)
+        prv[i] = <uint32_t>(i - 1) if i > 0 else NO_RANK
+        token[i] = v.byte_rank[p[i]]
+        r = vocab_rank(v, p + i, 2) if i + 1 < n else NO_RANK
+        pair_rank[i] = r
+        if r != NO_RANK:
+            heap[heap_size] = (<uint64_t>r << 32) | <uint64_t>i
+            heap_size += 1
+    i = heap_size // 2
+    while i > 0:
+        i -= 1
+        heap_sift_down(heap, heap_size, i)
+
+    while heap_size > 0:
+        top = heap[0]
+        heap_size -= 1
+        if heap_size > 0:
+            heap[0] = heap[heap_size]
+            heap_sift_down(heap, heap_size, 0)
+        i = <Py_ssize_t>(top & <uint64_t>NO_RANK)
+        r = <uint32_t>(top >> 32)
+        if pair_rank[i] != r:
+            continue  # stale
+        # Merge part i with its successor j.
+        j = nxt[i]
+        k = nxt[j]
+        token[i] = r
+        pair_rank[j] = NO_RANK
+        nxt[i] = <uint32_t>k
+        if k < n:
+            prv[k] = <uint32_t>i
+            after = nxt[k]
+            r = vocab_rank(v, p + i, after - i)
+        else:
+            r = NO_RANK
+        pair_rank[i] = r
+        if r != NO_RANK:
+            heap_push(heap, &heap_size, r, i)
+        if prv[i] != NO_RANK:
+            h = prv[i]
+            r = vocab_rank(v, p + h, k - h)
+            pair_rank[h] = r
+            if r != NO_RANK:
+                heap_push(heap, &heap_size, r, h)
+
+    i = 0
+    while i < n:
+        if token[i] == NO_RANK:
+            err_pos[0] = i
+            rc = ERR_BYTE
+            break
+        if out_push(out, token[i]) < 0:
+            rc = ERR_NOMEM
+            break
+        i = nxt[i]
+    if block != <char*>stack_block:
+        free(block)
+    return rc
+
+
+# A small direct-mapped cache of merged chunks, owned by one thread for one call (so no
+# locking and nothing shared): words recur (Zipf), and a hit replaces a whole merge loop
+# of rank lookups, most of them cache misses in a large vocabulary, by one memcmp.
+cdef enum:
+    CACHE_KEY_MAX = 24
+    CACHE_TOK_MAX = 8
+    CACHE_ENTRIES = 8192
+    CACHE_MIN_TEXT = 8192     # smaller calls do not pay for allocating the cache
+
+
+cdef struct CacheEntry:       # one 64-byte cache line
+    uint32_t tag              # low half of the chunk's hash
+    uint16_t length           # 0: empty
+    uint16_t n_tokens
+    unsigned char key[CACHE_KEY_MAX]
+    uint32_t tokens[CACHE_TOK_MAX]
+
+
+cdef inline int bpe_merge(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                          Py_ssize_t* err_pos) noexcept nogil:
+    if <uint64_t>n >= <uint64_t>NO_RANK:   # positions must fit in 32 bits
+        err_pos[0] = 0
+        return ERR_TOO_LONG
+    if n > heap_threshold:
+        return bpe_heap(v, p, n, out, err_pos)
+    return bpe_scan(v, p, n, out, err_pos)
+
+
+cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                          Py_ssize_t* err_pos, CacheEntry* cache) noexcept nogil:
+    """Encode one pre-tokenized chunk: a whole-chunk hit first, as tiktoken does.
+
+    With a cache, short chunks are looked up there first: one line of a small table,
+    instead of the filter word and slot of a vocabulary table far bigger than L2.
+    """
+    cdef uint64_t w, h
+    cdef uint32_t r
+    cdef CacheEntry* e = NULL
+    cdef Py_ssize_t before
+    cdef int rc
+    if n == 2:
+        r = v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
+        if r != NO_RANK:
+            return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+    if n <= 8:
+        w = fbe_word(p, n)
+        h = fbe_hash_word(w, n)
+    else:
+        w = fbe_load64(p)
+        h = fbe_hash(p, n)
+    if cache != NULL and n <= CACHE_KEY_MAX:
+        e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
+        if e.length == n and e.tag == <uint32_t>h and memcmp(e.key, p, n) == 0:
+            if out.size + e.n_tokens > out.cap and out_grow(out, out.size + e.n_tokens) < 0:
+                return ERR_NOMEM
+            memcpy(out.data + out.size, e.tokens, e.n_tokens * sizeof(uint32_t))
+            out.size += e.n_tokens
+            return ERR_NONE
+    before = out.size
+    if n == 1:
+        r = v.byte_rank[p[0]]
+        if r == NO_RANK:
+            err_pos[0] = 0
+            return ERR_BYTE
+        rc = ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+    elif n == 2:
+        rc = bpe_merge(v, p, n, out, err_pos)
+    else:
+        r = vocab_rank_hashed(v, p, n, w, h)
+        if r != NO_RANK:
+            rc = ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+        else:
+            rc = bpe_merge(v, p, n, out, err_pos)
+    if e != NULL and rc == ERR_NONE and out.size - before <= CACHE_TOK_MAX:
+        e.tag = <uint32_t>h
+        e.length = <uint16_t>n
+        e.n_tokens = <uint16_t>(out.size - before)
+        memcpy(e.key, p, n)
+        memcpy(e.tokens, out.data + before, e.n_tokens * sizeof(uint32_t))
+    return rc
+
+
+# --------------------------------------------------------------------------------------
+# Special tokens allowed in one call
+# --------------------------------------------------------------------------------------
+
+cdef struct Special:
+    const unsigned char* text
+    Py_ssize_t length
+    uint32_t token
+
+
+cdef struct SpecialSet:
+    Special* items
+    Py_ssize_t count
+    bint first_byte[256]
+
+
+cdef bint find_special(const SpecialSet* ss, const unsigned char* text, Py_ssize_t start,
+                       Py_ssize_t n, Py_ssize_t* found_start, Py_ssize_t* found_end,
+                       uint32_t* found_token) noexcept nogil:
+    """Leftmost allowed special token in text[start:n] (longest one if several start at
+    the same place); False if there is none."""
+    cdef Py_ssize_t i, k, best_len
+    cdef uint32_t best_tok = 0
+    if ss == NULL or ss.count == 0:
+        return False
+    for i in range(start, n):
+        if not ss.first_byte[text[i]]:
+            continue
+        best_len = 0
+        for k in range(ss.count):
+            if (ss.items[k].length > best_len and ss.items[k].length <= n - i
+                    and memcmp(ss.items[k].text, text + i, ss.items[k].length) == 0):
+                best_len = ss.items[k].length
+                best_tok = ss.items[k].token
+        if best_len:
+            found_start[0] = i
+            found_end[0] = i + best_len
+            found_token[0] = best_tok
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------
+# Jobs: one text each, run without the GIL (possibly on a worker thread)
+# --------------------------------------------------------------------------------------
+
+cdef struct Job:
+    const unsigned char* text # UTF-8; NULL until the worker converts src
+    Py_ssize_t n
+    const void* src           # the str's own PEP 393 buffer (when text is NULL)
+    int src_kind              # 1, 2 or 4 bytes per code point
+    Py_ssize_t src_len        # in code points
+    unsigned char* owned      # UTF-8 buffer this job allocated (freed by the caller)
+    const int64_t* spans      # regex path: chunk [start, end) byte pairs; NULL otherwise
+    Py_ssize_t n_spans
+    OutBuf out
+    int err
+    Py_ssize_t err_pos        # byte offset in text for ERR_BYTE
+
+
+cdef struct Context:
+    const Vocab* vocab
+    const SpecialSet* specials
+    int pattern               # native pre-tokenizer id, or -1 when spans are given
+    Job* jobs
+    Py_ssize_t n_jobs
+    Py_ssize_t next_job       # atomic work counter
+    bint use_cache            # enough text for a chunk cache per thread to pay
+    # Streaming mode: workers flag each finished job so that the caller can build its
+    # Python list (which needs the GIL, so only one thread can) while they go on.
+    bint notify
+    char* done                # per job, written and read under `lock`
+    bint waiting              # the caller sleeps on `cond` (under `lock`) until jobs
+    Py_ssize_t wait_first     # wait_first and wait_last are both done
+    Py_ssize_t wait_last
+    pthread_mutex_t lock
+    pthread_cond_t cond
+
+
+cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize_t end,
+                        Py_ssize_t* span_i, CacheEntry* cache) noexcept nogil:
+    cdef const unsigned char* text = job.text
+    cdef Py_ssize_t s, e, local
+    cdef int rc
+    if ctx.pattern >= 0:
+        s = start
+        while s < end:
+            e = next_chunk_end(ctx.pattern, text, s, end)
+            rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local, cache)
+            if rc != ERR_NONE:
+                job.err_pos = s + local
+                return rc
+            s = e
+        return ERR_NONE
+    while span_i[0] < job.n_spans and job.spans[2 * span_i[0]] < end:
+        s = job.spans[2 * span_i[0]]
+        e = job.spans[2 * span_i[0] + 1]
+        span_i[0] += 1
+        if e <= s:
+            continue
+        rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local, cache)
+        if rc != ERR_NONE:
+            job.err_pos = s + local
+            return rc
+    return ERR_NONE
+
+
+cdef int job_to_utf8(Job* job) noexcept nogil:
+    """UTF-8 from the str's PEP 393 buffer, on the worker thread: converting many texts
+    under the GIL would serialize batch encoding (and CPython's own conversion would
+    also cache a UTF-8 copy inside every str)."""
+    cdef Py_ssize_t i, size = 0, n = job.src_len
+    cdef const uint8_t* s1 = <const uint8_t*>job.src
+    cdef const uint16_t* s2 = <const uint16_t*>job.src
+    cdef const uint32_t* s4 = <const uint32_t*>job.src
+    cdef uint32_t c
+    cdef unsigned char* d
+    for i in range(n):
+        c = s1[i] if job.src_kind == 1 else (s2[i] if job.src_kind == 2 else s4[i])
+        if c < 0x80:
+            size += 1
+        elif c < 0x800:
+            size += 2
+        elif c < 0x10000:
+            if 0xD800 <= c <= 0xDFFF:
+                return ERR_SURROGATE
+            size += 3
+        else:
+            size += 4
+    d = <unsigned char*>malloc(size + 1)
+    if d == NULL:
+        return ERR_NOMEM
+    job.owned = d
+    job.text = d
+    job.n = size
+    for i in range(n):
+        c = s1[i] if job.src_kind == 1 else (s2[i] if job.src_kind == 2 else s4[i])
+        if c < 0x80:
+            d[0] = <unsigned char>c
+            d += 1
+        elif c < 0x800:
+            d[0] = <unsigned char>(0xC0 | (c >> 6))
+            d[1] = <unsigned char>(0x80 | (c & 0x3F))
+            d += 2
+        elif c < 0x10000:
+            d[0] = <unsigned char>(0xE0 | (c >> 12))
+            d[1] = <unsigned char>(0x80 | ((c >> 6) & 0x3F))
+            d[2] = <unsigned char>(0x80 | (c & 0x3F))
+            d += 3
+        else:
+            d[0] = <unsigned char>(0xF0 | (c >> 18))
+            d[1] = <unsigned char>(0x80 | ((c >> 12) & 0x3F))
+            d[2] = <unsigned char>(0x80 | ((c >> 6) & 0x3F))
+            d[3] = <unsigned char>(0x80 | (c & 0x3F))
+            d += 4
+    return ERR_NONE
+
+
+cdef void run_job(const Context* ctx, Job* job, CacheEntry* cache) noexcept nogil:
+    cdef Py_ssize_t pos = 0, s = 0, e = 0, span_i = 0
+    cdef uint32_t tok = 0
+    cdef bint found
+    cdef int rc
+    if job.text == NULL:
+        rc = job_to_utf8(job)
+        if rc != ERR_NONE:
+            job.err = rc
+            return
+    while True:
+        found = find_special(ctx.specials, job.text, pos, job.n, &s, &e, &tok)
+        rc = encode_segment(ctx, job, pos, s if found else job.n, &span_i, cache)
+        if rc != ERR_NONE:
+            job.err = rc
+            return
+        if not found:
+            return
+        if out_push(&job.out, tok) < 0:
+            job.err = ERR_NOMEM
+            return
+        pos = e
+
+
+cdef void* worker_main(void* arg) noexcept nogil:
+    cdef Context* ctx = <Context*>arg
+    cdef Py_ssize_t i
+    # calloc failing just means no cache
+    cdef CacheEntry* cache = (<CacheEntry*>calloc(CACHE_ENTRIES, sizeof(CacheEntry))
+                              if ctx.use_cache else NULL)
+    while True:
+        i = fbe_atomic_next(&ctx.next_job)
+        if i >= ctx.n_jobs:
+            break
+        run_job(ctx, &ctx.jobs[i], cache)
+        if ctx.notify:
+            pthread_mutex_lock(&ctx.lock)
+            ctx.done[i] = 1
+            if ctx.waiting and (i == ctx.wait_first or i == ctx.wait_last):
+                pthread_cond_signal(&ctx.cond)
+            pthread_mutex_unlock(&ctx.lock)
+    free(cache)
+    return NULL
+
+
+cdef Py_ssize_t start_workers(Context* ctx, Py_ssize_t count, pthread_t* tids) noexcept nogil:
+    """Start up to count worker threads; returns how many started."""
+    cdef Py_ssize_t started = 0, t
+    for t in range(count):
+        if pthread_create(&tids[started], NULL, worker_main, ctx) == 0:
+            started += 1
+    return started
+
+
+cdef Py_ssize_t wait_done(Context* ctx, Py_ssize_t i, Py_ssize_t last) noexcept nogil:
+    """Block until jobs i and last (>= i) are finished; return the end of the run of
+    finished jobs from i. Waiting for a block of jobs, not each one, keeps the number of
+    wake-ups (and GIL hand-overs) small."""
+    pthread_mutex_lock(&ctx.lock)
+    while not (ctx.done[i] and ctx.done[last]):
+        ctx.wait_first = i
+        ctx.wait_last = last
+        ctx.waiting = True
+        pthread_cond_wait(&ctx.cond, &ctx.lock)
+        ctx.waiting = False
+    while i < ctx.n_jobs and ctx.done[i]:
+        i += 1
+    pthread_mutex_unlock(&ctx.lock)
+    return i
+
+
+cdef void run_jobs(Context* ctx, int num_threads) noexcept nogil:
+    """Run every job on up to num_threads threads (the caller is one of them).
+
+    Threads are created for this call and joined before returning: no pool outlives the
+    call, so a process forked afterwards inherits no threads in a half-known state.
+    """
+    cdef pthread_t tids[MAX_THREADS_C]
+    cdef Py_ssize_t started = 0, t
+    cdef Py_ssize_t want = num_threads
+    if want > ctx.n_jobs:
+        want = ctx.n_jobs
+    if want < 1:
+        want = 1
+    ctx.next_job = 0
+    for t in range(want - 1):
+        if pthread_create(&tids[started], NULL, worker_main, ctx) == 0:
+            started += 1
+    worker_main(ctx)
+    for t in range(started):
+        pthread_join(tids[t], NULL)
+
+
+# --------------------------------------------------------------------------------------
+# Python-facing helpers
+# --------------------------------------------------------------------------------------
+
+cdef int check_threads(object num_threads) except -1:
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise TypeError(f"num_threads must be an int, not {type(num_threads).__name__}")
+    if num_threads < 1 or num_threads > MAX_THREADS:
+        raise ValueError(f"num_threads must be between 1 and {MAX_THREADS}, got {num_threads}")
+    return 0
+
+
+cdef object check_str(object text):
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    return text
+
+
+cdef object as_valid_str(object text):
+    """The text itself if it encodes to UTF-8; otherwise tiktoken's surrogate fix-up."""
+    check_str(text)
+    cdef Py_ssize_t size
+    try:
+        PyUnicode_AsUTF8AndSize(text, &size)
+        return text
+    except UnicodeEncodeError:
+        return fix_surrogates(text)
+
+
+cdef object fix_surrogates(str text):
+    # Exactly what tiktoken does: pairs of surrogates become their character, lone ones
+    # become U+FFFD.
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+cdef extern from "Python.h":
+    list _new_list "PyList_New"(Py_ssize_t n)
+    PyObject* _list_get "PyList_GET_ITEM"(object lst, Py_ssize_t i)
+    void _incref "Py_INCREF"(PyObject* o)
+
+
+cdef list outbuf_to_list(const OutBuf* o, list int_cache):
+    """A list of Python ints; ids below len(int_cache) share the cached int objects,
+    which saves allocating (and later freeing) one int per token."""
+    cdef Py_ssize_t i, n_cached = len(int_cache) if int_cache is not None else 0
+    cdef list result = _new_list(o.size)
+    cdef PyObject* item
+    cdef uint32_t v
+    for i in range(o.size):
+        v = o.data[i]
+        if v < n_cached:
+            item = _list_get(int_cache, v)
+            _incref(item)
+        else:
+            item = PyLong_FromUnsignedLong(v)
+            if item == NULL:
+                raise MemoryError()
+        PyList_SET_ITEM(result, i, item)
+    return result
+
+
+def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, str pat_str):
+    """Unpickle a CoreBPE from its packed vocabulary (see ``CoreBPE.__reduce__``)."""
+    cdef CoreBPE core = CoreBPE.__new__(CoreBPE)
+    core._init_packed(arena, np.frombuffer(lengths, dtype=np.uint32),
+                      np.frombuffer(ids, dtype=np.uint32), special_tokens, pat_str)
+    return core
+
+
+cdef class CoreBPE:
+    """Immutable byte-level BPE encoder/decoder (tiktoken's ``CoreBPE`` semantics).
+
+    >>> core = CoreBPE({bytes([b]): b for b in range(256)} | {b"ab": 256}, {"<|e|>": 257}, r"\\w+|\\W")
+    >>> core.encode_ordinary("abc ab")
+    [256, 99, 32, 256]
+    """
+    cdef Vocab vocab
+    cdef bytes arena_obj            # token bytes: mergeable tokens, then special tokens
+    cdef object lengths_arr         # uint32 per mergeable token, arena order
+    cdef object ids_arr             # uint32 per mergeable token, arena order
+    cdef readonly dict special_tokens
+    cdef readonly str pat_str
+    cdef object regex_pat
+    cdef int pattern_id             # native pre-tokenizer, or -1 for the regex module
+    cdef Py_ssize_t n_mergeable
+    cdef uint32_t max_token_id
+    # decoding: entry e has bytes arena[entry_off[e] : entry_off[e] + entry_len[e]]
+    cdef int64_t* entry_off
+    cdef uint32_t* entry_len
+    cdef Py_ssize_t n_entries
+    cdef int64_t* dense_entry      # id -> entry or -1 (NULL when ids are too sparse)
+    cdef Py_ssize_t dense_size
+    cdef uint32_t* sorted_ids      # sparse fallback: ids ascending, with their entries
+    cdef int64_t* sorted_entry
+    cdef dict special_bytes         # special text -> (offset in arena, length, id)
+    cdef list int_cache             # int objects for ids 0..max id (dense vocabularies)
+
+    def __cinit__(self):
+        self.vocab.slots = NULL
+        self.vocab.long_offset = NULL
+        self.vocab.pair_rank2 = NULL
+        self.vocab.bloom = NULL
+        self.entry_off = NULL
+        self.entry_len = NULL
+        self.dense_entry = NULL
+        self.sorted_ids = NULL
+        self.sorted_entry = NULL
+        self.pattern_id = -1
+
+    def __dealloc__(self):
+        free(self.vocab.slots)
+        free(self.vocab.long_offset)
+        free(self.vocab.pair_rank2)
+        free(self.vocab.bloom)
+        free(self.entry_off)
+        free(self.entry_len)
+        free(self.dense_entry)
+        free(self.sorted_ids)
+        free(self.sorted_entry)
+
+    def __init__(self, mergeable_ranks, special_tokens, str pat_str):
+        if not isinstance(mergeable_ranks, dict):
+            raise TypeError(f"mergeable_ranks must be a dict[bytes, int], not "
+                            f"{type(mergeable_ranks).__name__}")
+        keys = list(mergeable_ranks.keys())
+        values = list(mergeable_ranks.values())
+        for k in keys:
+            if not isinstance(k, bytes):
+                raise TypeError(f"mergeable_ranks keys must be bytes, got {k!r}")
+        for k, v in zip(keys, values):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"rank of {k!r} must be an int, got {v!r}")
+            if v < 0 or v >= NO_RANK:
+                raise ValueError(f"rank of {k!r} must be in [0, 2**32 - 1), got {v}")
+        lengths = np.fromiter((len(k) for k in keys), dtype=np.uint32, count=len(keys))
+        ids = np.array(values, dtype=np.uint32) if values else np.zeros(0, dtype=np.uint32)
+        self._init_packed(b"".join(keys), lengths, ids, special_tokens, pat_str)
+
+    def _init_packed(self, bytes arena, lengths, ids, special_tokens, str pat_str):
+        if self.vocab.slots != NULL:
+            raise RuntimeError("CoreBPE is immutable")
+        if not isinstance(special_tokens, dict):
+            raise TypeError(f"special_tokens must be a dict[str, int], not "
+                            f"{type(special_tokens).__name__}")
+        cdef Py_ssize_t n = len(lengths), i, total_special = 0
+        for s, t in special_tokens.items():
+            if not isinstance(s, str):
+                raise TypeError(f"special token must be a str, got {s!r}")
+            if isinstance(t, bool) or not isinstance(t, int):
+                raise TypeError(f"id of special token {s!r} must be an int, got {t!r}")
+            if t < 0 or t >= NO_RANK:
+                raise ValueError(f"id of special token {s!r} must be in [0, 2**32 - 1), got {t}")
+        if len(np.unique(ids)) != n:
+            uniq, counts = np.unique(ids, return_counts=True)
+            raise ValueError(f"duplicate rank {int(uniq[counts > 1][0])} in mergeable_ranks")
+        if len(arena) >= (1 << 32) - (1 << 20):
+            raise ValueError("vocabulary too large (token bytes must total under 4 GiB)")
+
+        self.pat_str = pat_str
+        self.regex_pat = _compile_pattern(pat_str)
+        self.pattern_id = _native_pattern_id(pat_str)
+        self.special_tokens = dict(special_tokens)
+        self.n_mergeable = n
+        self.lengths_arr = np.ascontiguousarray(lengths, dtype=np.uint32)
+        self.ids_arr = np.ascontiguousarray(ids, dtype=np.uint32)
+
+        # Arena: mergeable tokens, then the UTF-8 bytes of each special token.
+        special_items = list(self.special_tokens.items())
+        special_utf8 = [s.encode("utf-8", "surrogatepass") for s, _ in special_items]
+        self.arena_obj = arena + b"".join(special_utf8)
+        self.vocab.arena = <const unsigned char*>PyBytes_AS_STRING(self.arena_obj)
+        self.special_bytes = {}
+
+        self.n_entries = n + len(special_items)
+        self.entry_off = <int64_t*>malloc(max(self.n_entries, 1) * sizeof(int64_t))
+        self.entry_len = <uint32_t*>malloc(max(self.n_entries, 1) * sizeof(uint32_t))
+        if self.entry_off == NULL or self.entry_len == NULL:
+            raise MemoryError()
+        cdef const uint32_t[::1] lens_v = self.lengths_arr
+        cdef const uint32_t[::1] ids_v = self.ids_arr
+        cdef int64_t off = 0
+        for i in range(n):
+            self.entry_off[i] = off
+            self.entry_len[i] = lens_v[i]
+            off += lens_v[i]
+        if off != len(arena):
+            raise ValueError("token lengths do not add up to the arena size")
+        entry_ids = np.empty(self.n_entries, dtype=np.int64)
+        entry_ids[:n] = ids
+        for i, ((s, t), b) in enumerate(zip(special_items, special_utf8)):
+            self.entry_off[n + i] = off
+            self.entry_len[n + i] = len(b)
+            self.special_bytes[s] = (off, len(b), t)
+            entry_ids[n + i] = t
+            off += len(b)
+        self.max_token_id = <uint32_t>(entry_ids.max() if self.n_entries else 0)
+
+        # Hash table over mergeable tokens, load factor <= 1/2.
+        cdef uint64_t cap = 16
+        while cap < 2 * <uint64_t>n + 2:
+            cap *= 2
+        self.vocab.slots = <Slot*>table_alloc(cap * sizeof(Slot))
+        self.vocab.long_offset = <uint32_t*>calloc(cap, sizeof(uint32_t))
+        self.vocab.pair_rank2 = <uint32_t*>malloc(65536 * sizeof(uint32_t))
+        # ~16 filter bits per token, 2 set per token: a few % false positives.
+        cdef uint64_t bloom_words = 64
+        while bloom_words * 4 < <uint64_t>n:
+            bloom_words *= 2
+        self.vocab.bloom = <uint64_t*>table_alloc(bloom_words * sizeof(uint64_t))
+        self.vocab.bloom_mask = bloom_words - 1
+        if (self.vocab.slots == NULL or self.vocab.long_offset == NULL
+                or self.vocab.pair_rank2 == NULL or self.vocab.bloom == NULL):
+            raise MemoryError()
+        self.vocab.mask = cap - 1
+        cdef unsigned char two[2]
+        with nogil:
+            for i in range(n):
+                if lens_v[i] > 0:
+                    insert_slot(&self.vocab, self.vocab.arena + self.entry_off[i], lens_v[i],
+                                <uint32_t>self.entry_off[i], ids_v[i])
+            for i in range(256):
+                two[0] = <unsigned char>i
+                self.vocab.byte_rank[i] = vocab_rank(&self.vocab, two, 1)
+            for i in range(65536):
+                two[0] = <unsigned char>(i & 0xFF)
+                two[1] = <unsigned char>(i >> 8)
+                self.vocab.pair_rank2[i] = slot_lookup(&self.vocab, two, 2)
+
+        # Decoding table: mergeable tokens win over specials sharing an id, as in tiktoken.
+        order = np.argsort(entry_ids, kind="stable")
+        cdef Py_ssize_t e
+        cdef int64_t tid
+        if self.n_entries and int(self.max_token_id) < 4 * self.n_entries + 65536:
+            self.dense_size = <Py_ssize_t>self.max_token_id + 1
+            self.dense_entry = <int64_t*>malloc(self.dense_size * sizeof(int64_t))
+            if self.dense_entry == NULL:
+                raise MemoryError()
+            for i in range(self.dense_size):
+                self.dense_entry[i] = -1
+            for e in range(self.n_entries - 1, -1, -1):
+                self.dense_entry[<Py_ssize_t>entry_ids[e]] = e
+            self.int_cache = list(range(self.dense_size))
+        else:
+            self.dense_size = 0
+            self.sorted_ids = <uint32_t*>malloc(max(self.n_entries, 1) * sizeof(uint32_t))
+            self.sorted_entry = <int64_t*>malloc(max(self.n_entries, 1) * sizeof(int64_t))
+            if self.sorted_ids == NULL or self.sorted_entry == NULL:
+                raise MemoryError()
+            for i in range(self.n_entries):
+                e = order[i]
+                self.sorted_ids[i] = <uint32_t>entry_ids[e]
+                self.sorted_entry[i] = e
+
+    # ---- small lookups ---------------------------------------------------------------
+
+    cdef int64_t entry_of(self, int64_t token) noexcept nogil:
+        """Entry index of a token id (mergeable first), or -1."""
+        cdef Py_ssize_t lo, hi, mid
+        if token < 0:
+            return -1
+        if self.dense_entry != NULL:
+            return self.dense_entry[token] if token < self.dense_size else -1
+        lo = 0
+        hi = self.n_entries
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.sorted_ids[mid] < token:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self.n_entries and self.sorted_ids[lo] == token:
+            # several entries can share an id (a special equal to a mergeable id);
+            # the stable sort put the mergeable one first
+            return self.sorted_entry[lo]
+        return -1
+
+    @property
+    def max_token_value(self):
+        return int(self.max_token_id)
+
+    @property
+    def n_vocab(self):
+        return int(self.max_token_id) + 1
+
+    def __reduce__(self):
+        self.check_ready()
+        # Packed vocabulary: one bytes arena plus two uint32 arrays; unpickling rebuilds
+        # the tables natively without a 200k-entry dict.
+        return (_rebuild_core, (
+            self.arena_obj[:self.entry_off[self.n_mergeable] if self.n_mergeable < self.n_entries
+                           else len(self.arena_obj)],
+            self.lengths_arr.tobytes(), self.ids_arr.tobytes(),
+            dict(self.special_tokens), self.pat_str))
+
+    # ---- encoding --------------------------------------------------------------------
+
+    cdef int fill_specials(self, SpecialSet* ss, object allowed_special, list keep) except -1:
+        """Build the C view of the allowed special tokens that exist in this vocabulary."""
+        ss.count = 0
+        ss.items = NULL
+        for i in range(256):
+            ss.first_byte[i] = False
+        if not allowed_special:
+            return 0
+        if isinstance(allowed_special, str):
+            raise TypeError("allowed_special must be a set of str (the Python layer maps 'all')")
+        chosen = [self.special_bytes[s] for s in allowed_special if s in self.special_bytes]
+        if not chosen:
+            return 0
+        cdef bytes buf = PyBytes_FromStringAndSize(NULL, len(chosen) * sizeof(Special))
+        keep.append(buf)
+        ss.items = <Special*>PyBytes_AS_STRING(buf)
+        cdef Py_ssize_t k = 0
+        for off, length, tok in chosen:
+            if length == 0:
+                continue
+            ss.items[k].text = self.vocab.arena + <int64_t>off
+            ss.items[k].length = length
+            ss.items[k].token = <uint32_t>tok
+            ss.first_byte[ss.items[k].text[0]] = True
+            k += 1
+        ss.count = k
+        return 0
+
+    cdef int prepare_job(self, Job* job, object text, const SpecialSet* ss, list keep) except -1:
+        """Point a job at the text's UTF-8 buffer; on the regex path, pre-tokenize now."""
+        cdef Py_ssize_t size
+        job.owned = NULL
+        job.src = NULL
+        job.src_kind = 0
+        job.src_len = 0
+        if self.pattern_id >= 0:
+            FBE_UNICODE_READY(text)
+            if PyUnicode_IS_ASCII(text):
+                job.text = <const unsigned char*>PyUnicode_DATA(text)
+                job.n = PyUnicode_GET_LENGTH(text)
+            else:
+                job.text = NULL    # converted by the worker
+                job.n = 0
+                job.src = PyUnicode_DATA(text)
+                job.src_kind = PyUnicode_KIND(text)
+                job.src_len = PyUnicode_GET_LENGTH(text)
+        else:
+            text = as_valid_str(text)
+            keep.append(text)
+            job.text = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &size)
+            job.n = size
+        job.spans = NULL
+        job.n_spans = 0
+        job.out.data = NULL
+        job.out.size = 0
+        job.out.cap = 0
+        job.err = ERR_NONE
+        job.err_pos = 0
+        if self.pattern_id < 0:
+            spans = _regex_spans(self.regex_pat, text, job.text, job.n, ss)
+            keep.append(spans)
+            job.spans = <const int64_t*>cnp.PyArray_DATA(spans)
+            job.n_spans = len(spans) // 2
+        return 0
+
+    cdef int raise_job_error(self, Job* job) except -1:
+        if job.err == ERR_NOMEM:
+            raise MemoryError()
+        if job.err == ERR_TOO_LONG:
+            raise ValueError(f"a single pre-tokenized chunk at UTF-8 offset {job.err_pos} is "
+                             f"4 GiB or longer; such chunks are not supported")
+        if job.err == ERR_BYTE:
+            raise ValueError(f"byte {job.text[job.err_pos]:#04x} at UTF-8 offset {job.err_pos} "
+                             f"is not a token of this vocabulary, so it cannot be encoded")
+        return 0
+
+    cdef int check_ready(self) except -1:
+        if self.vocab.slots == NULL:
+            raise RuntimeError("CoreBPE was not initialised (use CoreBPE(ranks, specials, pattern))")
+        return 0
+
+    cdef object run(self, list texts, object allowed_special, int num_threads, int mode,
+                    object dtype):
+        """mode 0: list of lists; 1: one list (single text); 2: numpy (flat, offsets)."""
+        self.check_ready()
+        cdef Py_ssize_t n_jobs = len(texts), i, total
+        cdef list keep = []
+        cdef CacheEntry* no_cache = NULL
+        cdef SpecialSet ss
+        cdef Context ctx
+        cdef Job* jobs = <Job*>malloc(max(n_jobs, 1) * sizeof(Job))
+        if jobs == NULL:
+            raise MemoryError()
+        for i in range(n_jobs):
+            jobs[i].out.data = NULL
+            jobs[i].owned = NULL
+        try:
+            self.fill_specials(&ss, allowed_special, keep)
+            for i in range(n_jobs):
+                self.prepare_job(&jobs[i], texts[i], &ss, keep)
+            ctx.vocab = &self.vocab
+            ctx.specials = &ss
+            ctx.pattern = self.pattern_id
+            ctx.jobs = jobs
+            ctx.n_jobs = n_jobs
+            total = 0
+            for i in range(n_jobs):
+                total += jobs[i].n + jobs[i].src_len
+            ctx.use_cache = total >= CACHE_MIN_TEXT
+            ctx.notify = False
+            if mode == 0 and n_jobs > 1 and num_threads > 1:
+                results = self.run_streaming(&ctx, num_threads)
+            else:
+                results = None
+                with nogil:
+                    run_jobs(&ctx, num_threads)
+            for i in range(n_jobs):
+                if jobs[i].err == ERR_SURROGATE:
+                    # rare: redo this text after tiktoken's fix-up
+                    fixed = fix_surrogates(texts[i])
+                    keep.append(fixed)
+                    free(jobs[i].out.data)
+                    free(jobs[i].owned)
+                    jobs[i].out.data = NULL
+                    jobs[i].owned = NULL
+                    self.prepare_job(&jobs[i], fixed, &ss, keep)
+                    with nogil:
+                        run_job(&ctx, &jobs[i], no_cache)
+                self.raise_job_error(&jobs[i])
+            if mode == 1:
+                return outbuf_to_list(&jobs[0].out, self.int_cache)
+            if mode == 0:
+                if results is None:
+                    results = [None] * n_jobs
+                for i in range(n_jobs):
+                    if results[i] is None:
+                        results[i] = outbuf_to_list(&jobs[i].out, self.int_cache)
+                return results
+            return self.to_numpy(jobs, n_jobs, dtype)
+        finally:
+            for i in range(n_jobs):
+                free(jobs[i].out.data)
+                free(jobs[i].owned)
+            free(jobs)
+
+    cdef list run_streaming(self, Context* ctx, int num_threads):
+        """All jobs on num_threads worker threads while this thread turns finished ones
+        into lists; returns the lists (None for jobs that failed, handled by the caller).
+        The GIL is released while waiting."""
+        cdef pthread_t tids[MAX_THREADS_C]
+        cdef Py_ssize_t n_jobs = ctx.n_jobs, started, i = 0, upto, k
+        cdef Py_ssize_t block = max(1, n_jobs // 64)
+        cdef Py_ssize_t want = min(<Py_ssize_t>num_threads, n_jobs)
+        cdef list results = [None] * n_jobs
+        ctx.done = <char*>calloc(n_jobs, 1)
+        if ctx.done == NULL:
+            raise MemoryError()
+        pthread_mutex_init(&ctx.lock, NULL)
+        pthread_cond_init(&ctx.cond, NULL)
+        ctx.notify = True
+        ctx.waiting = False
+        ctx.next_job = 0
+        try:
+            with nogil:
+                started = start_workers(ctx, want, tids)
+                if started == 0:
+                    worker_main(ctx)   # no thread could start: do the work here
+            try:
+                while i < n_jobs:
+                    with nogil:
+                        upto = wait_done(ctx, i, min(i + block, n_jobs) - 1)
+                    for k in range(i, upto):
+                        if ctx.jobs[k].err == ERR_NONE:
+                            results[k] = outbuf_to_list(&ctx.jobs[k].out, self.int_cache)
+                            free(ctx.jobs[k].out.data)
+                            ctx.jobs[k].out.data = NULL
+                    i = upto
+            finally:
+                # even on an exception (MemoryError) the threads must end before the
+                # jobs they use are freed
+                with nogil:
+                    for k in range(started):
+                        pthread_join(tids[k], NULL)
+        finally:
+            ctx.notify = False
+            pthread_cond_destroy(&ctx.cond)
+            pthread_mutex_destroy(&ctx.lock)
+            free(ctx.done)
+            ctx.done = NULL
+        return results
+
+    cdef object to_numpy(self, Job* jobs, Py_ssize_t n_jobs, object dtype):
+        cdef Py_ssize_t total = 0, i, j, pos
+        offsets = np.empty(n_jobs + 1, dtype=np.int64)
+        cdef int64_t[::1] off_v = offsets
+        off_v[0] = 0
+        for i in range(n_jobs):
+            total += jobs[i].out.size
+            off_v[i + 1] = total
+        flat = np.empty(total, dtype=dtype)
+        cdef uint32_t[::1] f32
+        cdef uint16_t[::1] f16
+        pos = 0
+        if flat.dtype == np.uint32:
+            f32 = flat
+            with nogil:
+                for i in range(n_jobs):
+                    if jobs[i].out.size:
+                        memcpy(&f32[pos], jobs[i].out.data, jobs[i].out.size * sizeof(uint32_t))
+                    pos += jobs[i].out.size
+        else:
+            f16 = flat
+            with nogil:
+                for i in range(n_jobs):
+                    for j in range(jobs[i].out.size):
+                        f16[pos + j] = <uint16_t>jobs[i].out.data[j]
+                    pos += jobs[i].out.size
+        return flat, offsets
+
+    cdef object check_dtype(self, object dtype):
+        dt = np.dtype(dtype)
+        if dt == np.uint32:
+            return dt
+        if dt == np.uint16:
+            if self.max_token_id >= 65536:
+                raise ValueError(f"dtype uint16 cannot hold this vocabulary's ids (max id "
+                                 f"{self.max_token_id} >= 65536); use uint32")
+            return dt
+        raise ValueError(f"dtype must be uint32 or uint16, got {dt}")
+
+    def encode_ordinary(self, text):
+        """Token ids of text, with special-token text encoded as ordinary text."""
+        return self.run([check_str(text)], None, 1, 1, None)
+
+    def encode(self, text, allowed_special):
+        """Token ids of text; occurrences of allowed special tokens become their ids."""
+        return self.run([check_str(text)], allowed_special, 1, 1, None)
+
+    def encode_ordinary_batch(self, texts, num_threads=8):
+        check_threads(num_threads)
+        return self.run(_texts_list(texts), None, num_threads, 0, None)
+
+    def encode_batch(self, texts, allowed_special, num_threads=8):
+        check_threads(num_threads)
+        return self.run(_texts_list(texts), allowed_special, num_threads, 0, None)
+
+    def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32):
+        """Token ids as a 1-D numpy array (uint32, or uint16 when every id fits)."""
+        dt = self.check_dtype(dtype)
+        flat, _ = self.run([check_str(text)], allowed_special, 1, 2, dt)
+        return flat
+
+    def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8,
+                              dtype=np.uint32):
+        """(flat ids, offsets): text i is flat[offsets[i]:offsets[i + 1]]."""
+        check_threads(num_threads)
+        dt = self.check_dtype(dtype)
+        return self.run(_texts_list(texts), allowed_special, num_threads, 2, dt)
+
+    def encode_single_token(self, piece):
+        """Id of a token given its bytes (or a special token's text/bytes); KeyError if none."""
+        self.check_ready()
+        if isinstance(piece, str):
+            if piece in self.special_tokens:
+                return self.special_tokens[piece]
+            piece = piece.encode("utf-8")
+        if not isinstance(piece, (bytes, bytearray)):
+            raise TypeError(f"piece must be bytes, not {type(piece).__name__}")
+        cdef bytes b = bytes(piece)
+        cdef uint32_t r = NO_RANK
+        if len(b):
+            r = vocab_rank(&self.vocab, <const unsigned char*>PyBytes_AS_STRING(b), len(b))
+        if r != NO_RANK:
+            return r
+        try:
+            s = b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise KeyError(piece) from None
+        if s in self.special_tokens:
+            return self.special_tokens[s]
+        raise KeyError(piece)
+
+    def _encode_chunk_bytes(self, bytes piece):
+        """Testing hook: BPE-merge one chunk of raw bytes (no pre-tokenization)."""
+        self.check_ready()
+        cdef OutBuf out
+        cdef Py_ssize_t err_pos = 0
+        cdef int rc
+        out.data = NULL
+        out.size = 0
+        out.cap = 0
+        cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(piece)
+        cdef Py_ssize_t n = len(piece)
+        if n == 0:
+            return []
+        try:
+            with nogil:
+                rc = bpe_chunk(&self.vocab, p, n, &out, &err_pos, NULL)
+            if rc == ERR_NOMEM:
+                raise MemoryError()
+            if rc == ERR_BYTE:
+                raise ValueError(f"byte at {err_pos} is not a token")
+            return outbuf_to_list(&out, self.int_cache)
+        finally:
+            free(out.data)
+
+    # ---- decoding --------------------------------------------------------------------
+
+    cdef bytes decode_array(self, cnp.ndarray arr):
+        self.check_ready()
+        cdef const int64_t[::1] ids = arr
+        cdef Py_ssize_t n = ids.shape[0], i, total = 0, bad = -1
+        cdef int64_t e
+        with nogil:
+            for i in range(n):
+                e = self.entry_of(ids[i])
+                if e < 0:
+                    bad = i
+                    break
+                total += self.entry_len[e]
+        if bad >= 0:
+            raise KeyError(int(ids[bad]))
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
+        cdef char* dst = PyBytes_AS_STRING(out)
+        cdef const char* src = <const char*>self.vocab.arena
+        with nogil:
+            for i in range(n):
+                e = self.entry_of(ids[i])
+                memcpy(dst, src + self.entry_off[e], self.entry_len[e])
+                dst += self.entry_len[e]
+        return out
+
+    def decode_bytes(self, tokens):
+        """Bytes of a sequence of ids (list, tuple or integer numpy array); KeyError names
+        the first unknown id."""
+        return self.decode_array(_ids_array(tokens))
+
+    def decode_batch_bytes(self, batch, num_threads=8):
+        check_threads(num_threads)
+        if isinstance(batch, (str, bytes)) or not hasattr(batch, "__iter__"):
+            raise TypeError(f"batch must be a sequence of token sequences, not "
+                            f"{type(batch).__name__}")
+        return [self.decode_array(_ids_array(t)) for t in batch]
+
+    def decode_single_token_bytes(self, token):
+        self.check_ready()
+        if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
+            raise TypeError(f"token must be an int, not {type(token).__name__}")
+        t = int(token)
+        cdef int64_t e = self.entry_of(t) if 0 <= t < NO_RANK else -1
+        if e < 0:
+            raise KeyError(t)
+        return self.arena_obj[self.entry_off[e]:self.entry_off[e] + self.entry_len[e]]
+
+    def token_byte_values(self):
+        """Bytes of every mergeable token, sorted (as tiktoken returns them)."""
+        self.check_ready()
+        arena = self.arena_obj
+        out = []
+        cdef Py_ssize_t i
+        for i in range(self.n_mergeable):
+            out.append(arena[self.entry_off[i]:self.entry_off[i] + self.entry_len[i]])
+        out.sort()
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# Construction helpers (plain Python, run once)
+# --------------------------------------------------------------------------------------
+
+cdef void insert_slot(Vocab* v, const unsigned char* p, uint32_t n, uint32_t offset,
+                      uint32_t rank) noexcept nogil:
+    cdef uint64_t w = fbe_word(p, n) if n <= 8 else fbe_load64(p)
+    cdef uint64_t h = slot_hash(p, n, w)
+    cdef uint64_t i = h & v.mask
+    bloom_add(v, h)
+    while v.slots[i].length != 0:
+        i = (i + 1) & v.mask
+    v.slots[i].word = w
+    v.slots[i].length = n
+    v.slots[i].rank = rank
+    v.long_offset[i] = offset
+
+
+cdef uint32_t slot_lookup(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
+    """Hash-table lookup without the 2-byte shortcut (used to fill that shortcut)."""
+    cdef uint64_t w = fbe_word(p, n) if n <= 8 else fbe_load64(p)
+    cdef uint64_t i = slot_hash(p, n, w) & v.mask
+    while v.slots[i].length != 0:
+        if (v.slots[i].length == n and v.slots[i].word == w
+                and memcmp(v.arena + v.long_offset[i], p, n) == 0):
+            return v.slots[i].rank
+        i = (i + 1) & v.mask
+    return NO_RANK
+
+
+def _compile_pattern(str pat_str):
+    import regex
+    try:
+        return regex.compile(pat_str)
+    except regex.error as exc:
+        raise ValueError(f"invalid split pattern {pat_str!r}: {exc}") from None
+
+
+def _native_pattern_id(str pat_str):
+    """The hand-written pre-tokenizer for tiktoken's exact pattern strings, else -1.
+
+    Only exact strings: a short name such as "gpt2" is a (silly) custom regex here, as in
+    tiktoken.
+    """
+    from fastbpe._pretokenize import pattern_id
+    from fastbpe.reference import patterns
+    if pat_str in (patterns.GPT2, patterns.CL100K, patterns.O200K):
+        return pattern_id(pat_str)
+    return -1
+
+
+cdef list _texts_list(object texts):
+    if isinstance(texts, (str, bytes)) or not hasattr(texts, "__iter__"):
+        raise TypeError(f"texts must be a list of str, not {type(texts).__name__}")
+    out = []
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, not {type(t).__name__}")
+        out.append(t)
+    return out
+
+
+cdef cnp.ndarray _ids_array(object tokens):
+    """Token ids as a contiguous int64 array; TypeError for anything but integers."""
+    if isinstance(tokens, np.ndarray):
+        arr = tokens
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"token ids must be integers, got an array of {arr.dtype}")
+        if arr.ndim != 1:
+            raise ValueError(f"token ids must be a 1-D array, got shape {arr.shape}")
+        if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+            raise KeyError(int(arr[arr > np.iinfo(np.int64).max][0]))
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    if not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"tokens must be a list, tuple or numpy array of ints, not "
+                        f"{type(tokens).__name__}")
+    if not tokens:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        arr = np.asarray(tokens)
+    except (ValueError, TypeError, OverflowError):
+        arr = None
+    if arr is not None and arr.ndim == 1 and arr.dtype.kind in "iu" and arr.dtype != np.uint64:
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    # Mixed, huge or non-int items: check one by one so the error names the culprit.
+    out = np.empty(len(tokens), dtype=np.int64)
+    for i, t in enumerate(tokens):
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            raise TypeError(f"token ids must be ints, got {t!r} at index {i}")
+        if t < 0 or t >= NO_RANK:
+            raise KeyError(int(t))
+        out[i] = t
+    return out
+
+
+cdef cnp.ndarray _regex_spans(object pat, str text, const unsigned char* utf8, Py_ssize_t n,
+                              const SpecialSet* ss):
+    """Chunk spans (UTF-8 byte offsets, flattened start/end pairs) from the regex module.
+
+    Like tiktoken, the pattern runs on each segment between allowed special tokens
+    separately, so ``$`` and lookaheads stop at a special token.
+    """
+    cdef Py_ssize_t pos = 0, s = 0, e = 0, cs, ce
+    cdef uint32_t tok
+    cdef bint found
+    ascii = text.isascii()
+    if not ascii:
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        widths = (1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000))
+        byte_of_cp = np.zeros(len(cps) + 1, dtype=np.int64)
+        np.cumsum(widths, out=byte_of_cp[1:])
+    pieces = []
+    while True:
+        found = find_special(ss, utf8, pos, n, &s, &e, &tok)
+        seg_end = s if found else n
+        if seg_end > pos:
+            if ascii:
+                cs, ce = pos, seg_end
+            else:
+                cs = int(np.searchsorted(byte_of_cp, pos))
+                ce = int(np.searchsorted(byte_of_cp, seg_end))
+            segment = text[cs:ce]
+            spans = [m.span() for m in pat.finditer(segment)]
+            if spans:
+                arr = np.array(spans, dtype=np.int64).reshape(-1) + cs
+                if not ascii:
+                    arr = byte_of_cp[arr]
+                pieces.append(arr)
+        if not found:
+            break
+        pos = e
+    if not pieces:
+        return np.zeros(0, dtype=np.int64)
+    return np.ascontiguousarray(np.concatenate(pieces), dtype=np.int64)

@@ -1,0 +1,439 @@
+"""fastbpe._encode.CoreBPE: ids identical to tiktoken, both merge paths, threads, pickling."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import pickle
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastbpe._encode import CoreBPE, _set_heap_threshold
+
+VOCABS = ["gpt2", "cl100k_base", "o200k_base"]
+
+_CORES: dict = {}
+
+
+@pytest.fixture(scope="module")
+def pair(tiktoken_encoding):
+    """``pair(name)`` -> (CoreBPE, tiktoken.Encoding) built from the same ranks."""
+
+    def get(name):
+        tk = tiktoken_encoding(name)
+        if name not in _CORES:
+            _CORES[name] = CoreBPE(tk._mergeable_ranks, tk._special_tokens, tk._pat_str)
+        return _CORES[name], tk
+
+    return get
+
+
+@pytest.fixture
+def both_paths():
+    """Run a block with every chunk forced through the heap, then through the scan."""
+    old = _set_heap_threshold(128)
+    yield
+    _set_heap_threshold(old)
+
+
+TEXTS = [
+    "",
+    "a",
+    "Hello, world! This is a test of the emergency broadcast system.",
+    "The quick brown fox jumps over the lazy dog. " * 20,
+    # code
+    "def f(x):\n    return x ** 2  # square\n\nclass A(B):\n\tpass\r\n",
+    "for (int i = 0; i < n; ++i) { sum += a[i]; }\n",
+    "    if __name__ == '__main__':\n        main()\n\n\n",
+    # Turkish, Chinese, Arabic, Hindi
+    "İstanbul'da ığdır ŞEHİR ÇOK güzel, öğrenciler ülkeyi görüyor. Iı İi",
+    "我们今天去公园散步，天气非常好！机器学习和自然语言处理。",
+    "مرحبا بالعالم، كيف حالك اليوم؟ هذه جملة عربية.",
+    "नमस्ते दुनिया, आप कैसे हैं? यह हिंदी वाक्य है।",
+    # emoji / ZWJ / combining
+    "👩‍👩‍👧‍👦 family 👍🏽 thumbs 🇺🇸 flag e\u0301 n\u0303 \u200d\u200c",
+    # digits in many scripts
+    "123 4567 89012 ١٢٣٤ ۱۲۳ १२३४५ ௧௨௩ ๑๒๓ １２３ 一二三 ⅠⅡⅢ ½ ²³",
+    # whitespace
+    "a\r\nb\r\n\r\nc\t\td  \t \n\n\n   e",
+    " " * 50 + "x" + "\t" * 30 + "\n" * 20 + "y" + " \n" * 10,
+    "trailing spaces   ",
+    "\n\n\n",
+    # apostrophes
+    "I'm you're he's she'd we'll they've it't 'S 'T 'RE 'VE 'M 'LL 'D I'M YOU'RE "
+    "don't DON'T Don'T ’s ‘quoted’ ''' 'x' 'll'll",
+    # special-looking text
+    "<|endoftext|> and <|fim_prefix|> <|endofprompt|> <|unknown|>",
+    "<<|endoftext|>|endoftext|>>",
+    "x" * 3000,
+    "ab" * 1000,
+    "\u00e9" * 500 + "\u4e2d" * 500,
+]
+
+
+@pytest.mark.parametrize("name", VOCABS)
+def test_fixed_texts_match_tiktoken(pair, name, both_paths):
+    core, tk = pair(name)
+    for text in TEXTS:
+        assert core.encode_ordinary(text) == tk.encode_ordinary(text), text[:60]
+        assert core.encode(text, set()) == tk.encode(text, disallowed_special=()), text[:60]
+        assert core.encode(text, tk.special_tokens_set) == tk.encode(
+            text, allowed_special="all"
+        ), text[:60]
+
+
+@pytest.mark.parametrize("name", VOCABS)
+def test_regex_fallback_path_matches_tiktoken(pair, name):
+    """A pattern string that is not byte-identical to a built-in one (same language)
+    goes through the regex module instead of the hand-written pre-tokenizer."""
+    _, tk = pair(name)
+    core = CoreBPE(tk._mergeable_ranks, tk._special_tokens, "(?:" + tk._pat_str + ")")
+    for text in TEXTS:
+        assert core.encode_ordinary(text) == tk.encode_ordinary(text), text[:60]
+        assert core.encode(text, tk.special_tokens_set) == tk.encode(
+            text, allowed_special="all"
+        ), text[:60]
+    texts = TEXTS * 2
+    assert core.encode_batch(texts, {"<|endoftext|>"}, 2) == [
+        tk.encode(t, allowed_special={"<|endoftext|>"}, disallowed_special=()) for t in texts
+    ]
+
+
+@pytest.mark.parametrize("name", VOCABS)
+def test_real_text_matches_tiktoken(pair, name):
+    core, tk = pair(name)
+    import inspect
+    import json
+
+    text = inspect.getsource(json) + open("/usr/share/common-licenses/GPL-3").read()
+    assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("name", VOCABS)
+def test_allowed_specials(pair, name):
+    core, tk = pair(name)
+    text = "a<|endoftext|>b <|endoftext|><|endoftext|>\n<|endofprompt|> <|fim_middle|>c"
+    for allowed in [set(), {"<|endoftext|>"}, tk.special_tokens_set, {"<|nope|>"}]:
+        want = tk.encode(text, allowed_special=allowed, disallowed_special=())
+        assert core.encode(text, allowed) == want
+        assert core.encode(text, frozenset(allowed)) == want
+    # ordinary ignores specials entirely
+    assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+
+
+_ALPHABET = st.sampled_from(
+    list("aAbBzZ019 \t\n\r'’_-.,!?/<|>()[]")
+    + list("ığüşöçİĞÜŞÖÇ中文字日本語한국어العربيةहिंदी١٢३")
+    + ["\u0301", "\u200d", "👍", "🏽", "\U0001f469", "\u00a0", "\u3000", "\x00", "\ufffd"]
+)
+_FRAGMENTS = st.sampled_from(
+    ["the", " the", "The", " 's", "'S", "'ll", "don't", "  ", "\n\n", "\r\n", "\t",
+     "123456", " 42", "٣٤٥", "<|endoftext|>", "<|endofprompt|>", "中文", " مرحبا", " नमस्ते",
+     "İs", "ıI", "👩‍👩‍👧", "x" * 40, " " * 17, "!!!", "...\n", "/**/", "é", "e\u0301"]
+)
+_TEXT = st.one_of(
+    st.text(_ALPHABET, max_size=60),
+    st.lists(_FRAGMENTS, max_size=20).map("".join),
+    st.text(max_size=40),
+)
+
+
+@pytest.mark.parametrize("name", VOCABS)
+@settings(max_examples=700)
+@given(text=_TEXT)
+def test_hypothesis_matches_tiktoken(pair, name, text):
+    core, tk = pair(name)
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+    assert core.encode(text, tk.special_tokens_set) == tk.encode(text, allowed_special="all")
+
+
+def test_lone_surrogates_fixed_up_like_tiktoken(pair):
+    core, tk = pair("cl100k_base")
+    texts = ["a\ud800b", "\udfff", "x\ud83d\ude00y", "\ud83d", "中\ud800文", "ok"]
+    for text in texts:
+        assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+        assert core.encode(text, {"<|endoftext|>"}) == tk.encode(text)
+    want = [tk.encode_ordinary(t) for t in texts]
+    assert core.encode_ordinary_batch(texts * 3, 2) == want * 3
+    flat, offsets = core.encode_batch_to_numpy(texts, frozenset(), 2)
+    assert [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == want
+
+
+# ---- merge paths -------------------------------------------------------------------
+
+
+def _reference_merge(ranks: dict[bytes, int], piece: bytes) -> list[int]:
+    """tiktoken's merge loop, transcribed to Python: lowest rank, leftmost on ties."""
+    if piece in ranks:
+        return [ranks[piece]]
+    parts = [bytes([b]) for b in piece]
+    while True:
+        best, best_i = None, -1
+        for i in range(len(parts) - 1):
+            r = ranks.get(parts[i] + parts[i + 1])
+            if r is not None and (best is None or r < best):
+                best, best_i = r, i
+        if best is None:
+            return [ranks[p] for p in parts]
+        parts[best_i : best_i + 2] = [parts[best_i] + parts[best_i + 1]]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_heap_and_scan_agree_on_random_bytes(pair, name):
+    core, tk = pair(name)
+    ranks = tk._mergeable_ranks
+    rng = random.Random(1234)
+    alphabets = [
+        bytes(range(256)),
+        b"ab ",
+        b"aaaa",
+        "的一是不了人我在有他这".encode(),
+        b"the quick brown fox",
+        b"\n \t",
+    ]
+    for trial in range(400):
+        alpha = alphabets[trial % len(alphabets)]
+        n = rng.choice([2, 3, 5, 17, 64, 129, 300, 700])
+        piece = bytes(rng.choice(alpha) for _ in range(n))
+        old = _set_heap_threshold(0)
+        try:
+            heap = core._encode_chunk_bytes(piece)
+            _set_heap_threshold(1 << 20)
+            scan = core._encode_chunk_bytes(piece)
+        finally:
+            _set_heap_threshold(old)
+        assert heap == scan, piece
+        if n <= 129:
+            assert scan == _reference_merge(ranks, piece), piece
+
+
+def test_heap_path_matches_tiktoken_on_long_chunks(pair):
+    core, tk = pair("cl100k_base")
+    rng = random.Random(7)
+    words = ["中文", "字", "abc", "x", "的是", "ไทย", "é"]
+    for _ in range(30):
+        text = "".join(rng.choice(words) for _ in range(rng.randint(50, 400)))
+        text = text.replace(" ", "")
+        old = _set_heap_threshold(0)
+        try:
+            assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+        finally:
+            _set_heap_threshold(old)
+
+
+@pytest.mark.parametrize("name", VOCABS)
+@pytest.mark.parametrize("ch", ["x", " ", "\n", "中", "ab"])
+def test_long_runs_match_tiktoken(pair, name, ch):
+    core, tk = pair(name)
+    text = ch * 1_000_000
+    got = core.encode_ordinary(text)
+    assert core.decode_bytes(got) == text.encode()
+    try:
+        want = tk.encode_ordinary(text)
+    except BaseException:  # tiktoken's regex overflows its stack on o200k's 1M spaces
+        want = None
+    if want is not None:
+        assert got == want
+    small = ch * 20_000
+    assert core.encode_ordinary(small) == tk.encode_ordinary(small)
+
+
+# ---- batch, numpy ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", VOCABS)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_batch_equals_single(pair, name, threads):
+    core, tk = pair(name)
+    texts = TEXTS * 3 + ["word " * 5000, "中文" * 3000]
+    want = [core.encode_ordinary(t) for t in texts]
+    assert core.encode_ordinary_batch(texts, threads) == want
+    want_sp = [core.encode(t, tk.special_tokens_set) for t in texts]
+    assert core.encode_batch(texts, tk.special_tokens_set, threads) == want_sp
+    flat, offsets = core.encode_batch_to_numpy(texts, tk.special_tokens_set, threads)
+    assert flat.dtype == np.uint32 and offsets.dtype == np.int64
+    assert len(offsets) == len(texts) + 1 and offsets[0] == 0 and offsets[-1] == len(flat)
+    for i, ids in enumerate(want_sp):
+        assert flat[offsets[i] : offsets[i + 1]].tolist() == ids
+    assert core.encode_ordinary_batch([], threads) == []
+
+
+def test_numpy_dtypes(pair):
+    core, _ = pair("gpt2")
+    text = "hello world <|endoftext|>"
+    ids = core.encode(text, {"<|endoftext|>"})
+    a = core.encode_to_numpy(text, {"<|endoftext|>"})
+    assert a.dtype == np.uint32 and a.tolist() == ids
+    b = core.encode_to_numpy(text, {"<|endoftext|>"}, np.uint16)
+    assert b.dtype == np.uint16 and b.tolist() == ids
+    big, _ = pair("cl100k_base")
+    with pytest.raises(ValueError, match="uint16"):
+        big.encode_to_numpy("hi", frozenset(), np.uint16)
+    with pytest.raises(ValueError, match="dtype"):
+        core.encode_to_numpy("hi", frozenset(), np.float32)
+    flat, off = core.encode_batch_to_numpy(["a b", "", "c"], frozenset(), 2, np.uint16)
+    assert flat.dtype == np.uint16 and off.tolist()[0] == 0 and off[2] == off[1]
+
+
+def test_num_threads_validation(pair):
+    core, _ = pair("gpt2")
+    for bad in [0, -1, 1025]:
+        with pytest.raises(ValueError, match="num_threads"):
+            core.encode_ordinary_batch(["a"], bad)
+    for bad in [1.5, "2", None, True]:
+        with pytest.raises(TypeError, match="num_threads"):
+            core.encode_ordinary_batch(["a"], bad)
+    with pytest.raises(TypeError):
+        core.encode_ordinary_batch("abc", 1)
+    with pytest.raises(TypeError):
+        core.encode_ordinary_batch(["a", b"b"], 1)
+
+
+def test_bad_text_types(pair):
+    core, _ = pair("gpt2")
+    for bad in [None, b"bytes", 3]:
+        with pytest.raises(TypeError):
+            core.encode_ordinary(bad)
+        with pytest.raises(TypeError):
+            core.encode(bad, set())
+
+
+# ---- decode, single tokens ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", VOCABS)
+def test_decode_round_trip(pair, name):
+    core, tk = pair(name)
+    for text in TEXTS:
+        ids = core.encode(text, tk.special_tokens_set)
+        want = tk.decode_bytes(ids)
+        assert core.decode_bytes(ids) == want
+        assert core.decode_bytes(tuple(ids)) == want
+        assert core.decode_bytes(np.array(ids, dtype=np.uint32)) == want
+        assert core.decode_bytes(np.array(ids, dtype=np.int64)) == want
+    batch = [core.encode_ordinary(t) for t in TEXTS]
+    assert core.decode_batch_bytes(batch, 2) == [t.encode() for t in TEXTS]
+
+
+def test_decode_errors(pair):
+    core, tk = pair("cl100k_base")
+    for bad in [100261, 10**9, -1, 2**40, 2**70]:
+        with pytest.raises(KeyError, match=str(bad)):
+            core.decode_bytes([1, bad, 2])
+    with pytest.raises(KeyError, match="100261"):
+        core.decode_bytes(np.array([100261], dtype=np.int64))
+    for bad in ["abc", None, 5, [1.5], [True], np.array([1.0])]:
+        with pytest.raises(TypeError):
+            core.decode_bytes(bad)
+    with pytest.raises(KeyError, match="100261"):
+        core.decode_single_token_bytes(100261)
+    assert core.decode_single_token_bytes(100257) == b"<|endoftext|>"
+    assert core.decode_single_token_bytes(15339) == tk.decode_single_token_bytes(15339)
+    assert core.decode_bytes([]) == b""
+
+
+def test_single_token_and_byte_values(pair):
+    core, tk = pair("cl100k_base")
+    assert core.encode_single_token(b"hello") == tk.encode_single_token(b"hello")
+    assert core.encode_single_token("<|endoftext|>") == 100257
+    assert core.encode_single_token(b"<|endoftext|>") == 100257
+    with pytest.raises(KeyError, match="not a token"):
+        core.encode_single_token(b"not a token at all")
+    assert core.token_byte_values() == tk.token_byte_values()
+
+
+def test_constructor_validation():
+    base = {bytes([b]): b for b in range(256)}
+    with pytest.raises(TypeError):
+        CoreBPE([(b"a", 0)], {}, r"\w+")
+    with pytest.raises(TypeError):
+        CoreBPE({"a": 0}, {}, r"\w+")
+    with pytest.raises(ValueError, match="duplicate rank 5"):
+        CoreBPE(base | {b"ab": 5}, {}, r"\w+")
+    with pytest.raises(ValueError, match="pattern"):
+        CoreBPE(base, {}, r"(")
+    with pytest.raises(ValueError):
+        CoreBPE(base | {b"ab": -3}, {}, r"\w+")
+
+
+def test_custom_pattern_and_missing_bytes():
+    ranks = {b"a": 0, b"b": 1, b"ab": 2, b" ": 3}
+    core = CoreBPE(ranks, {"<s>": 10}, r"\S+|\s")
+    assert core.encode_ordinary("ab a b") == [2, 3, 0, 3, 1]
+    assert core.encode("ab<s>b", {"<s>"}) == [2, 10, 1]
+    with pytest.raises(ValueError, match="not a token"):
+        core.encode_ordinary("abc")
+    # sparse ids use the bisection decoder
+    sparse = CoreBPE({b"a": 0, b"b": 7_000_000}, {"<s>": 3_000_000_000}, r".")
+    assert sparse.encode("ab<s>", {"<s>"}) == [0, 7_000_000, 3_000_000_000]
+    assert sparse.decode_bytes([7_000_000, 3_000_000_000, 0]) == b"b<s>a"
+    with pytest.raises(KeyError):
+        sparse.decode_bytes([5])
+
+
+# ---- pickling and processes --------------------------------------------------------
+
+
+def test_pickle_round_trip(pair):
+    core, tk = pair("o200k_base")
+    blob = pickle.dumps(core)
+    assert len(blob) < 8_000_000
+    again = pickle.loads(blob)
+    for text in TEXTS:
+        assert again.encode(text, tk.special_tokens_set) == core.encode(text, tk.special_tokens_set)
+    assert again.special_tokens == core.special_tokens and again.pat_str == core.pat_str
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork", "fork-after-batch"])
+def test_multiprocessing_pool(pair, method):
+    core, _ = pair("gpt2")
+    texts = TEXTS[:8]
+    want = [core.encode_ordinary(t) for t in texts]
+    if method == "fork-after-batch":
+        assert core.encode_ordinary_batch(texts * 5, 2) == want * 5
+        method = "fork"
+    ctx = mp.get_context(method)
+    with ctx.Pool(2) as pool:
+        assert pool.map(core.encode_ordinary, texts) == want
+        # threads inside a forked child work too
+        batches = pool.starmap(core.encode_ordinary_batch, [(texts, 2), (texts, 3)])
+        assert batches == [want, want]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_chunk_cache_with_many_repeats_and_collisions(pair, name):
+    """Long texts use a per-thread cache of merged chunks: many distinct rare words (so
+    entries get evicted and replaced) and many repeats must still match tiktoken."""
+    core, tk = pair(name)
+    rng = random.Random(99)
+    letters = "abcdefghijklmnopqrstuvwxyzığüşöçé中文字"
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 14))) for _ in range(6000)]
+    text = " ".join(rng.choice(words) for _ in range(40000))
+    assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+    docs = [text[i : i + 5000] for i in range(0, len(text), 5000)]
+    assert core.encode_ordinary_batch(docs, 2) == [tk.encode_ordinary(d) for d in docs]
+
+
+def test_uninitialised_core_raises_instead_of_crashing():
+    core = CoreBPE.__new__(CoreBPE)
+    with pytest.raises(RuntimeError):
+        core.encode_ordinary("abc")
+    with pytest.raises(RuntimeError):
+        core.decode_bytes([1])
+
+
+def test_shared_between_python_threads(pair):
+    """One immutable core used from several Python threads at once (GIL released)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    core, tk = pair("cl100k_base")
+    texts = [t * 50 for t in TEXTS if t] * 2
+    want = [tk.encode_ordinary(t) for t in texts]
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(core.encode_ordinary, texts))
+        batches = list(ex.map(lambda _: core.encode_ordinary_batch(texts, 2), range(4)))
+    assert got == want
+    assert all(b == want for b in batches)
