@@ -66,6 +66,33 @@ def test_class_table_matches_regex_for_every_code_point(all_code_points):
         )
 
 
+def tiktoken_members(cls: str) -> np.ndarray:
+    """The code points tiktoken's own regex engine puts in ``cls``: encode every code
+    point with ``cls`` as the split pattern (unmatched text is dropped) and decode."""
+    tiktoken = pytest.importorskip("tiktoken")
+    enc = tiktoken.Encoding("probe", pat_str=cls, mergeable_ranks={bytes([i]): i for i in range(256)},
+                            special_tokens={})
+    text = "".join(chr(c) for c in range(N_CODE_POINTS) if not 0xD800 <= c <= 0xDFFF)
+    member = np.zeros(N_CODE_POINTS, dtype=bool)
+    member[[ord(c) for c in enc.decode_bytes(enc.encode_ordinary(text)).decode("utf-8")]] = True
+    return member
+
+
+def test_class_table_matches_tiktoken_for_every_code_point():
+    """Decision: the Unicode version is tiktoken's (so ids equal tiktoken's on every
+    character): the tables come from the regex release with the same Unicode data."""
+    table = P._class_table()
+    not_surrogate = np.ones(N_CODE_POINTS, dtype=bool)
+    not_surrogate[0xD800:0xE000] = False
+    for name in ["L", "N", "WS", "M", "U", "W", "Lu", "Ll", "Lt", "Lm", "Lo"]:
+        ours = ((table & P.CLASS_BITS[name]) != 0) & not_surrogate
+        diff = np.flatnonzero(ours != tiktoken_members(CLASS_REGEX[name]))
+        assert diff.size == 0, (
+            f"{name} differs from tiktoken at {[hex(c) for c in diff[:10]]}: tiktoken's Unicode "
+            "version moved; regenerate the tables with the regex release that matches it"
+        )
+
+
 def test_classes_partition_code_points():
     # The tiling argument relies on L, N and \s being disjoint.
     table = P._class_table()

@@ -1,11 +1,13 @@
 """Split patterns: the exact strings tiktoken uses, and a resolver for custom ones.
 
 Decision (Unicode version): character classes such as ``\\p{L}`` are those of the
-``regex`` module. The native pre-tokenizers' tables were generated from regex 2026.5.9
-(Unicode 17.0) by ``tools/gen_unicode_tables.py``; the test extra pins that version so
-the native code and this reference are compared on the same tables. With another
-``regex`` the two can differ only on code points whose category changed between the
-Unicode versions (newly assigned characters); re-run the generator to move.
+``regex`` module at Unicode 16.0, the Unicode version of tiktoken's own regex engine,
+so that ids equal tiktoken's on every character. The native pre-tokenizers' tables were
+generated from regex 2025.9.18 (Unicode 16.0) by ``tools/gen_unicode_tables.py``; the
+test extra pins that release, and tests check the tables against both ``regex`` and
+tiktoken for every code point. With a newer ``regex`` (Unicode 17: e.g. U+18D80 became
+a letter) this reference differs from tiktoken and the native code on newly assigned
+characters only; move all three together.
 """
 from __future__ import annotations
 
