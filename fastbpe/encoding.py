@@ -1,9 +1,10 @@
 """``fastbpe.Encoding``: tiktoken's ``Encoding``, same constructor, methods and errors.
 
 Code written for tiktoken works by changing the import. This class holds the policy
-(argument checks, special-token rules, the lone-surrogate fix-up) and delegates the
+(argument checks, special-token rules, batching, error messages) and delegates the
 algorithm to a core: the native ``fastbpe._encode.CoreBPE`` when it is built, else the
-pure-Python ``fastbpe.reference.core.CoreBPE`` (same interface, same ids).
+pure-Python ``fastbpe.reference.core.CoreBPE`` (same interface, same ids). Both cores
+give lone surrogates tiktoken's treatment (see ``reference.core.fix_surrogates``).
 """
 from __future__ import annotations
 
@@ -37,20 +38,6 @@ def _check_text(text, what: str = "text") -> None:
     if not isinstance(text, str):
         hint = " (decode bytes to str first)" if isinstance(text, (bytes, bytearray)) else ""
         raise TypeError(f"{what} must be a str, not {type(text).__name__}{hint}")
-
-
-def _fix_surrogates(text: str) -> str:
-    # BPE works on UTF-8 bytes and lone surrogates have none. Like tiktoken, replace
-    # them by U+FFFD (surrogate *pairs* that sneaked in are joined into one character).
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _has_surrogates(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 @functools.lru_cache(maxsize=128)
@@ -149,8 +136,6 @@ class Encoding:
         [256]
         """
         _check_text(text)
-        if _has_surrogates(text):
-            text = _fix_surrogates(text)
         return self._core_bpe.encode_ordinary(text)
 
     def encode(
@@ -170,8 +155,6 @@ class Encoding:
         _check_text(text)
         allowed = self._allowed(allowed_special)
         self._check_disallowed(text, allowed, disallowed_special)
-        if _has_surrogates(text):
-            text = _fix_surrogates(text)
         return self._core_bpe.encode(text, allowed)
 
     def encode_to_numpy(
@@ -187,8 +170,6 @@ class Encoding:
         dtype = self._check_dtype(dtype)
         allowed = self._allowed(allowed_special)
         self._check_disallowed(text, allowed, disallowed_special)
-        if _has_surrogates(text):
-            text = _fix_surrogates(text)
         return self._core_bpe.encode_to_numpy(text, allowed, dtype)
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
@@ -380,7 +361,7 @@ class Encoding:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"text {i} of the batch is {type(t).__name__}, expected str")
-        return [_fix_surrogates(t) if _has_surrogates(t) else t for t in texts]
+        return texts
 
     @staticmethod
     def _check_tokens(tokens) -> list[int] | np.ndarray:

@@ -18,12 +18,20 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module", params=NAMES)
+@pytest.fixture(scope="module", params=[(n, core) for n in NAMES for core in ("native", "reference")],
+                ids=lambda p: f"{p[0]}-{p[1]}")
 def pair(request, tiktoken_encoding):
-    tk = tiktoken_encoding(request.param)
-    ours = fastbpe.Encoding(
-        request.param, pat_str=tk._pat_str, mergeable_ranks=tk._mergeable_ranks, special_tokens=tk._special_tokens
-    )
+    """(our Encoding, tiktoken's) on one vocabulary, on the native core or its twin."""
+    name, core = request.param
+    tk = tiktoken_encoding(name)
+    ours = fastbpe.Encoding(name, pat_str=tk._pat_str, mergeable_ranks=tk._mergeable_ranks,
+                            special_tokens=tk._special_tokens)
+    if core == "reference":
+        from fastbpe.reference.core import CoreBPE
+
+        ours._core_bpe = CoreBPE(tk._mergeable_ranks, tk._special_tokens, tk._pat_str)
+    else:
+        assert type(ours._core_bpe).__module__ == "fastbpe._encode"
     return ours, tk
 
 

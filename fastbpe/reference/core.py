@@ -13,6 +13,29 @@ import numpy as np
 from . import bpe
 
 
+def fix_surrogates(text: str) -> str:
+    """What tiktoken does with text that has no UTF-8 form: lone surrogates become
+    U+FFFD and surrogate *pairs* are joined into their character.
+
+    >>> fix_surrogates("a\\ud83d\\ude42\\ud800")
+    'a🙂\ufffd'
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _retry_without_surrogates(encode):
+    # Encoding tries the text as it is and fixes it only if it has no UTF-8 form, so
+    # ordinary text pays nothing for this rule.
+    def wrapper(self, text, *args):
+        try:
+            return encode(self, text, *args)
+        except UnicodeEncodeError:
+            return encode(self, fix_surrogates(text), *args)
+
+    wrapper.__doc__ = encode.__doc__
+    return wrapper
+
+
 class CoreBPE:
     """Encode and decode with tiktoken's rules.
 
@@ -29,9 +52,11 @@ class CoreBPE:
         self._decoder.update({i: s.encode("utf-8") for s, i in self._special.items()})
 
     # encoding ------------------------------------------------------------------------
+    @_retry_without_surrogates
     def encode_ordinary(self, text: str) -> list[int]:
         return bpe.encode_ordinary(text, self._ranks, self._pat_str)
 
+    @_retry_without_surrogates
     def encode(self, text: str, allowed_special: Iterable[str]) -> list[int]:
         return bpe.encode(text, self._ranks, self._pat_str, self._special, allowed_special)
 
