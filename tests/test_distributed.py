@@ -36,7 +36,14 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 # ----------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def client():
+def client(tmp_path_factory):
+    # Workers unpickle test helpers (functions, classes) nested in task arguments by
+    # reference, as `tests.test_distributed.*`. Spawned workers start with this process's
+    # sys.path, so put a folder holding only a `tests` link on it (at the end: it must
+    # not shadow the installed fastbpe with the unbuilt source tree).
+    link_dir = tmp_path_factory.mktemp("importable")
+    (link_dir / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
+    sys.path.append(str(link_dir))
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     c = distributed.Client(cluster)
     try:
@@ -44,6 +51,7 @@ def client():
     finally:
         c.close()
         cluster.close()
+        sys.path.remove(str(link_dir))
 
 
 def _stdlib_text(name: str) -> str:
@@ -430,7 +438,10 @@ def test_import_error_without_dask(tmp_path):
                 print("IMPORTERROR", exc)
         """
     )
-    r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # Same fastbpe as this test (installed or built in place); never the source tree's cwd.
+    env = dict(os.environ, PYTHONPATH=str(Path(fastbpe.__file__).parents[1]))
+    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 0, r.stderr
     lines = [line for line in r.stdout.splitlines() if line.startswith("IMPORTERROR")]
     assert len(lines) == 3
