@@ -120,17 +120,48 @@ def _python() -> str:
     return c.text()
 
 
-def _mo_strings(lang: str) -> list[str]:
+@functools.lru_cache(maxsize=None)
+def _mo_messages(lang: str) -> tuple[tuple[str, str], ...]:
+    """(msgid, msgstr) of every gettext ``.mo`` of ``lang`` on this machine, catalog by
+    catalog; the key "" is a catalog's header, not a message."""
     out = []
     for f in sorted(Path("/usr/share/locale", lang, "LC_MESSAGES").glob("*.mo")):
         try:
             with open(f, "rb") as fp:
-                catalog = gettext.GNUTranslations(fp)._catalog
+                messages = gettext.GNUTranslations(fp)._catalog
         except Exception:  # unreadable or malformed catalog: skip it, the rest is enough
             continue
-        # key "" is the catalog header, not a translation
-        out.extend(v for k, v in catalog.items() if k and isinstance(v, str))
+        out.extend((k, v) for k, v in messages.items() if isinstance(k, str) and k and isinstance(v, str) and v)
+    return tuple(out)
+
+
+def _mo_strings(lang: str) -> list[str]:
+    return [v for _, v in _mo_messages(lang)]
+
+
+def catalog(lang: str) -> dict[str, str]:
+    """msgid -> msgstr (the first catalog wins on duplicates)."""
+    out: dict[str, str] = {}
+    for k, v in _mo_messages(lang):
+        out.setdefault(k, v)
     return out
+
+
+def parallel(limit: int = 300_000) -> dict[str, str]:
+    """``{"english": ..., "turkish": ..., "chinese": ...}``: the same gettext messages
+    (English msgid, Turkish and Chinese msgstr), one per line: parallel text."""
+    tr, zh = catalog("tr"), catalog("zh_CN")
+    keys = [k for k in tr if k in zh and "\n" not in k and "\n" not in tr[k] and "\n" not in zh[k]]
+    out: dict[str, list[str]] = {"english": [], "turkish": [], "chinese": []}
+    size = 0
+    for k in keys:
+        out["english"].append(k)
+        out["turkish"].append(tr[k])
+        out["chinese"].append(zh[k])
+        size += len(k)
+        if size >= limit:
+            break
+    return {lang: "\n".join(lines) + "\n" for lang, lines in out.items()}
 
 
 def _turkish() -> str:

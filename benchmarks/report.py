@@ -25,9 +25,8 @@ absent):
   is the vocabulary of that size, so one run gives the whole curve), the first 20 merges
   learned, and token counts of the same messages in English, Turkish and Chinese.
 
-The corpus is ``benchmarks/corpus.py`` when present (branch ``encode``), else the
-smaller fallback ``benchmarks/_report_corpus.py``; the parallel text always comes from
-the gettext catalogs (see ``_report_corpus.parallel``).
+The corpus is ``benchmarks/corpus.py`` (its docstring says where each language's text
+comes from); the parallel text is the gettext catalogs' messages (``corpus.parallel``).
 """
 from __future__ import annotations
 
@@ -57,13 +56,9 @@ import fastbpe  # noqa: E402
 PKG_PARENT = str(Path(fastbpe.__file__).resolve().parents[1])
 from fastbpe import stats as fstats  # noqa: E402
 
-try:
-    import corpus as corpus_mod  # noqa: E402
-    CORPUS_NAME = "benchmarks/corpus.py"
-except ImportError:
-    import _report_corpus as corpus_mod  # noqa: E402
-    CORPUS_NAME = "benchmarks/_report_corpus.py (fallback)"
-import _report_corpus  # noqa: E402  (parallel text)
+import corpus as corpus_mod  # noqa: E402
+
+CORPUS_NAME = "benchmarks/corpus.py"
 
 VOCABS = ("gpt2", "cl100k_base", "o200k_base")
 PEERS = ("tiktoken", "tokenizers", "tokie", "sentencepiece", "rustbpe", "matplotlib", "psutil", "numpy")
@@ -427,7 +422,7 @@ def course(args, out: Path, train: dict) -> dict:
     res["first_merges"] = {k: [t.decode("utf-8", "replace") for t in v] for k, v in res.get("first_merges", {}).items()}
 
     # Token counts of the same messages across languages, and the token tax.
-    par = _report_corpus.parallel(args.parallel_chars)
+    par = corpus_mod.parallel(args.parallel_chars)
     toks = {}
     for vocab in VOCABS:
         try:
