@@ -55,6 +55,14 @@ def resolve_inputs(data) -> list[Path] | None:
     return paths
 
 
+def utf8_error(source, offset: int, exc: UnicodeDecodeError) -> ValueError:
+    """The error for bytes that are not UTF-8: names the file and the absolute offset."""
+    return ValueError(
+        f"{source}: not valid UTF-8 at byte offset {offset + exc.start} "
+        f"({exc.reason}); pass errors='replace' to replace invalid bytes"
+    )
+
+
 def _open_binary(path: Path):
     fh = open(path, "rb")
     if fh.read(2) == b"\x1f\x8b":
@@ -84,10 +92,7 @@ def iter_file_blocks(path: Path, errors: str = "strict", block_size: int = BLOCK
                 try:
                     yield block.decode("utf-8", errors=errors)
                 except UnicodeDecodeError as exc:
-                    raise ValueError(
-                        f"{path}: not valid UTF-8 at byte offset {offset + exc.start} "
-                        f"({exc.reason}); pass errors='replace' to replace invalid bytes"
-                    ) from None
+                    raise utf8_error(path, offset, exc) from None
             offset += len(block)
             if not raw:
                 return
@@ -187,8 +192,5 @@ def iter_binary_lines(fh, source, offset: int, end: int | None = None, errors: s
         try:
             yield line.decode("utf-8", errors=errors)
         except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"{source}: not valid UTF-8 at byte offset {offset + exc.start} "
-                f"({exc.reason}); pass errors='replace' to replace invalid bytes"
-            ) from None
+            raise utf8_error(source, offset, exc) from None
         offset += len(line)

@@ -1476,10 +1476,7 @@ def _iter_file_byte_blocks(path, errors, block_size, start=0, end=None):
                     try:
                         text = block.decode("utf-8", errors=errors)
                     except UnicodeDecodeError as exc:
-                        raise ValueError(
-                            f"{path}: not valid UTF-8 at byte offset {offset + exc.start} "
-                            f"({exc.reason}); pass errors='replace' to replace invalid bytes"
-                        ) from None
+                        raise _data.utf8_error(path, offset, exc) from None
                     if errors != "strict":
                         block = text.encode("utf-8", errors="surrogatepass")
                 yield block
