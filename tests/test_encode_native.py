@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastbpe._encode import CoreBPE, _set_heap_threshold
+from fastbpe._encode import CoreBPE, _equal_short, _set_heap_threshold
 
 VOCABS = ["gpt2", "cl100k_base", "o200k_base"]
 
@@ -415,6 +415,27 @@ def test_chunk_cache_with_many_repeats_and_collisions(pair, name):
     assert core.encode_ordinary(text) == tk.encode_ordinary(text)
     docs = [text[i : i + 5000] for i in range(0, len(text), 5000)]
     assert core.encode_ordinary_batch(docs, 2) == [tk.encode_ordinary(d) for d in docs]
+
+
+def test_cache_key_compare_sees_every_byte():
+    """The chunk cache compares keys by (overlapping) words: a difference in any one
+    byte, at any length from 1 to 24, must make two keys unequal."""
+    for n in range(1, 25):
+        key = bytes(range(65, 65 + n))
+        assert _equal_short(key, bytes(key))
+        for i in range(n):
+            other = bytearray(key)
+            other[i] ^= 0x80
+            assert not _equal_short(key, bytes(other)), (n, i)
+
+
+@given(st.integers(1, 24).flatmap(lambda n: st.tuples(st.binary(min_size=n, max_size=n),
+                                                      st.binary(min_size=n, max_size=n))))
+@settings(max_examples=300, deadline=None)
+def test_cache_key_compare_matches_bytes_equality(keys):
+    a, b = keys
+    assert _equal_short(a, b) == (a == b)
+    assert _equal_short(a, a)
 
 
 def test_uninitialised_core_raises_instead_of_crashing():

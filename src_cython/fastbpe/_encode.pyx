@@ -118,6 +118,14 @@ cdef extern from *:
         if (n > 2) w |= (uint64_t)p[2] << 16;
         return w;
     }
+    /* a[:n] == b[:n] for 1 <= n <= 24 in at most three word compares, inline (a libc
+       memcmp call costs more than the compare); loads stay inside both strings. */
+    static inline int fbe_equal_short(const unsigned char* a, const unsigned char* b, size_t n) {
+        if (n < 8) return fbe_word(a, n) == fbe_word(b, n);
+        if (fbe_load64(a) != fbe_load64(b)) return 0;
+        if (n > 16 && fbe_load64(a + 8) != fbe_load64(b + 8)) return 0;
+        return fbe_load64(a + n - 8) == fbe_load64(b + n - 8);
+    }
     static inline uint64_t fbe_hash_word(uint64_t w, size_t n) {
         return fbe_fold(w ^ 0x3c6ef372fe94f82bull, 0xa54ff53a5f1d36f1ull + 2 * (uint64_t)n);
     }
@@ -147,6 +155,7 @@ cdef extern from *:
     uint64_t fbe_word(const unsigned char* p, size_t n) noexcept nogil
     uint64_t fbe_hash_word(uint64_t w, size_t n) noexcept nogil
     uint64_t fbe_load64(const unsigned char* p) noexcept nogil
+    bint fbe_equal_short(const unsigned char* a, const unsigned char* b, size_t n) noexcept nogil
     Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
     void* table_alloc "fbe_table_alloc"(size_t size) noexcept nogil
 
@@ -189,6 +198,14 @@ def _set_heap_threshold(Py_ssize_t n):
     old = heap_threshold
     heap_threshold = n
     return old
+
+
+def _equal_short(bytes a, bytes b):
+    """Testing hook: the chunk cache's key compare, for equal-length keys of 1..24 bytes."""
+    if len(a) != len(b) or not 1 <= len(a) <= CACHE_KEY_MAX:
+        raise ValueError(f"keys must have equal lengths in [1, {CACHE_KEY_MAX}]")
+    return bool(fbe_equal_short(<const unsigned char*>PyBytes_AS_STRING(a),
+                                <const unsigned char*>PyBytes_AS_STRING(b), len(a)))
 
 
 # --------------------------------------------------------------------------------------
@@ -566,7 +583,7 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
         h = fbe_hash(p, n)
     if cache != NULL and n <= CACHE_KEY_MAX:
         e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
-        if e.length == n and e.tag == <uint32_t>h and memcmp(e.key, p, n) == 0:
+        if e.length == n and e.tag == <uint32_t>h and fbe_equal_short(e.key, p, n):
             if out.size + e.n_tokens > out.cap and out_grow(out, out.size + e.n_tokens) < 0:
                 return ERR_NOMEM
             memcpy(out.data + out.size, e.tokens, e.n_tokens * sizeof(uint32_t))
