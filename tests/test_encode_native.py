@@ -7,10 +7,12 @@ import random
 
 import numpy as np
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastbpe._encode import CoreBPE, _equal_short, _set_heap_threshold
+from fastbpe._encode import CoreBPE, _equal_short, _set_by_chars, _set_heap_threshold
+from fastbpe.reference.bpe import bpe_encode_chunk, merge_bytes
 
 VOCABS = ["gpt2", "cl100k_base", "o200k_base"]
 
@@ -165,22 +167,6 @@ def test_lone_surrogates_fixed_up_like_tiktoken(pair):
 # ---- merge paths -------------------------------------------------------------------
 
 
-def _reference_merge(ranks: dict[bytes, int], piece: bytes) -> list[int]:
-    """tiktoken's merge loop, transcribed to Python: lowest rank, leftmost on ties."""
-    if piece in ranks:
-        return [ranks[piece]]
-    parts = [bytes([b]) for b in piece]
-    while True:
-        best, best_i = None, -1
-        for i in range(len(parts) - 1):
-            r = ranks.get(parts[i] + parts[i + 1])
-            if r is not None and (best is None or r < best):
-                best, best_i = r, i
-        if best is None:
-            return [ranks[p] for p in parts]
-        parts[best_i : best_i + 2] = [parts[best_i] + parts[best_i + 1]]
-
-
 @pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
 def test_heap_and_scan_agree_on_random_bytes(pair, name):
     core, tk = pair(name)
@@ -207,7 +193,7 @@ def test_heap_and_scan_agree_on_random_bytes(pair, name):
             _set_heap_threshold(old)
         assert heap == scan, piece
         if n <= 129:
-            assert scan == _reference_merge(ranks, piece), piece
+            assert scan == bpe_encode_chunk(piece, ranks), piece
 
 
 def test_heap_path_matches_tiktoken_on_long_chunks(pair):
@@ -222,6 +208,85 @@ def test_heap_path_matches_tiktoken_on_long_chunks(pair):
             assert core.encode_ordinary(text) == tk.encode_ordinary(text)
         finally:
             _set_heap_threshold(old)
+
+
+# ---- merging by characters ---------------------------------------------------------
+# CJK-like chunks are merged at character level (fastbpe/_encode.pyx explains the two
+# rules that make it exact); everything here must equal merging from bytes.
+
+COMMON_CJK = "的一是不了人我在有他这为之大来以个中上们到说国和地也子时道出而要于就下得可你年生自会那后能对着事其里所去行过家十用发天如然作方成者多日都三小军二无同么经法当起与好看学进种将还分此心前面又定见只主没公从"
+SCRIPT_TEXTS = [
+    "中华人民共和国成立于一九四九年。我们今天去公园散步，天气非常好！",
+    " 中国人民银行 鉴定令牌失效 删除默认设置，进入获取关号。",
+    "機械学習と自然言語処理は、とても面白いです。こんにちは世界！カタカナ",
+    "안녕하세요 세계, 한국어 문장입니다. 대한민국 서울특별시",
+    "नमस्ते दुनिया, आप कैसे हैं? यह हिंदी वाक्य है। स्वागत",
+    "สวัสดีชาวโลก ภาษาไทยไม่มีช่องว่างระหว่างคำ",
+    "“引号”（括号）【方括号】《书名号》——破折号……省略号、顿号；分号：冒号",
+    "混合text中文123数字 and English 和 emoji 😀👍🏽 在一起",
+    "的" * 50 + "中国" * 40 + " 的的的 中中 国国国国",
+]
+
+
+@pytest.mark.parametrize("name", VOCABS)
+def test_by_chars_matches_tiktoken_on_scripts(pair, name):
+    core, tk = pair(name)
+    for text in SCRIPT_TEXTS:
+        want = tk.encode_ordinary(text)
+        assert core.encode_ordinary(text) == want, text
+        old = _set_by_chars(False)
+        try:
+            assert core.encode_ordinary(text) == want, text
+        finally:
+            _set_by_chars(old)
+
+
+_cjk_char = st.one_of(
+    st.sampled_from(COMMON_CJK),
+    st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),   # rare ones too
+    st.characters(min_codepoint=0x3041, max_codepoint=0x30FF),   # kana
+    st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3),   # hangul
+    st.characters(min_codepoint=0x0900, max_codepoint=0x097F),   # devanagari
+    st.characters(min_codepoint=0x0E00, max_codepoint=0x0E7F),   # thai
+    st.sampled_from("，。！？、；：“”（）《》 　 ,.!?\n'"),
+    st.sampled_from("aZ9éığüşжщ😀"),
+)
+_cjk_text = st.lists(_cjk_char, min_size=1, max_size=80).map("".join)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@given(text=_cjk_text)
+@settings(max_examples=400, deadline=None)
+def test_by_chars_matches_tiktoken_on_generated_text(pair, name, text):
+    core, tk = pair(name)
+    assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("name", VOCABS)
+@given(text=_cjk_text)
+@settings(max_examples=300, deadline=None)
+def test_by_chars_chunk_equals_merging_from_bytes(pair, name, text):
+    """The path itself, on whole strings (not pre-tokenized): either it gives up, or it
+    gives exactly what merging from single bytes gives."""
+    core, tk = pair(name)
+    piece = text.encode()
+    got = core._encode_chunk_by_chars(piece)
+    if got is not None:
+        assert got == merge_bytes(piece, tk._mergeable_ranks)
+
+
+def test_by_chars_is_taken_for_cjk_in_o200k(pair):
+    """Guard against the path silently never running (it is an optimisation, so only
+    this test would notice)."""
+    core, tk = pair("o200k_base")
+    taken = 0
+    for text in SCRIPT_TEXTS[:3]:
+        for chunk in regex.findall(tk._pat_str, text):
+            got = core._encode_chunk_by_chars(chunk.encode())
+            if got is not None:
+                taken += 1
+                assert got == merge_bytes(chunk.encode(), tk._mergeable_ranks)
+    assert taken >= 5
 
 
 @pytest.mark.parametrize("name", VOCABS)

@@ -192,6 +192,16 @@ def bpe_encode_chunk(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
     """
     if piece in ranks:
         return [ranks[piece]]
+    return merge_bytes(piece, ranks)
+
+
+def merge_bytes(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
+    """BPE from single bytes, without the whole-chunk lookup (which can return a token
+    that merging would never reach).
+
+    >>> merge_bytes(b"abc", {b"a": 0, b"b": 1, b"c": 2, b"bc": 3, b"abc": 4, b"ab": 5})
+    [4]
+    """
     parts = [piece[i : i + 1] for i in range(len(piece))]
     while len(parts) > 1:
         best_rank, best_i = None, -1
