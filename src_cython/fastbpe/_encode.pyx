@@ -843,9 +843,11 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
     if cache != NULL and n <= CACHE_KEY_MAX:
         e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
         if e.length == n and e.tag == <uint32_t>h and fbe_equal_short(e.key, p, n):
-            if out.size + e.n_tokens > out.cap and out_grow(out, out.size + e.n_tokens) < 0:
+            # copy all CACHE_TOK_MAX slots (a fixed size: two vector moves, no libc
+            # call) and keep the first n_tokens
+            if out.size + CACHE_TOK_MAX > out.cap and out_grow(out, out.size + CACHE_TOK_MAX) < 0:
                 return ERR_NOMEM
-            memcpy(out.data + out.size, e.tokens, e.n_tokens * sizeof(uint32_t))
+            memcpy(out.data + out.size, e.tokens, CACHE_TOK_MAX * sizeof(uint32_t))
             out.size += e.n_tokens
             return ERR_NONE
     before = out.size
