@@ -155,6 +155,7 @@ cdef extern from *:
         for (size_t i = 0; i < n; i++) m = a[i] < m ? a[i] : m;
         return m;
     }
+    static inline void fbe_prefetch(const void* p) { __builtin_prefetch(p, 0, 3); }
     static inline Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) {
         return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
     }
@@ -164,6 +165,7 @@ cdef extern from *:
     uint64_t fbe_hash_word(uint64_t w, size_t n) noexcept nogil
     uint64_t fbe_load64(const unsigned char* p) noexcept nogil
     uint32_t fbe_min_u32(const uint32_t* a, size_t n) noexcept nogil
+    void fbe_prefetch(const void* p) noexcept nogil
     bint fbe_equal_short(const unsigned char* a, const unsigned char* b, size_t n) noexcept nogil
     Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
     void* table_alloc "fbe_table_alloc"(size_t size) noexcept nogil
@@ -330,6 +332,42 @@ cdef uint32_t vocab_rank_long(const Vocab* v, const unsigned char* p, size_t n) 
     return vocab_rank_hashed(v, p, n, fbe_load64(p), fbe_hash(p, n))
 
 
+cdef inline uint32_t slot_probe(const Vocab* v, uint64_t i, uint64_t w, size_t n) noexcept nogil:
+    cdef const Slot* sl
+    while True:
+        sl = &v.slots[i]
+        if sl.word == w and sl.length == n:
+            return sl.rank
+        if sl.length == 0:
+            return NO_RANK
+        i = (i + 1) & v.mask
+
+
+cdef inline void vocab_rank_two(const Vocab* v, const unsigned char* pa, size_t na,
+                                const unsigned char* pb, size_t nb, uint32_t* ra,
+                                uint32_t* rb) noexcept nogil:
+    """vocab_rank of two strings (a merge re-ranks both of its neighbours) with the loads
+    of both issued before either answer is needed: their cache misses overlap instead
+    of queueing behind each other."""
+    cdef uint64_t wa, ha, wb, hb, fa, fb, bits_a, bits_b
+    if na < 3 or na > 8 or nb < 3 or nb > 8:
+        ra[0] = vocab_rank(v, pa, na)
+        rb[0] = vocab_rank(v, pb, nb)
+        return
+    wa = fbe_word(pa, na)
+    ha = fbe_hash_word(wa, na)
+    wb = fbe_word(pb, nb)
+    hb = fbe_hash_word(wb, nb)
+    fa = v.bloom[(ha >> 32) & v.bloom_mask]
+    fb = v.bloom[(hb >> 32) & v.bloom_mask]
+    fbe_prefetch(&v.slots[ha & v.mask])
+    fbe_prefetch(&v.slots[hb & v.mask])
+    bits_a = (1ULL << ((ha >> 52) & 63)) | (1ULL << (ha >> 58))
+    bits_b = (1ULL << ((hb >> 52) & 63)) | (1ULL << (hb >> 58))
+    ra[0] = slot_probe(v, ha & v.mask, wa, na) if (fa & bits_a) == bits_a else NO_RANK
+    rb[0] = slot_probe(v, hb & v.mask, wb, nb) if (fb & bits_b) == bits_b else NO_RANK
+
+
 # --------------------------------------------------------------------------------------
 # Output buffers
 # --------------------------------------------------------------------------------------
@@ -408,13 +446,17 @@ cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
         memmove(&parts[i + 1], &parts[i + 2], (m - i - 2) * sizeof(ScanPart))
         m -= 1
         # Part i now ends at parts[i + 1].start; re-rank its pairs with both neighbours.
-        if i + 2 < m:
+        if i > 0 and i + 2 < m:
+            vocab_rank_two(v, p + parts[i].start, parts[i + 2].start - parts[i].start,
+                           p + parts[i - 1].start, parts[i + 1].start - parts[i - 1].start,
+                           &parts[i].rank, &parts[i - 1].rank)
+        elif i + 2 < m:
             parts[i].rank = vocab_rank(v, p + parts[i].start, parts[i + 2].start - parts[i].start)
         else:
             parts[i].rank = NO_RANK
-        if i > 0:
-            parts[i - 1].rank = vocab_rank(v, p + parts[i - 1].start,
-                                           parts[i + 1].start - parts[i - 1].start)
+            if i > 0:
+                parts[i - 1].rank = vocab_rank(v, p + parts[i - 1].start,
+                                               parts[i + 1].start - parts[i - 1].start)
     for i in range(m - 1):
         if parts[i].token == NO_RANK:
             err_pos[0] = parts[i].start
