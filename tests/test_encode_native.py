@@ -250,6 +250,9 @@ _cjk_char = st.one_of(
     st.characters(min_codepoint=0x0E00, max_codepoint=0x0E7F),   # thai
     st.sampled_from("，。！？、；：“”（）《》 　 ,.!?\n'"),
     st.sampled_from("aZ9éığüşжщ😀"),
+    st.characters(min_codepoint=0x80, max_codepoint=0x7FF),      # any 2-byte character
+    st.characters(min_codepoint=0x800, max_codepoint=0xFFFF,     # any 3-byte one
+                  blacklist_categories=("Cs",)),
 )
 _cjk_text = st.lists(_cjk_char, min_size=1, max_size=80).map("".join)
 
@@ -275,10 +278,12 @@ def test_by_chars_chunk_equals_merging_from_bytes(pair, name, text):
         assert got == merge_bytes(piece, tk._mergeable_ranks)
 
 
-def test_by_chars_is_taken_for_cjk_in_o200k(pair):
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
+def test_by_chars_is_taken_for_cjk(pair, name):
     """Guard against the path silently never running (it is an optimisation, so only
-    this test would notice)."""
-    core, tk = pair("o200k_base")
+    this test would notice). In o200k most CJK characters are one token (rule 2); in
+    GPT-2 most are several (walls, rule 3)."""
+    core, tk = pair(name)
     taken = 0
     for text in SCRIPT_TEXTS[:3]:
         for chunk in regex.findall(tk._pat_str, text):

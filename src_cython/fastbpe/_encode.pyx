@@ -252,6 +252,7 @@ cdef struct Vocab:
     uint64_t* rank_span     # rank -> arena offset | length << 32 (0 length: no token)
     uint64_t n_ranks
     uint64_t* char_info     # code point < 0x10000 -> token | (M + 1) << 32, or NO_RANK
+                            # (| CHAR_WALL << 32 when its bytes merge into several tokens)
     uint64_t* cross_bits    # bit x | y << 8: a token that is not whole characters has
                             # byte x followed by a character's first byte y
 
@@ -657,14 +658,23 @@ cdef inline int bpe_merge(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
 #    cannot do a different character-level merge first (m* is the lowest of them), and
 #    it does m* as soon as c is complete: both pick the same merges in the same order.
 #
+# 3. Wall rule. A character whose bytes BPE-merge into several tokens (most CJK in GPT-2,
+#    many in cl100k), with no token that is not whole characters spanning either of its
+#    boundaries (as in (a)), encodes to exactly those tokens, and nothing merges across
+#    it. Why: the first merge across one of its boundaries would make a token of whole
+#    characters (by (a)) holding the whole character, so one of the two merged parts
+#    would already hold it whole, which its own merges never produce.
+#
 # So a chunk is cut into runs where (a) and (b) hold, each run is merged at character
-# level (a CJK character is one unit instead of three bytes and two merges), other
-# characters are merged from bytes, and the pieces are joined by rule 1. A junction
+# level (a CJK character is one unit instead of three bytes and two merges), walls are
+# copied, other characters are merged from bytes, and the pieces are joined by rule 1
+# (no check is needed next to a wall). A junction
 # that is not compatible is re-encoded from a few tokens on each side (doubling) until
 # its own two junctions are. Work per chunk is capped, so the worst case stays linear;
 # anything unusual falls back to bpe_merge. Tests compare the two paths everywhere.
 
 cdef enum:
+    CHAR_WALL = 1             # char_info high word of a character of several tokens
     UNITS_MIN = 7             # bytes; shorter chunks merge faster from bytes
     UNITS_MAX = 256           # bytes; longer chunks take the heap (bounded work)
     UNITS_BUDGET = 4          # bytes re-encoded at junctions, per byte of chunk
@@ -805,58 +815,96 @@ cdef bint pair_compatible(const Vocab* v, uint32_t a, uint32_t b) noexcept nogil
     return o.size == 2 and toks[0] == a and toks[1] == b
 
 
+cdef inline void push_wall(const Vocab* v, const unsigned char* p, Py_ssize_t q,
+                           OutBuf* out) noexcept nogil:
+    """enc() of a wall character of q = 2 or 3 bytes: its bytes, after the one merge
+    (the lower-ranked pair) that can happen; a second would make it one token."""
+    cdef uint32_t r1, r2
+    cdef uint32_t* d = out.data + out.size
+    if q == 2:
+        d[0] = v.byte_rank[p[0]]
+        d[1] = v.byte_rank[p[1]]
+        out.size += 2
+        return
+    r1 = v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
+    r2 = v.pair_rank2[p[1] | (<uint32_t>p[2] << 8)]
+    if r1 == NO_RANK and r2 == NO_RANK:
+        d[0] = v.byte_rank[p[0]]
+        d[1] = v.byte_rank[p[1]]
+        d[2] = v.byte_rank[p[2]]
+        out.size += 3
+    elif r1 < r2:
+        d[0] = r1
+        d[1] = v.byte_rank[p[2]]
+        out.size += 2
+    else:
+        d[0] = v.byte_rank[p[0]]
+        d[1] = r2
+        out.size += 2
+
+
 cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
                       OutBuf* out) noexcept nogil:
     """enc(p[:n]) appended to out by the character rule; -1 (out unchanged) when the
     caller must merge from bytes instead."""
     cdef uint32_t start[UNITS_MAX + 1]
     cdef uint32_t token[UNITS_MAX]
+    cdef unsigned char wall[UNITS_MAX + 1]    # wall[m] = 0: no unit past the end
+    cdef unsigned char clean[UNITS_MAX + 1]   # clean[i]: the boundary before unit i
     cdef uint32_t cp
     cdef uint64_t info
-    cdef Py_ssize_t base = out.size, pos = 0, q = 0, m = 0, i, run_first, done_end
-    cdef Py_ssize_t left, budget = UNITS_BUDGET * n, err = 0, bad = 0, single = 0
+    cdef Py_ssize_t base = out.size, pos = 0, q = 0, m = 0, i, j, done_end, left
+    cdef Py_ssize_t budget = UNITS_BUDGET * n, err = 0, bad = 0, single = 0
+    cdef bint seam_safe
     if out.cap < base + n + 1 and out_grow(out, base + n + 1) < 0:
         return -1
-    # 1. characters -> units (start offset, token, good)
+    # 1. characters -> units: start offset, token (NO_RANK unless one good token), wall
     while pos < n:
         cp = decode_char(p + pos, n - pos, &q)
         if cp == NO_RANK:
             return -1
         start[m] = <uint32_t>pos
         info = v.char_info[cp]
-        token[m] = <uint32_t>info       # NO_RANK: not one token, or fails (b)
-        bad += token[m] == NO_RANK
+        token[m] = <uint32_t>info
+        wall[m] = token[m] == NO_RANK and (info >> 32) == CHAR_WALL
+        bad += token[m] == NO_RANK and not wall[m]
         single += q == 1
         m += 1
         pos += q
         if bad >= 2 and 4 * bad > m:
-            return -1   # many characters of several tokens (CJK in GPT-2): from bytes
+            return -1   # many characters that need merging from bytes
         if single >= 8 and 2 * single > m:
             return -1   # mostly ASCII: units are bytes anyway, and the heap scales better
     start[m] = <uint32_t>n
-    # 2. runs of good units with clean boundaries; other characters alone, from bytes
-    run_first = 0
+    wall[m] = 0
+    clean[0] = 1
+    clean[m] = 1
+    for i in range(1, m):
+        clean[i] = not cross_bit(v, p[start[i] - 1], p[start[i]])
+    # 2. segments: runs of good units across clean boundaries (rule 2), isolated walls
+    #    (rule 3), other characters alone from bytes; each joined to what came before
+    #    by rule 1 unless a wall makes the seam safe
+    i = 0
     done_end = 0          # bytes of p already encoded into out[base:]
-    for i in range(1, m + 1):
-        if i < m and token[i] != NO_RANK and token[i - 1] != NO_RANK and not cross_bit(
-                v, p[start[i] - 1], p[start[i]]):
-            continue
-        # units run_first..i-1 form one run
+    while i < m:
         left = out.size - base
-        if token[run_first] != NO_RANK:
-            merge_units(v, p, start + run_first, token + run_first, i - run_first, out)
-            # merge_units indexes start[] relative to the run; its end is start[i]
-        else:
-            # a single character that is not one token (or fails (b)): from bytes
-            if bpe_merge(v, p + start[run_first], start[i] - start[run_first], out,
-                         &err) != ERR_NONE:
-                out.size = base
-                return -1
-        if join_runs(v, p, out, base, left, done_end, &budget) < 0:
+        j = i + 1
+        if token[i] != NO_RANK:
+            while j < m and token[j] != NO_RANK and clean[j]:
+                j += 1
+            merge_units(v, p, start + i, token + i, j - i, out)
+        elif wall[i] and clean[i] and clean[i + 1]:
+            push_wall(v, p + start[i], start[i + 1] - start[i], out)
+        elif bpe_merge(v, p + start[i], start[i + 1] - start[i], out, &err) != ERR_NONE:
             out.size = base
             return -1
-        done_end = start[i]
-        run_first = i
+        seam_safe = clean[i] and ((wall[i] and clean[i + 1])
+                                  or (i > 0 and wall[i - 1] and clean[i - 1]))
+        if not seam_safe and join_runs(v, p, out, base, left, done_end, &budget) < 0:
+            out.size = base
+            return -1
+        done_end = start[j]
+        i = j
     return ERR_NONE
 
 
@@ -1921,6 +1969,15 @@ cdef bint valid_utf8_chars(const unsigned char* t, Py_ssize_t n, Py_ssize_t* cha
     return True
 
 
+cdef bint all_bytes_are_tokens(const Vocab* v, uint32_t cp) noexcept nogil:
+    if cp < 0x800:
+        return (v.byte_rank[0xC0 | (cp >> 6)] != NO_RANK
+                and v.byte_rank[0x80 | (cp & 0x3F)] != NO_RANK)
+    return (v.byte_rank[0xE0 | (cp >> 12)] != NO_RANK
+            and v.byte_rank[0x80 | ((cp >> 6) & 0x3F)] != NO_RANK
+            and v.byte_rank[0x80 | (cp & 0x3F)] != NO_RANK)
+
+
 cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
                            const uint32_t* ids, const int64_t* offs) noexcept nogil:
     """rank_span, char_info and cross_bits for bpe_by_chars; -1 if out of memory."""
@@ -1965,10 +2022,12 @@ cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
                 if r3 > m_rank:
                     m_rank = r3
                 m_rank += 1
-        if tok == NO_RANK or tok >= v.n_ranks:
-            v.char_info[cp] = NO_RANK
-        else:
+        if tok != NO_RANK and tok < v.n_ranks:
             v.char_info[cp] = tok | (<uint64_t>m_rank << 32)
+        elif cp >= 0x80 and not (0xD800 <= cp <= 0xDFFF) and all_bytes_are_tokens(v, cp):
+            v.char_info[cp] = NO_RANK | (<uint64_t>CHAR_WALL << 32)   # several tokens
+        else:
+            v.char_info[cp] = NO_RANK
     # 2. rule (b) for every token of several whole characters; rule (a)'s cross bits for
     #    every token that is not whole characters
     for i in range(n):
