@@ -274,6 +274,18 @@ cdef inline void bloom_add(Vocab* v, uint64_t h) noexcept nogil:
     v.bloom[(h >> 32) & v.bloom_mask] |= (1ULL << ((h >> 52) & 63)) | (1ULL << (h >> 58))
 
 
+cdef inline uint32_t slot_probe(const Vocab* v, uint64_t i, uint64_t w, size_t n) noexcept nogil:
+    """Linear probing from slot i for the string of n <= 8 bytes whose word is w."""
+    cdef const Slot* sl
+    while True:
+        sl = &v.slots[i]
+        if sl.word == w and sl.length == n:
+            return sl.rank
+        if sl.length == 0:
+            return NO_RANK
+        i = (i + 1) & v.mask
+
+
 cdef inline uint32_t vocab_rank_hashed(const Vocab* v, const unsigned char* p, size_t n,
                                        uint64_t w, uint64_t h) noexcept nogil:
     """Rank of p[:n] given w = its first-word (fbe_word, or the first 8 bytes when n > 8)
@@ -284,13 +296,7 @@ cdef inline uint32_t vocab_rank_hashed(const Vocab* v, const unsigned char* p, s
         return NO_RANK
     i = h & v.mask
     if n <= 8:
-        while True:
-            s = &v.slots[i]
-            if s.word == w and s.length == n:
-                return s.rank
-            if s.length == 0:
-                return NO_RANK
-            i = (i + 1) & v.mask
+        return slot_probe(v, i, w, n)
     while True:
         s = &v.slots[i]
         if (s.length == n and s.word == w
@@ -308,8 +314,7 @@ cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n
     table and the Bloom filter answer those from L2-sized memory; only likely hits probe
     the slot table (megabytes for a 200k vocabulary, so each probe is a cache miss).
     """
-    cdef uint64_t w, h, i
-    cdef const Slot* sl
+    cdef uint64_t w, h
     if n == 2:
         return v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
     if n > 8:
@@ -319,29 +324,11 @@ cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n
     h = fbe_hash_word(w, n)
     if not bloom_may_contain(v, h):
         return NO_RANK
-    i = h & v.mask
-    while True:
-        sl = &v.slots[i]
-        if sl.word == w and sl.length == n:
-            return sl.rank
-        if sl.length == 0:
-            return NO_RANK
-        i = (i + 1) & v.mask
+    return slot_probe(v, h & v.mask, w, n)
 
 
 cdef uint32_t vocab_rank_long(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
     return vocab_rank_hashed(v, p, n, fbe_load64(p), fbe_hash(p, n))
-
-
-cdef inline uint32_t slot_probe(const Vocab* v, uint64_t i, uint64_t w, size_t n) noexcept nogil:
-    cdef const Slot* sl
-    while True:
-        sl = &v.slots[i]
-        if sl.word == w and sl.length == n:
-            return sl.rank
-        if sl.length == 0:
-            return NO_RANK
-        i = (i + 1) & v.mask
 
 
 cdef inline void vocab_rank_two(const Vocab* v, const unsigned char* pa, size_t na,
