@@ -6,7 +6,9 @@ Single thread: tiktoken's ``encode_ordinary`` vs ``CoreBPE.encode_ordinary`` on 
 corpus as one string (best of --repeat runs, both in this process, CPU time of the
 calling thread so that other load on the machine does not skew the ratio). Batch:
 ``CoreBPE.encode_ordinary_batch`` on 2 threads vs 1 thread (wall time), over many short
-documents (~2 KB each) and over 4 long ones. HF ``tokenizers`` (gpt2 only, from
+documents (~2 KB each) and over 4 long ones; and ``encode_batch_to_numpy`` over the
+short documents, which shows the native code's scaling without the Python lists (those
+are built by the calling thread under the GIL, ~15% of the single-thread time). HF ``tokenizers`` (gpt2 only, from
 gpt2.tokenizer.json): ``encode_batch`` over the ~2 KB documents on one thread. Ids are checked equal to tiktoken's before timing.
 Corpora: see benchmarks/corpus.py. Vocabularies: ../shared/vocab (or
 $FASTBPE_TEST_VOCAB_DIR).
@@ -93,8 +95,8 @@ def main() -> None:
             hf = None
 
     print("| vocab | corpus | MB | tiktoken MB/s | fastbpe MB/s | ratio | HF MB/s "
-          "| batch2/1 short docs | batch2/1 4 long docs |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| batch2/1 short docs | batch2/1 4 long docs | numpy batch2/1 short docs |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.vocab:
         core, tk = build(name)
         for lang in args.lang:
@@ -114,16 +116,19 @@ def main() -> None:
             short = documents(lang, 2000)
             longs = long_documents(text)
             speedups = []
-            for docs in (short, longs):
+            runs = [(short, core.encode_ordinary_batch), (longs, core.encode_ordinary_batch),
+                    (short, lambda d, t: core.encode_batch_to_numpy(d, frozenset(), t))]
+            for docs, fn in runs:
                 # interleaved, best of 5: a burst of load elsewhere hits both sides
                 best = {1: float("inf"), 2: float("inf")}
                 for _ in range(max(5, args.repeat)):
                     for threads in (1, 2):
                         best[threads] = min(best[threads], best_time(
-                            lambda: core.encode_ordinary_batch(docs, threads), 1))
+                            lambda: fn(docs, threads), 1))
                 speedups.append(best[1] / best[2])
             print(f"| {name} | {lang} | {mb:.2f} | {mb / t_tk:.1f} | {mb / t_us:.1f} "
-                  f"| {t_tk / t_us:.1f}x | {hf_col} | {speedups[0]:.2f}x | {speedups[1]:.2f}x |",
+                  f"| {t_tk / t_us:.1f}x | {hf_col} | {speedups[0]:.2f}x | {speedups[1]:.2f}x "
+                  f"| {speedups[2]:.2f}x |",
                   flush=True)
 
 
