@@ -255,6 +255,7 @@ cdef struct Vocab:
                             # (| CHAR_WALL << 32 when its bytes merge into several tokens)
     uint64_t* cross_bits    # bit x | y << 8: a token that is not whole characters has
                             # byte x followed by a character's first byte y
+    uint32_t* cross_min     # x | y << 8 -> the lowest rank among those tokens
 
 
 cdef inline uint64_t slot_hash(const unsigned char* p, size_t n, uint64_t word) noexcept nogil:
@@ -631,25 +632,30 @@ cdef inline int bpe_merge(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
 #
 # 2. Character rule. Take a string of characters c1..ck, each of whose bytes BPE-merge
 #    into a single token t_i, the largest rank used on the way being M_i. Suppose
-#    (a) no token that is not made of whole characters spans a boundary ci|ci+1 (the
-#        vocabulary's cross_bits say so from the two bytes at the boundary), and
+#    (a) every token that is not made of whole characters and spans a boundary ci|ci+1
+#        ranks above M_i and M_i+1 (the vocabulary's cross_bits say where such tokens
+#        can exist at all, from the two bytes at the boundary; cross_min holds the lowest
+#        rank among them), and
 #    (b) every token made of several whole characters ranks above M_c of each character
 #        c in it (checked for the whole vocabulary at load; characters that fail are
 #        marked and never take this path).
 #    Then enc of the bytes equals BPE started from [t_1, ..., t_k] ("character-level").
-#    Why: by (a) every merge across a boundary joins parts made of whole characters, so
-#    each character completes exactly as it does alone. Take the merge m* that the
-#    character level does next. If byte-level BPE cannot do it yet, a character c in it
-#    is incomplete, and by (b) m* ranks above all of c's pending merges; every merge
-#    byte-level BPE does before c completes ranks below those, hence below m*. So it
-#    cannot do a different character-level merge first (m* is the lowest of them), and
-#    it does m* as soon as c is complete: both pick the same merges in the same order.
+#    Why: while a character is incomplete, its next own merge is always available and
+#    ranks at most its M, so byte-level BPE only does merges ranked below that. A token
+#    as in (a) could only form while one of its two characters is incomplete, and it
+#    ranks above that character's M: it never forms. So every merge across a boundary
+#    joins parts made of whole characters, and each character completes exactly as it
+#    does alone. Now take the merge m* that the character level does next. If byte-level
+#    BPE cannot do it yet, a character c in it is incomplete; by (b) m* ranks above M_c,
+#    and every merge done until c completes ranks below M_c. So no other character-level
+#    merge comes first (m* is the lowest of them), and m* follows once c is complete:
+#    both pick the same merges in the same order.
 #
 # 3. Wall rule. A character whose bytes BPE-merge into several tokens (most CJK in GPT-2,
 #    many in cl100k), with no token that is not whole characters spanning either of its
-#    boundaries (as in (a)), encodes to exactly those tokens, and nothing merges across
-#    it. Why: the first merge across one of its boundaries would make a token of whole
-#    characters (by (a)) holding the whole character, so one of the two merged parts
+#    boundaries (cross_bits clear), encodes to exactly those tokens, and nothing merges
+#    across it. Why: the first merge across one of its boundaries would make a token of
+#    whole characters holding the whole character, so one of the two merged parts
 #    would already hold it whole, which its own merges never produce.
 #
 # So a chunk is cut into runs where (a) and (b) hold, each run is merged at character
@@ -838,6 +844,8 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
     cdef uint32_t token[UNITS_MAX]
     cdef unsigned char wall[UNITS_MAX + 1]    # wall[m] = 0: no unit past the end
     cdef unsigned char clean[UNITS_MAX + 1]   # clean[i]: the boundary before unit i
+    cdef unsigned char joins[UNITS_MAX + 1]   # joins[i]: rule 2 (a) holds there
+    cdef uint32_t m_plus_1[UNITS_MAX]         # M + 1 of good units (0: no merge)
     cdef uint32_t cp
     cdef uint64_t info
     cdef Py_ssize_t base = out.size, pos = 0, q = 0, m = 0, i, j, done_end, left
@@ -853,6 +861,7 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
         start[m] = <uint32_t>pos
         info = v.char_info[cp]
         token[m] = <uint32_t>info
+        m_plus_1[m] = <uint32_t>(info >> 32)
         wall[m] = token[m] == NO_RANK and (info >> 32) == CHAR_WALL
         bad += token[m] == NO_RANK and not wall[m]
         single += q == 1
@@ -868,6 +877,11 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
     clean[m] = 1
     for i in range(1, m):
         clean[i] = not cross_bit(v, p[start[i] - 1], p[start[i]])
+        # between good units, a spanning token that ranks above both M is harmless
+        joins[i] = clean[i] or (
+            token[i] != NO_RANK and token[i - 1] != NO_RANK
+            and v.cross_min[p[start[i] - 1] | (<uint32_t>p[start[i]] << 8)]
+                >= max(m_plus_1[i], m_plus_1[i - 1]))
     # 2. segments: runs of good units across clean boundaries (rule 2), isolated walls
     #    (rule 3), other characters alone from bytes; each joined to what came before
     #    by rule 1 unless a wall makes the seam safe
@@ -877,7 +891,7 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
         left = out.size - base
         j = i + 1
         if token[i] != NO_RANK:
-            while j < m and token[j] != NO_RANK and clean[j]:
+            while j < m and token[j] != NO_RANK and joins[j]:
                 j += 1
             merge_units(v, p, start + i, token + i, j - i, out)
         elif wall[i] and clean[i] and clean[i + 1]:
@@ -1311,6 +1325,7 @@ cdef class CoreBPE:
         self.vocab.rank_span = NULL
         self.vocab.char_info = NULL
         self.vocab.cross_bits = NULL
+        self.vocab.cross_min = NULL
         self.vocab.n_ranks = 0
         self.entry_off = NULL
         self.entry_len = NULL
@@ -1327,6 +1342,7 @@ cdef class CoreBPE:
         free(self.vocab.rank_span)
         free(self.vocab.char_info)
         free(self.vocab.cross_bits)
+        free(self.vocab.cross_min)
         free(self.entry_off)
         free(self.entry_len)
         free(self.dense_entry)
@@ -1975,8 +1991,11 @@ cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
     cdef uint64_t info
     v.char_info = <uint64_t*>malloc(65536 * sizeof(uint64_t))
     v.cross_bits = <uint64_t*>calloc(1024, sizeof(uint64_t))
-    if v.char_info == NULL or v.cross_bits == NULL:
+    v.cross_min = <uint32_t*>malloc(65536 * sizeof(uint32_t))
+    if v.char_info == NULL or v.cross_bits == NULL or v.cross_min == NULL:
         return -1
+    for e in range(65536):
+        v.cross_min[e] = NO_RANK
     for i in range(n):
         v.rank_span[ids[i]] = <uint64_t>offs[i] | (<uint64_t>lens[i] << 32)
     # 1. every code point below 0x10000: its single token and the largest merge rank on
@@ -2036,6 +2055,8 @@ cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
                 if (t[pos] & 0xC0) != 0x80:
                     e = t[pos - 1] | (<uint32_t>t[pos] << 8)
                     v.cross_bits[e >> 6] |= 1ULL << (e & 63)
+                    if ids[i] < v.cross_min[e]:
+                        v.cross_min[e] = ids[i]
     return 0
 
 
