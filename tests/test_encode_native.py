@@ -266,6 +266,22 @@ def test_by_chars_matches_tiktoken_on_generated_text(pair, name, text):
 
 
 @pytest.mark.parametrize("name", VOCABS)
+def test_by_chars_with_the_chunk_cache(pair, name):
+    """Texts of 8 KiB and more get a per-thread chunk cache, which the joins of merging
+    by characters share (with their own tag): many random CJK-like texts in one string."""
+    core, tk = pair(name)
+    rng = random.Random(5)
+    pool = (list(COMMON_CJK) * 3 + list("，。！？、 　\n'aé")
+            + [chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(300)]
+            + [chr(rng.randint(0xAC00, 0xD7A3)) for _ in range(100)]
+            + [chr(rng.randint(0x3041, 0x30FF)) for _ in range(100)])
+    text = "".join(rng.choice(pool) for _ in range(60_000))
+    assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+    docs = [text[i : i + 9000] for i in range(0, len(text), 9000)]
+    assert core.encode_ordinary_batch(docs, 2) == [tk.encode_ordinary(d) for d in docs]
+
+
+@pytest.mark.parametrize("name", VOCABS)
 @given(text=_cjk_text)
 @settings(max_examples=300, deadline=None)
 def test_by_chars_chunk_equals_merging_from_bytes(pair, name, text):

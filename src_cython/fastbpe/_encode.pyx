@@ -614,6 +614,63 @@ cdef inline int bpe_merge(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
         return bpe_heap(v, p, n, out, err_pos)
     return bpe_scan(v, p, n, out, err_pos)
 
+cdef inline bint cache_get(CacheEntry* e, const unsigned char* p, Py_ssize_t n, uint64_t h,
+                           OutBuf* out, int* rc) noexcept nogil:
+    """On a hit in entry e, append its tokens to out (rc: ERR_NONE or ERR_NOMEM)."""
+    if not (e.length == n and e.tag == <uint32_t>h and fbe_equal_short(e.key, p, n)):
+        return False
+    # copy all CACHE_TOK_MAX slots (a fixed size: two vector moves, no libc call) and
+    # keep the first n_tokens
+    if out.size + CACHE_TOK_MAX > out.cap and out_grow(out, out.size + CACHE_TOK_MAX) < 0:
+        rc[0] = ERR_NOMEM
+        return True
+    memcpy(out.data + out.size, e.tokens, CACHE_TOK_MAX * sizeof(uint32_t))
+    out.size += e.n_tokens
+    rc[0] = ERR_NONE
+    return True
+
+
+cdef inline void cache_put(CacheEntry* e, const unsigned char* p, Py_ssize_t n, uint64_t h,
+                           const OutBuf* out, Py_ssize_t before) noexcept nogil:
+    """Remember out.data[before:out.size] as the tokens of p[:n] (if they fit)."""
+    if out.size - before > CACHE_TOK_MAX:
+        return
+    e.tag = <uint32_t>h
+    e.length = <uint16_t>n
+    e.n_tokens = <uint16_t>(out.size - before)
+    memcpy(e.key, p, n)
+    memcpy(e.tokens, out.data + before, e.n_tokens * sizeof(uint32_t))
+
+
+cdef extern from *:
+    """
+    #define FBE_PURE_SALT 0x9ddfea08eb382d69ull
+    """
+    # Entries of pure BPE results (merge_cached) hash with this salt: for the same bytes
+    # their tag differs from bpe_chunk's, whose results can differ (whole-chunk lookup).
+    const uint64_t PURE_SALT "FBE_PURE_SALT"
+
+
+cdef int merge_cached(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                      Py_ssize_t* err_pos, CacheEntry* cache) noexcept nogil:
+    """bpe_merge through the thread's chunk cache (cache may be NULL). The joins of
+    bpe_by_chars ask about the same few token pairs again and again."""
+    cdef uint64_t h
+    cdef CacheEntry* e
+    cdef Py_ssize_t before = out.size
+    cdef int rc = ERR_NONE
+    if cache == NULL or n > CACHE_KEY_MAX:
+        return bpe_merge(v, p, n, out, err_pos)
+    h = (fbe_hash_word(fbe_word(p, n), n) if n <= 8 else fbe_hash(p, n)) ^ PURE_SALT
+    e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
+    if cache_get(e, p, n, h, out, &rc):
+        return rc
+    rc = bpe_merge(v, p, n, out, err_pos)
+    if rc == ERR_NONE:
+        cache_put(e, p, n, h, out, before)
+    return rc
+
+
 # --------------------------------------------------------------------------------------
 # Merging by characters: the same result from about a third of the work in CJK text
 # --------------------------------------------------------------------------------------
@@ -748,7 +805,8 @@ cdef inline Py_ssize_t token_bytes(const Vocab* v, const uint32_t* toks, Py_ssiz
 
 
 cdef int join_runs(const Vocab* v, const unsigned char* p, OutBuf* out, Py_ssize_t base,
-                   Py_ssize_t left, Py_ssize_t left_end, Py_ssize_t* budget) noexcept nogil:
+                   Py_ssize_t left, Py_ssize_t left_end, Py_ssize_t* budget,
+                   CacheEntry* cache) noexcept nogil:
     """out[base:base+left] encodes p[0:left_end]; out[base+left:] encodes the next run.
     Makes out[base:] the encoding of both (rule 1). Returns 0, or -1 to give up."""
     cdef Py_ssize_t right = out.size - base - left, k = 1, mr = 1, s, e, w
@@ -769,13 +827,13 @@ cdef int join_runs(const Vocab* v, const unsigned char* p, OutBuf* out, Py_ssize
         o.data = tmp
         o.size = 0
         o.cap = JOIN_BYTES_MAX
-        if bpe_merge(v, p + s, e - s, &o, &err) != ERR_NONE:
+        if merge_cached(v, p + s, e - s, &o, &err, cache) != ERR_NONE:
             return -1
         w = o.size
         if w == k + mr and memcmp(tmp, t + left - k, w * sizeof(uint32_t)) == 0:
             return 0   # unchanged: the junction was compatible all along
-        ok_left = k == left or pair_compatible(v, t[left - k - 1], tmp[0])
-        ok_right = mr == right or pair_compatible(v, tmp[w - 1], t[left + mr])
+        ok_left = k == left or pair_compatible(v, t[left - k - 1], tmp[0], cache)
+        ok_right = mr == right or pair_compatible(v, tmp[w - 1], t[left + mr], cache)
         if ok_left and ok_right:
             # t[left-k : left+mr] becomes tmp[0:w]
             memmove(t + left - k + w, t + left + mr, (right - mr) * sizeof(uint32_t))
@@ -788,7 +846,8 @@ cdef int join_runs(const Vocab* v, const unsigned char* p, OutBuf* out, Py_ssize
             mr = min(2 * mr, right)
 
 
-cdef bint pair_compatible(const Vocab* v, uint32_t a, uint32_t b) noexcept nogil:
+cdef bint pair_compatible(const Vocab* v, uint32_t a, uint32_t b,
+                          CacheEntry* cache) noexcept nogil:
     """enc(bytes(a) + bytes(b)) == [a, b]."""
     cdef unsigned char buf[JOIN_BYTES_MAX]
     cdef uint32_t toks[JOIN_BYTES_MAX]
@@ -803,7 +862,7 @@ cdef bint pair_compatible(const Vocab* v, uint32_t a, uint32_t b) noexcept nogil
     o.data = toks
     o.size = 0
     o.cap = JOIN_BYTES_MAX
-    if bpe_merge(v, buf, la + lb, &o, &err) != ERR_NONE:
+    if merge_cached(v, buf, la + lb, &o, &err, cache) != ERR_NONE:
         return False
     return o.size == 2 and toks[0] == a and toks[1] == b
 
@@ -837,7 +896,7 @@ cdef inline void push_wall(const Vocab* v, const unsigned char* p, Py_ssize_t q,
 
 
 cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
-                      OutBuf* out) noexcept nogil:
+                      OutBuf* out, CacheEntry* cache) noexcept nogil:
     """enc(p[:n]) appended to out by the character rule; -1 (out unchanged) when the
     caller must merge from bytes instead."""
     cdef uint32_t start[UNITS_MAX + 1]
@@ -896,12 +955,13 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
             merge_units(v, p, start + i, token + i, j - i, out)
         elif wall[i] and clean[i] and clean[i + 1]:
             push_wall(v, p + start[i], start[i + 1] - start[i], out)
-        elif bpe_merge(v, p + start[i], start[i + 1] - start[i], out, &err) != ERR_NONE:
+        elif merge_cached(v, p + start[i], start[i + 1] - start[i], out, &err,
+                          cache) != ERR_NONE:
             out.size = base
             return -1
         seam_safe = clean[i] and ((wall[i] and clean[i + 1])
                                   or (i > 0 and wall[i - 1] and clean[i - 1]))
-        if not seam_safe and join_runs(v, p, out, base, left, done_end, &budget) < 0:
+        if not seam_safe and join_runs(v, p, out, base, left, done_end, &budget, cache) < 0:
             out.size = base
             return -1
         done_end = start[j]
@@ -933,14 +993,8 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
         h = fbe_hash(p, n)
     if cache != NULL and n <= CACHE_KEY_MAX:
         e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
-        if e.length == n and e.tag == <uint32_t>h and fbe_equal_short(e.key, p, n):
-            # copy all CACHE_TOK_MAX slots (a fixed size: two vector moves, no libc
-            # call) and keep the first n_tokens
-            if out.size + CACHE_TOK_MAX > out.cap and out_grow(out, out.size + CACHE_TOK_MAX) < 0:
-                return ERR_NOMEM
-            memcpy(out.data + out.size, e.tokens, CACHE_TOK_MAX * sizeof(uint32_t))
-            out.size += e.n_tokens
-            return ERR_NONE
+        if cache_get(e, p, n, h, out, &rc):
+            return rc
     before = out.size
     if n == 1:
         r = v.byte_rank[p[0]]
@@ -956,16 +1010,12 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
             rc = ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
         elif (v.char_info != NULL and by_chars_enabled and UNITS_MIN <= n <= UNITS_MAX
               and (p[0] >= 0xE0 or p[1] >= 0xE0)
-              and bpe_by_chars(v, p, n, out) == ERR_NONE):
+              and bpe_by_chars(v, p, n, out, cache) == ERR_NONE):
             rc = ERR_NONE
         else:
             rc = bpe_merge(v, p, n, out, err_pos)
-    if e != NULL and rc == ERR_NONE and out.size - before <= CACHE_TOK_MAX:
-        e.tag = <uint32_t>h
-        e.length = <uint16_t>n
-        e.n_tokens = <uint16_t>(out.size - before)
-        memcpy(e.key, p, n)
-        memcpy(e.tokens, out.data + before, e.n_tokens * sizeof(uint32_t))
+    if e != NULL and rc == ERR_NONE:
+        cache_put(e, p, n, h, out, before)
     return rc
 
 
@@ -1861,7 +1911,7 @@ cdef class CoreBPE:
         cdef Py_ssize_t n = len(piece)
         try:
             with nogil:
-                rc = bpe_by_chars(&self.vocab, p, n, &out)
+                rc = bpe_by_chars(&self.vocab, p, n, &out, NULL)
             if rc != ERR_NONE:
                 return None
             return outbuf_to_list(&out, self.int_cache)
