@@ -6,6 +6,7 @@
 'lowest'
 """
 from . import _native  # noqa: F401  (fails early, with build instructions)
+from .distributed import encode_files
 from .encoding import Encoding
 from .formats import load
 from .reference.patterns import CL100K, GPT2, O200K
@@ -20,6 +21,7 @@ __all__ = [
     "GPT2",
     "O200K",
     "Encoding",
+    "encode_files",
     "get_encoding",
     "list_encoding_names",
     "load",

@@ -1,0 +1,431 @@
+"""fastbpe.distributed on a real 2-worker LocalCluster: counts, vocab and token shards
+equal the single-machine results; a worker killed mid-shard loses and duplicates nothing."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+pytest.importorskip("fsspec")
+cloudpickle = pytest.importorskip("cloudpickle")
+
+import fastbpe  # noqa: E402
+from fastbpe import _data, train  # noqa: E402
+from fastbpe import distributed as D  # noqa: E402
+from fastbpe.encoding import Encoding  # noqa: E402
+from fastbpe.reference import patterns  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECIALS = ["<|endoftext|>"]
+
+# The workers can't import this test module (pytest imports it by path), so classes
+# defined here travel to them by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+# ----------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+def _stdlib_text(name: str) -> str:
+    import sysconfig
+
+    return (Path(sysconfig.get_paths()["stdlib"]) / name).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> list[Path]:
+    """Several files: plain ones (one without a final newline, one with special-token
+    text, blank lines, non-ASCII, \\r), and one gzip."""
+    d = tmp_path_factory.mktemp("corpus")
+    a = d / "a.txt"
+    a.write_text(_stdlib_text("textwrap.py")[:12000], encoding="utf-8")
+    b = d / "b.txt"
+    b.write_text("héllo wörld  \n\n\r\nline <|endoftext|> inside\n" * 40 + "日本語のテキスト\tend", encoding="utf-8")
+    c = d / "c.txt.gz"
+    with gzip.open(c, "wt", encoding="utf-8") as fh:
+        fh.write(_stdlib_text("json/decoder.py")[:8000])
+    e = d / "empty.txt"
+    e.write_text("")
+    f = d / "f.txt"
+    f.write_text(_stdlib_text("shlex.py")[:9000], encoding="utf-8")
+    return [a, b, c, e, f]
+
+
+@pytest.fixture(scope="module")
+def encoding(corpus) -> Encoding:
+    return fastbpe.train_bpe(corpus, 300, special_tokens=SPECIALS, progress=False)
+
+
+def _plain_documents(paths, docs="lines") -> list[str]:
+    """Documents read the obvious way (whole file, split on \\n keeping it)."""
+    out = []
+    for p in paths:
+        raw = gzip.open(p, "rb").read() if p.suffix == ".gz" else p.read_bytes()
+        text = raw.decode("utf-8")
+        if docs == "file":
+            out.append(text)
+        else:
+            out.extend(_data.split_lines(text))
+    return out
+
+
+def _plain_encode(paths, enc, docs="lines", eot=True) -> list[int]:
+    ids = []
+    for doc in _plain_documents(paths, docs):
+        ids.extend(enc.encode_ordinary(doc))
+        if eot and "<|endoftext|>" in enc.special_tokens:
+            ids.append(enc.special_tokens["<|endoftext|>"])
+    return ids
+
+
+def _tmp_files(d: Path) -> list[str]:
+    return sorted(p.name for p in d.iterdir() if ".tmp" in p.name)
+
+
+# ----------------------------------------------------------------------------- training
+def test_plan_ranges_cover_files_exactly(corpus):
+    plan = D.plan_ranges(corpus, ranges_per_file=4)
+    for p in corpus:
+        cuts = [(s, e) for q, s, e in plan if q == p]
+        assert cuts[0][0] == 0 and cuts[-1][1] == p.stat().st_size
+        assert all(x[1] == y[0] for x, y in zip(cuts, cuts[1:]))
+    gz = [x for x in plan if x[0].suffix == ".gz"]
+    assert len(gz) == 1  # a gzip file can't be entered in the middle
+    assert len([x for x in plan if x[0].name == "a.txt"]) == 4
+
+
+@pytest.mark.parametrize("pattern", ["cl100k", "gpt2"])
+def test_counts_equal_single_machine(client, corpus, pattern):
+    pat = patterns.resolve_pattern(pattern)
+    want = train.count_documents(_data.iter_documents(corpus), pat, SPECIALS)
+    got = D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=3, split_every=2)
+    assert got == want
+    assert D.count_chunks_distributed(client, [str(p) for p in corpus], pat, SPECIALS) == want
+
+
+def test_vocab_equals_train_bpe(client, corpus, encoding):
+    pat = patterns.resolve_pattern("cl100k")
+    counts = D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=2)
+    vocab = train.learn_merges(counts, 300 - len(SPECIALS))
+    assert {tok: i for i, tok in enumerate(vocab)} == encoding.mergeable_ranks
+
+
+def test_fsspec_url_input(client, corpus):
+    """file:// URLs go through the same path as local ones; memory:// through fsspec
+    (the in-memory filesystem lives in the client process, so count it locally by
+    running the task function directly)."""
+    pat = patterns.resolve_pattern("cl100k")
+    want = train.count_documents(_data.iter_documents(corpus), pat, SPECIALS)
+    urls = ["file://" + str(p) for p in corpus]
+    assert D.count_chunks_distributed(client, urls, pat, SPECIALS, ranges_per_file=2) == want
+
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    plan_urls = []
+    for p in corpus:
+        fs.pipe(f"/fastbpe-test/{p.name}", p.read_bytes())
+        plan_urls.append(f"memory://fastbpe-test/{p.name}")
+    plan = D.plan_ranges(plan_urls, ranges_per_file=3)
+    assert len(plan) > len(corpus)  # plain remote files are cut at line starts
+    got = D.merge_counts(*(D._count_bpe_range(u, s, e, pat, SPECIALS, "strict") for u, s, e in plan))
+    assert got == want
+
+
+def test_relative_paths_reach_the_workers(client, corpus, encoding, tmp_path, monkeypatch):
+    monkeypatch.chdir(corpus[0].parent)
+    pat = patterns.resolve_pattern("cl100k")
+    rel = [p.name for p in corpus]
+    want = train.count_documents(_data.iter_documents(corpus), pat, SPECIALS)
+    assert D.count_chunks_distributed(client, rel, pat, SPECIALS) == want
+    m = D.encode_files(rel, encoding, os.path.relpath(tmp_path / "rel"), client)
+    assert m["shards"][0]["source"] == str(corpus[0])
+    assert D.load_shards(tmp_path / "rel")[0].tolist() == _plain_encode(corpus, encoding)
+
+
+def test_count_lines_distributed_generic(client, corpus):
+    got = D.count_lines_distributed(client, corpus, _count_words, ranges_per_file=2)
+    want = _count_words(_data.iter_documents(corpus))
+    assert got == want
+
+
+def _count_words(lines) -> Counter:
+    c: Counter = Counter()
+    for line in lines:
+        c.update(line.split())
+    return c
+
+
+def test_count_errors(client, corpus, tmp_path):
+    pat = patterns.resolve_pattern("cl100k")
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        D.count_chunks_distributed(client, [tmp_path / "nope.txt"], pat, SPECIALS)
+    with pytest.raises(TypeError, match="Client"):
+        D.count_chunks_distributed(object(), corpus, pat, SPECIALS)
+    with pytest.raises(TypeError, match="iterable of str"):
+        D.count_chunks_distributed(client, [corpus[0], ["text"]], pat, SPECIALS)
+    with pytest.raises(ValueError, match="ranges_per_file"):
+        D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=0)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\nbad \xff here\n")
+    with pytest.raises(ValueError, match=r"bad.txt: not valid UTF-8 at byte offset 7"):
+        D.count_chunks_distributed(client, [bad], pat, SPECIALS)
+
+
+def test_wordpiece_counts_and_vocab_equal_train_wordpiece(client, corpus, monkeypatch):
+    from fastbpe.reference import wordpiece as ref_wp
+    from fastbpe.wordpiece import train_wordpiece
+
+    opts = ref_wp.BertOptions()
+    got = D.count_words_distributed(client, corpus, opts, ranges_per_file=3)
+    assert got == ref_wp.count_words(_data.iter_texts(corpus), opts)
+    # the merge phase on the distributed counts gives train_wordpiece's vocabulary
+    want = train_wordpiece(corpus, 200).vocab
+    monkeypatch.setattr(ref_wp, "count_words", lambda texts, opts=None: got)
+    assert ref_wp.train([], 200, opts, special_tokens=opts.special_tokens) == want
+
+
+# ----------------------------------------------------------------------------- encoding
+def test_encode_files_on_cluster_equals_local(client, corpus, encoding, tmp_path):
+    manifest = D.encode_files(corpus, encoding, tmp_path, client, ranges_per_file=3)
+    tokens, offsets = D.load_shards(tmp_path)
+    want = _plain_encode(corpus, encoding)
+    assert tokens.dtype == np.uint16
+    assert tokens.tolist() == want
+    assert tokens.tolist() == D.encode_corpus_local(corpus, encoding)
+    # one EOT per document, documents in corpus order
+    docs = _plain_documents(corpus)
+    assert len(offsets) == len(docs) + 1 == manifest["total_documents"] + 1
+    eot = encoding.special_tokens["<|endoftext|>"]
+    for i in (0, 7, len(docs) - 1):
+        piece = tokens[offsets[i]:offsets[i + 1]].tolist()
+        assert piece == encoding.encode_ordinary(docs[i]) + [eot]
+    on_disk = json.loads((tmp_path / "manifest.json").read_text())
+    assert on_disk["total_tokens"] == len(want) and on_disk["eot_token"] == eot
+    assert [s["source"] for s in on_disk["shards"]] == sorted(
+        [s["source"] for s in on_disk["shards"]], key=lambda s: [str(p) for p in corpus].index(s))
+    assert _tmp_files(tmp_path) == []
+    # a rerun verifies every shard and skips it
+    again = D.encode_files(corpus, encoding, tmp_path, client, ranges_per_file=3)
+    assert again["skipped"] == len(again["shards"]) == len(manifest["shards"])
+    assert D.load_shards(tmp_path)[0].tolist() == want
+
+
+def test_encode_files_local_processes_and_modes(corpus, encoding, tmp_path):
+    want = _plain_encode(corpus, encoding)
+    D.encode_files(corpus, encoding, tmp_path / "p2", num_workers=2, ranges_per_file=2)
+    assert D.load_shards(tmp_path / "p2")[0].tolist() == want
+    m = D.encode_files(corpus, encoding, tmp_path / "file", num_workers=1, docs="file", eot=False, dtype="uint32")
+    tokens, offsets = D.load_shards(tmp_path / "file")
+    assert tokens.dtype == np.uint32 and m["dtype"] == "uint32"
+    assert tokens.tolist() == _plain_encode(corpus, encoding, docs="file", eot=False)
+    assert len(offsets) == len(corpus) + 1  # the empty file is an empty document
+
+
+def test_encode_files_uint32_and_no_eot_token(tmp_path):
+    ranks = {bytes([i]): i for i in range(256)}
+    big = Encoding("big", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 70000})
+    f = tmp_path / "x.txt"
+    f.write_text("ab c\nd\n")
+    D.encode_files([f], big, tmp_path / "o", num_workers=1)
+    tokens, _ = D.load_shards(tmp_path / "o")
+    assert tokens.dtype == np.uint32 and tokens.tolist() == [97, 98, 32, 99, 10, 70000, 100, 10, 70000]
+    plain = Encoding("plain", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    m = D.encode_files([f], plain, tmp_path / "p", num_workers=1)
+    assert m["eot_token"] is None and D.load_shards(tmp_path / "p")[0].tolist() == list(b"ab c\nd\n")
+    with pytest.raises(ValueError, match="uint16 cannot hold"):
+        D.encode_files([f], big, tmp_path / "q", dtype=np.uint16)
+
+
+def test_encode_files_errors(corpus, encoding, tmp_path):
+    with pytest.raises(TypeError, match="fastbpe.Encoding"):
+        D.encode_files(corpus, "cl100k_base", tmp_path)
+    with pytest.raises(ValueError, match="docs must be"):
+        D.encode_files(corpus, encoding, tmp_path, docs="paragraphs")
+    with pytest.raises(ValueError, match="dtype must be"):
+        D.encode_files(corpus, encoding, tmp_path, dtype="int64")
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        D.encode_files([tmp_path / "missing.txt"], encoding, tmp_path)
+    with pytest.raises(TypeError, match="Client"):
+        D.encode_files(corpus, encoding, tmp_path, client="tcp://127.0.0.1:8786")
+
+
+def test_resume_redoes_only_damaged_shards(corpus, encoding, tmp_path):
+    D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=2)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    victim = tmp_path / manifest["shards"][1]["bin"]
+    raw = bytearray(victim.read_bytes())
+    raw[0] ^= 1
+    victim.write_bytes(bytes(raw))
+    (tmp_path / manifest["shards"][2]["idx"]).unlink()
+    with pytest.raises(ValueError, match="checksum"):
+        D.load_shards(tmp_path)
+    again = D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=2)
+    assert again["skipped"] == len(again["shards"]) - 2
+    assert D.load_shards(tmp_path)[0].tolist() == _plain_encode(corpus, encoding)
+    # fewer ranges: the shards of the earlier plan that are not listed are removed
+    fewer = D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=1)
+    assert sorted(p.name for p in tmp_path.glob("shard-*.bin")) == sorted(s["bin"] for s in fewer["shards"])
+    assert D.load_shards(tmp_path)[0].tolist() == _plain_encode(corpus, encoding)
+    # a changed source file: its shard is redone, the others are kept
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    src = [changed / p.name for p in corpus]
+    for p, q in zip(corpus, src):
+        q.write_bytes(p.read_bytes())
+    D.encode_files(src, encoding, tmp_path / "c", num_workers=1, ranges_per_file=1)
+    st = src[0].stat()
+    src[0].write_bytes(src[0].read_bytes().replace(b"the", b"THE"))  # same size
+    os.utime(src[0], ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    redo = D.encode_files(src, encoding, tmp_path / "c", num_workers=1, ranges_per_file=1)
+    assert redo["skipped"] == len(src) - 1
+    assert D.load_shards(tmp_path / "c")[0].tolist() == _plain_encode(src, encoding)
+    # different options: nothing may be reused
+    other = D.encode_files(corpus, encoding, tmp_path, num_workers=1, ranges_per_file=1, eot=False)
+    assert other["skipped"] == 0
+    assert D.load_shards(tmp_path)[0].tolist() == _plain_encode(corpus, encoding, eot=False)
+
+
+class CrashingEncoding(Encoding):
+    """Dies (os._exit, like an OOM kill) in the middle of the shard that holds the
+    trigger line, the first time only (a marker file remembers)."""
+
+    TRIGGER = "CRASH-TRIGGER"
+
+    def set_marker(self, marker: str) -> "CrashingEncoding":
+        self.marker = marker
+        return self
+
+    def __getstate__(self):
+        return {**super().__getstate__(), "marker": self.marker}
+
+    def __setstate__(self, state):
+        state = dict(state)
+        marker = state.pop("marker")
+        super().__setstate__(state)
+        self.marker = marker
+
+    def encode_batch_to_numpy(self, text, **kwargs):
+        if any(self.TRIGGER in t for t in text) and not os.path.exists(self.marker):
+            Path(self.marker).write_text(str(os.getpid()))
+            os._exit(17)
+        return super().encode_batch_to_numpy(text, **kwargs)
+
+
+def _crash_corpus(corpus, tmp_path) -> list[Path]:
+    """The corpus with a long file whose trigger line sits after the first encode block."""
+    long = tmp_path / "long.txt"
+    body = _stdlib_text("textwrap.py")[:6000]
+    long.write_text(body + "\n" + CrashingEncoding.TRIGGER + " here\n" + body, encoding="utf-8")
+    return [corpus[0], long, corpus[2], corpus[4]]
+
+
+def _set_block_bytes(n):
+    D.ENCODE_BLOCK_BYTES = n
+    return n
+
+
+def test_worker_killed_mid_shard_then_rerun(client, corpus, encoding, tmp_path):
+    paths = _crash_corpus(corpus, tmp_path)
+    out = tmp_path / "out"
+    crashing = CrashingEncoding("crash", pat_str=encoding.pat_str, mergeable_ranks=encoding.mergeable_ranks,
+                                special_tokens=encoding.special_tokens).set_marker(str(tmp_path / "crashed"))
+    # small encode blocks so the death comes after part of the shard was written
+    client.run(_set_block_bytes, 2000)
+    old = client.run_on_scheduler(_set_allowed_failures, 0)
+    try:
+        with pytest.raises(distributed.KilledWorker):
+            D.encode_files(paths, crashing, out, client, ranges_per_file=1)
+    finally:
+        client.run_on_scheduler(_set_allowed_failures, old)
+    assert (tmp_path / "crashed").exists()
+    assert not (out / "manifest.json").exists()
+    # the dying shard exists only as a temp file, never under its final name
+    assert any(n.startswith("shard-000001.bin.tmp-") for n in _tmp_files(out))
+    assert not (out / "shard-000001.bin").exists() and not (out / "shard-000001.json").exists()
+    finished_before = {p.name for p in out.glob("shard-*.json")}
+    # tasks on other workers finished before the call raised (tasks queued on the dead
+    # worker may have failed with it: allowed_failures=0)
+    assert "shard-000001.json" not in finished_before and len(finished_before) >= 1
+
+    client.wait_for_workers(2, timeout=60)
+    again = D.encode_files(paths, crashing, out, client, ranges_per_file=1)
+    assert again["skipped"] == len(finished_before)  # finished shards were kept
+    tokens, offsets = D.load_shards(out)
+    assert tokens.tolist() == _plain_encode(paths, encoding)
+    assert len(offsets) - 1 == len(_plain_documents(paths))
+    assert _tmp_files(out) == []
+
+
+def _set_allowed_failures(n, dask_scheduler=None):
+    old = dask_scheduler.allowed_failures
+    dask_scheduler.allowed_failures = n
+    return old
+
+
+def test_worker_killed_mid_shard_is_retried_by_dask(client, corpus, encoding, tmp_path):
+    """With Dask's own retries the same run finishes; the dead attempt's temp file is
+    cleaned up and nothing is duplicated."""
+    paths = _crash_corpus(corpus, tmp_path)
+    out = tmp_path / "out"
+    crashing = CrashingEncoding("crash", pat_str=encoding.pat_str, mergeable_ranks=encoding.mergeable_ranks,
+                                special_tokens=encoding.special_tokens).set_marker(str(tmp_path / "crashed"))
+    client.wait_for_workers(2, timeout=60)
+    client.run(_set_block_bytes, 2000)
+    m = D.encode_files(paths, crashing, out, client, ranges_per_file=1)
+    assert (tmp_path / "crashed").exists()
+    assert D.load_shards(out)[0].tolist() == _plain_encode(paths, encoding)
+    assert m["total_tokens"] == len(_plain_encode(paths, encoding))
+    assert _tmp_files(out) == []
+
+
+# ----------------------------------------------------------------------------- optional extra
+def test_import_error_without_dask(tmp_path):
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["distributed"] = None  # as if dask.distributed and fsspec were not installed
+        sys.modules["fsspec"] = None
+        from fastbpe import distributed as D
+        from fastbpe.reference import patterns
+        for call in (
+            lambda: D.count_chunks_distributed(object(), ["x"], patterns.CL100K, []),
+            lambda: D.encode_files(["x"], __import__("fastbpe").encoding.get_toy_encoding(), "out", client=object()),
+            lambda: D.plan_ranges(["s3://bucket/x.txt"]),
+        ):
+            try:
+                call()
+            except ImportError as exc:
+                print("IMPORTERROR", exc)
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stdout.splitlines() if line.startswith("IMPORTERROR")]
+    assert len(lines) == 3
+    assert all("pip install fastbpe[dask]" in line for line in lines)
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(D)
+    assert result.attempted > 0 and result.failed == 0

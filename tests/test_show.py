@@ -1,0 +1,134 @@
+"""fastbpe.show: segments, terminal rendering and the HTML page."""
+import doctest
+import html.parser
+
+import pytest
+
+import fastbpe
+from fastbpe import show
+from fastbpe.encoding import get_toy_encoding
+
+VOID = {"meta", "br", "hr", "img", "link", "input"}
+
+
+class BalanceChecker(html.parser.HTMLParser):
+    """Records unbalanced tags and collects the token spans' text and titles."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.errors, self.spans, self.depth_in_token = [], [], [], 0
+        self.doctype = False
+
+    def handle_decl(self, decl):
+        self.doctype = decl.lower() == "doctype html"
+
+    def handle_starttag(self, tag, attrs):
+        if tag in VOID:
+            return
+        self.stack.append(tag)
+        attrs = dict(attrs)
+        if tag == "span" and "t" in (attrs.get("class") or "").split():
+            self.spans.append({"title": attrs.get("title"), "ids": attrs.get("data-ids"), "text": ""})
+            self.depth_in_token = len(self.stack)
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}> with open {self.stack}")
+            return
+        if len(self.stack) == self.depth_in_token:
+            self.depth_in_token = 0
+        self.stack.pop()
+
+    def handle_data(self, data):
+        if self.depth_in_token:
+            self.spans[-1]["text"] += data
+
+
+def parse_page(page: str) -> BalanceChecker:
+    p = BalanceChecker()
+    p.feed(page)
+    p.close()
+    return p
+
+
+@pytest.fixture(scope="module")
+def trained():
+    text = ["hello world <b>&amp; 'quotes' \"dq\"\n", "çok güzel 中文字\n", "tabs\tand  spaces\n"] * 30
+    return fastbpe.train_bpe(text, 300, pattern="cl100k", special_tokens=["<|endoftext|>"], progress=False)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(show)
+    assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("text", ["", "hello", "中文字 and é\n\n\t x", "<|endoftext|>a<b>&", "🎉🎉 emoji"])
+def test_segments_cover_the_text_and_all_ids(trained, text):
+    segs = show.segments(trained, text)
+    assert "".join(s.text for s in segs) == text
+    assert [i for s in segs for i in s.ids] == trained.encode(text, allowed_special="all")
+    for s in segs:
+        assert b"".join(s.pieces).decode("utf-8") == s.text
+        assert s.partial == (len(s.ids) > 1)
+
+
+def test_cut_characters_are_grouped():
+    # Only byte tokens: every multi-byte character is cut into one token per byte.
+    enc = get_toy_encoding()
+    segs = show.segments(enc, "a中")
+    assert [s.text for s in segs] == ["a", "中"]
+    assert segs[1].ids == list("中".encode("utf-8")) and segs[1].partial
+
+
+def test_plain_and_ansi_rendering():
+    segs = show.segments(get_toy_encoding(), "hi hi\n")
+    plain = show.render_plain(segs)
+    assert "\x1b[" not in plain and plain == "hi│·│hi│↵\n"
+    assert show.render_plain(segs, ids=True).startswith("hi[256]│·[32]")
+    two_lines = show.segments(get_toy_encoding(), "a\nb")
+    assert show.render_plain(two_lines) == "a│↵\nb"  # no separator opens a line
+    assert show.render_plain(two_lines, ids=True) == "a[97]│↵[10]\nb[98]"
+    ansi = show.render_ansi(segs, ids=True)
+    assert ansi.count("\x1b[48;5;") >= len(segs) and "256" in ansi
+    # colours cycle through the 6 backgrounds
+    many = show.segments(get_toy_encoding(), "abcdefgh")
+    codes = [c for c in show.ANSI_BACKGROUNDS]
+    rendered = show.render_ansi(many)
+    assert rendered.index(f"48;5;{codes[0]}") < rendered.index(f"48;5;{codes[5]}")
+    assert rendered.count(f"48;5;{codes[0]}") == 2  # segments 0 and 6
+
+
+def test_html_page_is_well_formed_and_escaped(trained):
+    text = "hello <b>&amp; 'quotes' \"dq\"\n中文字\ttab  x <|endoftext|>"
+    segs = show.segments(trained, text)
+    page = show.render_html(segs, title="<title & test>", summary="s")
+    parsed = parse_page(page)
+    assert parsed.doctype
+    assert not parsed.errors and not parsed.stack, (parsed.errors, parsed.stack)
+    assert "<b>" not in page and "<title & test>" not in page
+    assert "<script" not in page and "http" not in page  # self-contained
+    assert len(parsed.spans) == len(segs)
+    for span, seg in zip(parsed.spans, segs):
+        # what the reader sees is the segment with whitespace made visible
+        assert span["text"] == show.visible(seg.text).replace("↵\n", "↵\n")
+        assert span["ids"] == " ".join(map(str, seg.ids))
+        for idx, piece in zip(seg.ids, seg.pieces):
+            assert f"id {idx}: bytes {piece.hex(' ')}" in span["title"]
+    eot = trained.encode_single_token("<|endoftext|>")
+    assert any(s["ids"] == str(eot) for s in parsed.spans)
+
+
+def test_summary_line():
+    segs = show.segments(get_toy_encoding(), "hi hi")
+    assert show.summary_line(segs, "hi hi") == "3 tokens, 5 bytes, 5 characters, 1.67 bytes/token"
+
+
+def test_wordpiece_segments():
+    wordpiece = pytest.importorskip("fastbpe.wordpiece")
+    wp = wordpiece.WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##fair": 4})
+    segs = show.segments(wp, "Unfair xyz")
+    assert [s.text for s in segs] == ["un", "##fair", "[UNK]"]
+    assert [s.ids for s in segs] == [[3], [4], [0]]
+    assert not parse_page(show.render_html(segs)).errors
