@@ -2,7 +2,8 @@
 
     python benchmarks/train_report.py                 # 250 MB corpus, vocab 32000, 2 threads
     python benchmarks/train_report.py --size-mb 20    # quicker
-    python benchmarks/train_report.py --linearity     # also fastbpe on the 4x corpus
+    python benchmarks/train_report.py --linearity     # also fastbpe on a 4x corpus and on
+                                                      # the 1x corpus with its lines shuffled
 
 Each trainer runs in its own subprocess (a fresh "measure" process that starts the
 trainer as its only child and reads ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``),
@@ -146,21 +147,25 @@ def build_corpus(path: Path, size_bytes: int, seed: int = 0, sources=None) -> Pa
 
 
 def corpus(size_mb: float, copies: int = 1) -> Path:
-    """The benchmark corpus of size_mb MB, or `copies` shuffled copies of it (linearity)."""
-    base = build_corpus(CACHE / f"corpus_{size_mb:g}mb.txt", int(size_mb * (1 << 20)))
+    """The benchmark corpus of size_mb MB; with copies=k, a corpus k times as large built
+    the same way (same sources, weights and batching), for the linearity check."""
     if copies == 1:
-        return base
-    path = CACHE / f"corpus_{size_mb:g}mb_x{copies}.txt"
-    if not path.exists():
-        with open(base, "rb") as fh:
+        return build_corpus(CACHE / f"corpus_{size_mb:g}mb.txt", int(size_mb * (1 << 20)))
+    return build_corpus(CACHE / f"corpus_{size_mb:g}mb_x{copies}b.txt", int(copies * size_mb * (1 << 20)))
+
+
+def shuffled(path: Path) -> Path:
+    """The same lines in random order (worst case for cache locality while counting)."""
+    out = path.with_name(path.stem + "_shuffled.txt")
+    if not out.exists():
+        with open(path, "rb") as fh:
             lines = fh.readlines()
-        tmp = path.with_suffix(".part")
-        with open(tmp, "wb") as out:
-            for i in range(copies):
-                random.Random(i).shuffle(lines)
-                out.writelines(lines)
-        os.replace(tmp, path)
-    return path
+        random.Random(0).shuffle(lines)
+        tmp = out.with_suffix(".part")
+        with open(tmp, "wb") as fh:
+            fh.writelines(lines)
+        os.replace(tmp, out)
+    return out
 
 
 # ----------------------------------------------------------------------------- trainers
@@ -241,7 +246,9 @@ def _measure(name: str, path: str, vocab_size: int, threads: int) -> None:
         print(json.dumps({"error": proc.stderr[-2000:]}))
         return
     info = json.loads(proc.stdout.strip().splitlines()[-1])
-    info["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    info["peak_rss_mb"] = usage.ru_maxrss / 1024
+    info["cpu_s"] = usage.ru_utime + usage.ru_stime  # robust to a busy shared machine
     print(json.dumps(info))
 
 
@@ -274,7 +281,8 @@ def main(argv=None) -> None:
         if "error" in r:
             print(f"{name:8s} FAILED: {r['error']}")
             continue
-        line = f"{name:8s} wall {r['wall_s']:8.2f} s  {mb / r['wall_s']:7.2f} MB/s  peak RSS {r['peak_rss_mb']:8.1f} MB"
+        line = (f"{name:8s} wall {r['wall_s']:8.2f} s  {mb / r['wall_s']:7.2f} MB/s  cpu {r['cpu_s']:7.2f} s"
+                f"  peak RSS {r['peak_rss_mb']:8.1f} MB")
         if name == "fastbpe":
             line += (f"  | count {r['count_s']:.2f} s ({mb / r['count_s']:.1f} MB/s),"
                      f" merge {r['merge_s']:.2f} s, {r['unique_chunks']} unique chunks")
@@ -285,17 +293,20 @@ def main(argv=None) -> None:
         if "wall_s" in r and "wall_s" in fb:
             speed = r["wall_s"] / fb["wall_s"]
             mem = fb["peak_rss_mb"] / r["peak_rss_mb"]
-            print(f"fastbpe vs {peer:8s}: {speed:5.2f}x faster (target >= {need}x: "
+            cpu = r["cpu_s"] / fb["cpu_s"]
+            print(f"fastbpe vs {peer:8s}: {speed:5.2f}x faster wall, {cpu:5.2f}x less cpu (target >= {need}x: "
                   f"{'met' if speed >= need else 'NOT met'}), peak RSS {mem:.2f} of theirs "
                   f"(target <= 0.5: {'met' if mem <= 0.5 else 'NOT met'})")
     if args.linearity:
         path4 = corpus(args.size_mb, copies=4)
-        r4 = measure("fastbpe", path4, args.vocab_size, args.threads)
-        mb4 = path4.stat().st_size / 1e6
-        print(f"fastbpe 4x: {mb4:.1f} MB wall {r4['wall_s']:.2f} s (count {r4['count_s']:.2f} s, "
-              f"{mb4 / r4['count_s']:.1f} MB/s; merge {r4['merge_s']:.2f} s), peak RSS "
-              f"{r4['peak_rss_mb']:.1f} MB; 4x/1x wall ratio "
-              f"{r4['wall_s'] / fb.get('wall_s', float('nan')):.2f}")
+        for label, p in (("4x", path4), ("1x shuffled", shuffled(path))):
+            r4 = measure("fastbpe", p, args.vocab_size, args.threads)
+            mb4 = p.stat().st_size / 1e6
+            print(f"fastbpe {label}: {mb4:.1f} MB wall {r4['wall_s']:.2f} s (count {r4['count_s']:.2f} s, "
+                  f"{mb4 / r4['count_s']:.1f} MB/s; merge {r4['merge_s']:.2f} s), cpu {r4['cpu_s']:.2f} s, "
+                  f"peak RSS {r4['peak_rss_mb']:.1f} MB; ratio to 1x: wall "
+                  f"{r4['wall_s'] / fb.get('wall_s', float('nan')):.2f}, cpu "
+                  f"{r4['cpu_s'] / fb.get('cpu_s', float('nan')):.2f}", flush=True)
 
 
 if __name__ == "__main__":
