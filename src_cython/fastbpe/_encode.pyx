@@ -156,6 +156,65 @@ cdef extern from *:
         return m;
     }
     static inline void fbe_prefetch(const void* p) { __builtin_prefetch(p, 0, 3); }
+    /* UTF-8 of n code points of a PEP 393 buffer of the given kind (1, 2 or 4 bytes
+       each) into dst, which has room for kind + 1 bytes per code point. Returns the
+       length, or -1 at a lone surrogate. A loop per kind, so the kind is not tested
+       per character. */
+    static Py_ssize_t fbe_to_utf8(const void* src, int kind, Py_ssize_t n, unsigned char* dst) {
+        unsigned char* d = dst;
+        Py_ssize_t i;
+        if (kind == 1) {
+            const uint8_t* s = (const uint8_t*)src;
+            for (i = 0; i < n; i++) {
+                uint32_t c = s[i];
+                if (c < 0x80) { *d++ = (unsigned char)c; continue; }
+                d[0] = (unsigned char)(0xC0 | (c >> 6));
+                d[1] = (unsigned char)(0x80 | (c & 0x3F));
+                d += 2;
+            }
+        } else if (kind == 2) {
+            const uint16_t* s = (const uint16_t*)src;
+            for (i = 0; i < n; i++) {
+                uint32_t c = s[i];
+                if (c < 0x80) { *d++ = (unsigned char)c; continue; }
+                if (c < 0x800) {
+                    d[0] = (unsigned char)(0xC0 | (c >> 6));
+                    d[1] = (unsigned char)(0x80 | (c & 0x3F));
+                    d += 2;
+                    continue;
+                }
+                if ((c & 0xF800) == 0xD800) return -1;
+                d[0] = (unsigned char)(0xE0 | (c >> 12));
+                d[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                d[2] = (unsigned char)(0x80 | (c & 0x3F));
+                d += 3;
+            }
+        } else {
+            const uint32_t* s = (const uint32_t*)src;
+            for (i = 0; i < n; i++) {
+                uint32_t c = s[i];
+                if (c < 0x80) { *d++ = (unsigned char)c; continue; }
+                if (c < 0x800) {
+                    d[0] = (unsigned char)(0xC0 | (c >> 6));
+                    d[1] = (unsigned char)(0x80 | (c & 0x3F));
+                    d += 2;
+                } else if (c < 0x10000) {
+                    if ((c & 0xF800) == 0xD800) return -1;
+                    d[0] = (unsigned char)(0xE0 | (c >> 12));
+                    d[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                    d[2] = (unsigned char)(0x80 | (c & 0x3F));
+                    d += 3;
+                } else {
+                    d[0] = (unsigned char)(0xF0 | (c >> 18));
+                    d[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+                    d[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                    d[3] = (unsigned char)(0x80 | (c & 0x3F));
+                    d += 4;
+                }
+            }
+        }
+        return d - dst;
+    }
     static inline Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) {
         return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
     }
@@ -166,6 +225,7 @@ cdef extern from *:
     uint64_t fbe_load64(const unsigned char* p) noexcept nogil
     uint32_t fbe_min_u32(const uint32_t* a, size_t n) noexcept nogil
     void fbe_prefetch(const void* p) noexcept nogil
+    Py_ssize_t fbe_to_utf8(const void* src, int kind, Py_ssize_t n, unsigned char* dst) noexcept nogil
     bint fbe_equal_short(const unsigned char* a, const unsigned char* b, size_t n) noexcept nogil
     Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
     void* table_alloc "fbe_table_alloc"(size_t size) noexcept nogil
@@ -1129,51 +1189,24 @@ cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize
 cdef int job_to_utf8(Job* job) noexcept nogil:
     """UTF-8 from the str's PEP 393 buffer, on the worker thread: converting many texts
     under the GIL would serialize batch encoding (and CPython's own conversion would
-    also cache a UTF-8 copy inside every str)."""
-    cdef Py_ssize_t i, size = 0, n = job.src_len
-    cdef const uint8_t* s1 = <const uint8_t*>job.src
-    cdef const uint16_t* s2 = <const uint16_t*>job.src
-    cdef const uint32_t* s4 = <const uint32_t*>job.src
-    cdef uint32_t c
-    cdef unsigned char* d
-    for i in range(n):
-        c = s1[i] if job.src_kind == 1 else (s2[i] if job.src_kind == 2 else s4[i])
-        if c < 0x80:
-            size += 1
-        elif c < 0x800:
-            size += 2
-        elif c < 0x10000:
-            if 0xD800 <= c <= 0xDFFF:
-                return ERR_SURROGATE
-            size += 3
-        else:
-            size += 4
-    d = <unsigned char*>malloc(size + 1)
+    also cache a UTF-8 copy inside every str). One pass into a buffer sized for the
+    worst case (2, 3 or 4 bytes per code point for 1-, 2- and 4-byte kinds)."""
+    cdef Py_ssize_t size
+    cdef unsigned char* d = <unsigned char*>malloc(job.src_len * (job.src_kind + 1) + 1)
+    cdef unsigned char* fit
     if d == NULL:
         return ERR_NOMEM
+    size = fbe_to_utf8(job.src, job.src_kind, job.src_len, d)
+    if size < 0:
+        free(d)
+        return ERR_SURROGATE
+    if size < job.src_len * job.src_kind:    # mostly narrower than the worst case
+        fit = <unsigned char*>realloc(d, size + 1)
+        if fit != NULL:
+            d = fit
     job.owned = d
     job.text = d
     job.n = size
-    for i in range(n):
-        c = s1[i] if job.src_kind == 1 else (s2[i] if job.src_kind == 2 else s4[i])
-        if c < 0x80:
-            d[0] = <unsigned char>c
-            d += 1
-        elif c < 0x800:
-            d[0] = <unsigned char>(0xC0 | (c >> 6))
-            d[1] = <unsigned char>(0x80 | (c & 0x3F))
-            d += 2
-        elif c < 0x10000:
-            d[0] = <unsigned char>(0xE0 | (c >> 12))
-            d[1] = <unsigned char>(0x80 | ((c >> 6) & 0x3F))
-            d[2] = <unsigned char>(0x80 | (c & 0x3F))
-            d += 3
-        else:
-            d[0] = <unsigned char>(0xF0 | (c >> 18))
-            d[1] = <unsigned char>(0x80 | ((c >> 12) & 0x3F))
-            d[2] = <unsigned char>(0x80 | ((c >> 6) & 0x3F))
-            d[3] = <unsigned char>(0x80 | (c & 0x3F))
-            d += 4
     return ERR_NONE
 
 
