@@ -161,63 +161,41 @@ cdef extern from *:
         return m;
     }
     static inline void fbe_prefetch(const void* p) { __builtin_prefetch(p, 0, 3); }
+    /* The UTF-8 of code point c >= 0x80 at d: the new end, or NULL for a surrogate. */
+    static inline unsigned char* fbe_put_multibyte(unsigned char* d, uint32_t c) {
+        if (c < 0x800) {
+            d[0] = (unsigned char)(0xC0 | (c >> 6));
+            d[1] = (unsigned char)(0x80 | (c & 0x3F));
+            return d + 2;
+        }
+        if (c < 0x10000) {
+            if ((c & 0xF800) == 0xD800) return NULL;
+            d[0] = (unsigned char)(0xE0 | (c >> 12));
+            d[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+            d[2] = (unsigned char)(0x80 | (c & 0x3F));
+            return d + 3;
+        }
+        d[0] = (unsigned char)(0xF0 | (c >> 18));
+        d[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+        d[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+        d[3] = (unsigned char)(0x80 | (c & 0x3F));
+        return d + 4;
+    }
+    #define FBE_UTF8_LOOP(T) \
+        for (Py_ssize_t i = 0; i < n; i++) { \
+            uint32_t c = ((const T*)src)[i]; \
+            if (c < 0x80) { *d++ = (unsigned char)c; continue; } \
+            if ((d = fbe_put_multibyte(d, c)) == NULL) return -1; \
+        }
     /* UTF-8 of n code points of a PEP 393 buffer of the given kind (1, 2 or 4 bytes
        each) into dst, which has room for kind + 1 bytes per code point. Returns the
        length, or -1 at a lone surrogate. A loop per kind, so the kind is not tested
        per character. */
     static Py_ssize_t fbe_to_utf8(const void* src, int kind, Py_ssize_t n, unsigned char* dst) {
         unsigned char* d = dst;
-        Py_ssize_t i;
-        if (kind == 1) {
-            const uint8_t* s = (const uint8_t*)src;
-            for (i = 0; i < n; i++) {
-                uint32_t c = s[i];
-                if (c < 0x80) { *d++ = (unsigned char)c; continue; }
-                d[0] = (unsigned char)(0xC0 | (c >> 6));
-                d[1] = (unsigned char)(0x80 | (c & 0x3F));
-                d += 2;
-            }
-        } else if (kind == 2) {
-            const uint16_t* s = (const uint16_t*)src;
-            for (i = 0; i < n; i++) {
-                uint32_t c = s[i];
-                if (c < 0x80) { *d++ = (unsigned char)c; continue; }
-                if (c < 0x800) {
-                    d[0] = (unsigned char)(0xC0 | (c >> 6));
-                    d[1] = (unsigned char)(0x80 | (c & 0x3F));
-                    d += 2;
-                    continue;
-                }
-                if ((c & 0xF800) == 0xD800) return -1;
-                d[0] = (unsigned char)(0xE0 | (c >> 12));
-                d[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-                d[2] = (unsigned char)(0x80 | (c & 0x3F));
-                d += 3;
-            }
-        } else {
-            const uint32_t* s = (const uint32_t*)src;
-            for (i = 0; i < n; i++) {
-                uint32_t c = s[i];
-                if (c < 0x80) { *d++ = (unsigned char)c; continue; }
-                if (c < 0x800) {
-                    d[0] = (unsigned char)(0xC0 | (c >> 6));
-                    d[1] = (unsigned char)(0x80 | (c & 0x3F));
-                    d += 2;
-                } else if (c < 0x10000) {
-                    if ((c & 0xF800) == 0xD800) return -1;
-                    d[0] = (unsigned char)(0xE0 | (c >> 12));
-                    d[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-                    d[2] = (unsigned char)(0x80 | (c & 0x3F));
-                    d += 3;
-                } else {
-                    d[0] = (unsigned char)(0xF0 | (c >> 18));
-                    d[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
-                    d[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-                    d[3] = (unsigned char)(0x80 | (c & 0x3F));
-                    d += 4;
-                }
-            }
-        }
+        if (kind == 1) { FBE_UTF8_LOOP(uint8_t) }
+        else if (kind == 2) { FBE_UTF8_LOOP(uint16_t) }
+        else { FBE_UTF8_LOOP(uint32_t) }
         return d - dst;
     }
     static inline Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) {
