@@ -26,7 +26,7 @@ extensions = [
     Extension(
         "fastbpe." + pyx.stem,
         [str(pyx)],
-        depends=[str(h) for h in (SRC / "fastbpe").glob("*.h")],
+        depends=[str(h) for pat in ("*.h", "*.pxd") for h in (SRC / "fastbpe").glob(pat)],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O3"],

@@ -27,6 +27,11 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
+from fastbpe._vec cimport I32Vec, I64Vec, i32_push, i64_push
+
+cdef enum:
+    OUT_FIRST_CAP = 64      # output buffers start with room for 64 ids
+
 cnp.import_array()
 
 cdef extern from "<pthread.h>" nogil:
@@ -116,51 +121,6 @@ def unicode_tables():
 
 
 # ---------------------------------------------------------------------------------------
-# Growable buffers
-# ---------------------------------------------------------------------------------------
-
-cdef struct I32Vec:
-    int32_t* data
-    Py_ssize_t size
-    Py_ssize_t cap
-
-cdef struct I64Vec:
-    int64_t* data
-    Py_ssize_t size
-    Py_ssize_t cap
-
-
-cdef inline int i32_push(I32Vec* v, int32_t x) noexcept nogil:
-    cdef Py_ssize_t cap
-    cdef int32_t* p
-    if v.size == v.cap:
-        cap = v.cap * 2 if v.cap else 64
-        p = <int32_t*>realloc(v.data, cap * sizeof(int32_t))
-        if p == NULL:
-            return -1
-        v.data = p
-        v.cap = cap
-    v.data[v.size] = x
-    v.size += 1
-    return 0
-
-
-cdef inline int i64_push(I64Vec* v, int64_t x) noexcept nogil:
-    cdef Py_ssize_t cap
-    cdef int64_t* p
-    if v.size == v.cap:
-        cap = v.cap * 2 if v.cap else 64
-        p = <int64_t*>realloc(v.data, cap * sizeof(int64_t))
-        if p == NULL:
-            return -1
-        v.data = p
-        v.cap = cap
-    v.data[v.size] = x
-    v.size += 1
-    return 0
-
-
-# ---------------------------------------------------------------------------------------
 # The kernel state: read-only after construction, shared by all threads
 # ---------------------------------------------------------------------------------------
 
@@ -236,10 +196,11 @@ cdef inline int32_t child_of(const Model* m, int32_t v, uint32_t c) noexcept nog
 
 
 cdef inline int emit(Output* out, int32_t tid, int64_t start, int64_t end) noexcept nogil:
-    if i32_push(&out.ids, tid) != 0:
+    if i32_push(&out.ids, tid, OUT_FIRST_CAP) != 0:
         return -1
     if out.want_offsets:
-        if i64_push(&out.starts, start) != 0 or i64_push(&out.ends, end) != 0:
+        if (i64_push(&out.starts, start, OUT_FIRST_CAP) != 0
+                or i64_push(&out.ends, end, OUT_FIRST_CAP) != 0):
             return -1
     return 0
 
@@ -258,9 +219,9 @@ cdef int flush_word(const Model* m, Scratch* s, Output* out) noexcept nogil:
         return -1
     if m.words_only:
         for i in range(n):
-            if i32_push(&out.ids, <int32_t>s.word[i]) != 0:
+            if i32_push(&out.ids, <int32_t>s.word[i], OUT_FIRST_CAP) != 0:
                 return -1
-        return i32_push(&out.ids, 0x20)
+        return i32_push(&out.ids, 0x20, OUT_FIRST_CAP)
     if n > m.max_chars:
         return emit(out, m.unk_id, s.first_orig, s.last_orig + 1)
     v = 0

@@ -23,31 +23,15 @@ cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 
+from fastbpe._vec cimport I32Vec, i32_push
+
+cdef enum:
+    LIST_FIRST_CAP = 4      # many small lists (per unit, per pair): start small
+
 cnp.import_array()
 
 cdef extern from *:
     ctypedef unsigned long long u128 "unsigned __int128"
-
-
-cdef struct I32Vec:
-    int32_t* data
-    int64_t size
-    int64_t cap
-
-
-cdef int vec_push(I32Vec* v, int32_t x) noexcept nogil:
-    cdef int64_t cap
-    cdef int32_t* p
-    if v.size == v.cap:
-        cap = v.cap * 2 if v.cap else 4
-        p = <int32_t*>realloc(v.data, cap * sizeof(int32_t))
-        if p == NULL:
-            return -1
-        v.data = p
-        v.cap = cap
-    v.data[v.size] = x
-    v.size += 1
-    return 0
 
 
 cdef struct Entry:
@@ -233,9 +217,9 @@ cdef class Trainer:
         self.hkeys[i] = key
         self.hvals[i] = <int32_t>pid
         self.hused += 1
-        if vec_push(&self.unit_pairs[a], <int32_t>pid) != 0:
+        if i32_push(&self.unit_pairs[a], <int32_t>pid, LIST_FIRST_CAP) != 0:
             return -1
-        if b != a and vec_push(&self.unit_pairs[b], <int32_t>pid) != 0:
+        if b != a and i32_push(&self.unit_pairs[b], <int32_t>pid, LIST_FIRST_CAP) != 0:
             return -1
         return pid
 
@@ -259,7 +243,7 @@ cdef class Trainer:
         if pid < 0:
             return -1
         self.pair_count[pid] += delta
-        if word >= 0 and vec_push(&self.pair_words[pid], word) != 0:
+        if word >= 0 and i32_push(&self.pair_words[pid], word, LIST_FIRST_CAP) != 0:
             return -1
         return self.touch(pid)
 
