@@ -55,8 +55,9 @@ def get_stats(ids: list[int], counts: dict | None = None, weight: int = 1) -> di
     return counts
 
 
-def merge(ids: list[int], pair: tuple[int, int], idx: int) -> list[int]:
-    """Replace each leftmost, non-overlapping occurrence of ``pair`` by ``idx``.
+def merge(ids: list, pair: tuple, idx) -> list:
+    """Replace each leftmost, non-overlapping occurrence of ``pair`` by ``idx``. Any
+    items compare: ids here, WordPiece pieces in ``wordpiece.merge_in_word``.
 
     >>> merge([97, 97, 97, 98], (97, 97), 256)
     [256, 97, 98]

@@ -63,6 +63,8 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter
 
+from .bpe import merge
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 # Unicode White_Space property (what Rust's char::is_whitespace uses).
@@ -406,17 +408,9 @@ def pair_and_unit_counts(segmented: dict[str, list[str]], word_counts) -> tuple[
 
 
 def merge_in_word(pieces: list[str], a: str, b: str, new: str) -> list[str]:
-    """Replace each leftmost non-overlapping (a, b) by new. ``(["a","##a","##a"], "a","##a") -> ["aa","##a"]``"""
-    out = []
-    i = 0
-    while i < len(pieces):
-        if i + 1 < len(pieces) and pieces[i] == a and pieces[i + 1] == b:
-            out.append(new)
-            i += 2
-        else:
-            out.append(pieces[i])
-            i += 1
-    return out
+    """Replace each leftmost non-overlapping (a, b) by new, as BPE's ``merge`` does.
+    ``(["a","##a","##a"], "a","##a") -> ["aa","##a"]``"""
+    return merge(pieces, (a, b), new)
 
 
 def choose_alphabet(word_counts, limit_alphabet: int | None) -> set[str]:
