@@ -460,6 +460,33 @@ def test_custom_pattern_and_missing_bytes():
         sparse.decode_bytes([5])
 
 
+def test_shared_id_ints_survive_many_lists_and_encoders():
+    """Result lists share one process-wide table of immortal int objects: dropping
+    many lists never frees them, new encoders reuse them, and sparse vocabularies get ordinary
+    ints."""
+    import gc
+    import sys
+
+    base = {bytes([b]): b for b in range(256)}
+    ranks = base | {b"ab": 300, b"abc": 1000}
+    first = CoreBPE(ranks, {"<s>": 2000}, r"\S+|\s")
+    second = CoreBPE(dict(ranks), {}, r"\S+|\s")
+    a = first.encode("abc abc<s>", {"<s>"})
+    b = second.encode_ordinary("abc")
+    assert a == [1000, 32, 1000, 2000] and b == [1000]
+    assert a[0] is b[0]                      # one shared object per id
+    before = sys.getrefcount(a[0])
+    for _ in range(2000):
+        lists = first.encode_ordinary_batch(["abc " * 50] * 4, num_threads=2)
+        del lists
+    gc.collect()
+    assert sys.getrefcount(a[0]) >= min(before, 1 << 20)
+    assert first.encode_ordinary("abc") == [1000]
+    # ids too sparse for the table: ordinary ints, still correct
+    sparse = CoreBPE(base | {b"ab": 700_000}, {}, r"\S+|\s")
+    assert sparse.encode_ordinary("ab ab") == [700_000, 32, 700_000]
+
+
 # ---- pickling and processes --------------------------------------------------------
 
 

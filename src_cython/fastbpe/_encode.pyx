@@ -1327,9 +1327,50 @@ cdef extern from "Python.h":
     void _incref "Py_INCREF"(PyObject* o)
 
 
+cdef extern from *:
+    """
+    /* The shared id ints are made immortal, as CPython 3.12+ does for its small ints
+       (PEP 683): a reference count so large that no run of increments and decrements
+       brings it to zero, with bit 31 set, which 3.12+ reads as "immortal" and then
+       leaves alone. Lists of them are then filled without writing to every object (a
+       cache miss per token). Only on 64-bit builds with a GIL: free-threaded builds
+       split the count, and 32 bits leave too little headroom. */
+    #if defined(Py_GIL_DISABLED) || SIZEOF_VOID_P < 8
+    #define FBE_IMMORTAL_INTS 0
+    #define fbe_make_immortal(o) ((void)0)
+    #else
+    #define FBE_IMMORTAL_INTS 1
+    #define fbe_make_immortal(o) Py_SET_REFCNT((o), (Py_ssize_t)((1ull << 40) | 0xC0000000ull))
+    #endif
+    """
+    const bint IMMORTAL_INTS "FBE_IMMORTAL_INTS"
+    void make_immortal "fbe_make_immortal"(PyObject* o)
+
+
+cdef enum:
+    ID_INTS_MAX = 1 << 19   # ids with a shared int object: 0 .. ID_INTS_MAX - 1
+
+#: int objects for ids 0, 1, 2, ..., shared by every encoder in the process and never
+#: freed (they are immortal): grown to the largest dense vocabulary loaded, at most
+#: ID_INTS_MAX ints (about 20 MB).
+cdef list _id_ints = []
+
+
+cdef list shared_id_ints(Py_ssize_t n):
+    """The shared int table, first grown to hold ids below min(n, ID_INTS_MAX)."""
+    cdef Py_ssize_t i
+    cdef object obj
+    for i in range(len(_id_ints), min(n, ID_INTS_MAX)):
+        obj = i
+        make_immortal(<PyObject*>obj)
+        _id_ints.append(obj)
+    return _id_ints
+
+
 cdef list outbuf_to_list(const OutBuf* o, list int_cache):
     """A list of Python ints; ids below len(int_cache) share the cached int objects,
-    which saves allocating (and later freeing) one int per token."""
+    which saves allocating (and later freeing) one int per token. Those are immortal
+    (where the build allows), so filling the list does not touch them at all."""
     cdef Py_ssize_t i, n_cached = len(int_cache) if int_cache is not None else 0
     cdef list result = _new_list(o.size)
     cdef PyObject* item
@@ -1338,7 +1379,8 @@ cdef list outbuf_to_list(const OutBuf* o, list int_cache):
         v = o.data[i]
         if v < n_cached:
             item = _list_get(int_cache, v)
-            _incref(item)
+            if not IMMORTAL_INTS:
+                _incref(item)
         else:
             item = PyLong_FromUnsignedLong(v)
             if item == NULL:
@@ -1381,7 +1423,7 @@ cdef class CoreBPE:
     cdef uint32_t* sorted_ids      # sparse fallback: ids ascending, with their entries
     cdef int64_t* sorted_entry
     cdef dict special_bytes         # special text -> (offset in arena, length, id)
-    cdef list int_cache             # int objects for ids 0..max id (dense vocabularies)
+    cdef list int_cache             # shared_id_ints() (dense vocabularies) or None
 
     def __cinit__(self):
         self.vocab.slots = NULL
@@ -1550,7 +1592,7 @@ cdef class CoreBPE:
                 self.dense_entry[i] = -1
             for e in range(self.n_entries - 1, -1, -1):
                 self.dense_entry[<Py_ssize_t>entry_ids[e]] = e
-            self.int_cache = list(range(self.dense_size))
+            self.int_cache = shared_id_ints(self.dense_size)
         else:
             self.dense_size = 0
             self.sorted_ids = <uint32_t*>malloc(max(self.n_entries, 1) * sizeof(uint32_t))
