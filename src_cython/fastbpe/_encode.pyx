@@ -450,8 +450,9 @@ cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     """
     cdef ScanPart stack_parts[SCAN_STACK + 1]
     cdef ScanPart* parts = stack_parts
-    cdef Py_ssize_t m = n + 1, i, best_i
+    cdef Py_ssize_t m = n + 1, i
     cdef uint32_t best
+    cdef uint64_t key, cand
     cdef int rc = ERR_NONE
     if n > SCAN_STACK:
         parts = <ScanPart*>malloc((n + 1) * sizeof(ScanPart))
@@ -465,15 +466,16 @@ cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     parts[n].rank = NO_RANK
     parts[n].token = NO_RANK
     while True:
-        best = NO_RANK
-        best_i = -1
+        # argmin as the min of rank << 32 | index: branch-free (cmov), and the lowest
+        # index wins ties as the scan requires
+        key = <uint64_t>NO_RANK << 32
         for i in range(m - 2):
-            if parts[i].rank < best:
-                best = parts[i].rank
-                best_i = i
+            cand = (<uint64_t>parts[i].rank << 32) | <uint64_t>i
+            key = cand if cand < key else key
+        best = <uint32_t>(key >> 32)
         if best == NO_RANK:
             break
-        i = best_i
+        i = <Py_ssize_t>(key & 0xFFFFFFFFULL)
         parts[i].token = best
         memmove(&parts[i + 1], &parts[i + 2], (m - i - 2) * sizeof(ScanPart))
         m -= 1
