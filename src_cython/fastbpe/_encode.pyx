@@ -18,6 +18,9 @@ Layout (immutable after construction, so one object is safe to share between thr
   its single token and largest own merge rank (or "wall"), and per boundary byte pair
   whether (and from which rank on) a token that is not whole characters spans it.
 
+Result lists hold int objects from one process-wide table (ids below 2**19), made
+immortal as CPython 3.12+ does for small ints, so filling a list writes no refcounts.
+
 Per call and per thread (never shared, so no locks): a direct-mapped cache of merged
 chunks of up to 24 bytes, used when the call has at least 8 KiB of text; the seams of
 merging by characters keep their pure-BPE results there too, under a salted tag.
