@@ -1146,8 +1146,8 @@ cdef struct Context:
     pthread_cond_t cond
 
 
-cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize_t end,
-                        Py_ssize_t* span_i, CacheEntry* cache) noexcept nogil:
+cdef int encode_segment(const Context* ctx, Job* job, OutBuf* out, Py_ssize_t start,
+                        Py_ssize_t end, Py_ssize_t* span_i, CacheEntry* cache) noexcept nogil:
     cdef const unsigned char* text = job.text
     cdef Py_ssize_t s, e, local
     cdef int rc
@@ -1155,7 +1155,7 @@ cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize
         s = start
         while s < end:
             e = next_chunk_end(ctx.pattern, text, s, end)
-            rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local, cache)
+            rc = bpe_chunk(ctx.vocab, text + s, e - s, out, &local, cache)
             if rc != ERR_NONE:
                 job.err_pos = s + local
                 return rc
@@ -1167,7 +1167,7 @@ cdef int encode_segment(const Context* ctx, Job* job, Py_ssize_t start, Py_ssize
         span_i[0] += 1
         if e <= s:
             continue
-        rc = bpe_chunk(ctx.vocab, text + s, e - s, &job.out, &local, cache)
+        rc = bpe_chunk(ctx.vocab, text + s, e - s, out, &local, cache)
         if rc != ERR_NONE:
             job.err_pos = s + local
             return rc
@@ -1199,26 +1199,31 @@ cdef int job_to_utf8(Job* job) noexcept nogil:
 
 
 cdef void run_job(const Context* ctx, Job* job, CacheEntry* cache) noexcept nogil:
+    # The output grows in a local copy, stored back once: neighbouring jobs' fields can
+    # share a cache line, and another thread may be writing its job right next to it.
+    cdef OutBuf out = job.out
+    if job.text == NULL:
+        job.err = job_to_utf8(job)
+        if job.err != ERR_NONE:
+            return
+    job.err = encode_job(ctx, job, &out, cache)
+    job.out = out
+
+
+cdef int encode_job(const Context* ctx, Job* job, OutBuf* out, CacheEntry* cache) noexcept nogil:
     cdef Py_ssize_t pos = 0, s = 0, e = 0, span_i = 0
     cdef uint32_t tok = 0
     cdef bint found
     cdef int rc
-    if job.text == NULL:
-        rc = job_to_utf8(job)
-        if rc != ERR_NONE:
-            job.err = rc
-            return
     while True:
         found = find_special(ctx.specials, job.text, pos, job.n, &s, &e, &tok)
-        rc = encode_segment(ctx, job, pos, s if found else job.n, &span_i, cache)
+        rc = encode_segment(ctx, job, out, pos, s if found else job.n, &span_i, cache)
         if rc != ERR_NONE:
-            job.err = rc
-            return
+            return rc
         if not found:
-            return
-        if out_push(&job.out, tok) < 0:
-            job.err = ERR_NOMEM
-            return
+            return ERR_NONE
+        if out_push(out, tok) < 0:
+            return ERR_NOMEM
         pos = e
 
 
