@@ -3,13 +3,19 @@
     python benchmarks/encode_ratios.py [--repeat 5] [--vocab gpt2 ...] [--lang english ...]
 
 Single thread: tiktoken's ``encode_ordinary`` vs ``CoreBPE.encode_ordinary`` on each
-corpus as one string (best of --repeat runs, both in this process, CPU time of the
-calling thread so that other load on the machine does not skew the ratio). Batch:
-``CoreBPE.encode_ordinary_batch`` on 2 threads vs 1 thread (wall time), over many short
-documents (~2 KB each) and over 4 long ones; and ``encode_batch_to_numpy`` over the
-short documents, which shows the native code's scaling without the Python lists (those
-are built by the calling thread under the GIL, ~15% of the single-thread time). HF ``tokenizers`` (gpt2 only, from
-gpt2.tokenizer.json): ``encode_batch`` over the ~2 KB documents on one thread. Ids are checked equal to tiktoken's before timing.
+corpus as one string (timed alternately, best of --repeat runs each, in CPU time of the
+calling thread so that other load on the machine does not skew the ratio).
+
+Batch: ``CoreBPE.encode_ordinary_batch`` on 2 threads vs 1 thread (wall time), over
+many short documents (~2 KB each) and over 4 long ones; and ``encode_batch_to_numpy``
+over the short documents, which shows the native code's scaling without the Python
+lists (built by the calling thread under the GIL). The last column is the process's CPU
+time on 2 threads over that on 1 (short documents, lists): near 1.00 means threading
+adds no work, so a batch ratio well under 2x then comes from the machine (the other
+core busy, or two busy cores slowing each other), not from the encoder.
+
+HF ``tokenizers`` (gpt2 only, from gpt2.tokenizer.json): ``encode_batch`` over the ~2 KB
+documents on one thread. Ids are checked equal to tiktoken's before timing.
 Corpora: see benchmarks/corpus.py. Vocabularies: ../shared/vocab (or
 $FASTBPE_TEST_VOCAB_DIR).
 """
@@ -95,8 +101,9 @@ def main() -> None:
             hf = None
 
     print("| vocab | corpus | MB | tiktoken MB/s | fastbpe MB/s | ratio | HF MB/s "
-          "| batch2/1 short docs | batch2/1 4 long docs | numpy batch2/1 short docs |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| batch2/1 short docs | batch2/1 4 long docs | numpy batch2/1 short docs "
+          "| CPU 2 threads / 1, short docs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.vocab:
         core, tk = build(name)
         for lang in args.lang:
@@ -121,17 +128,23 @@ def main() -> None:
             speedups = []
             runs = [(short, core.encode_ordinary_batch), (longs, core.encode_ordinary_batch),
                     (short, lambda d, t: core.encode_batch_to_numpy(d, frozenset(), t))]
+            cpu_growth = None
             for docs, fn in runs:
                 # interleaved, best of 5: a burst of load elsewhere hits both sides
                 best = {1: float("inf"), 2: float("inf")}
+                cpu = {1: float("inf"), 2: float("inf")}
                 for _ in range(max(5, args.repeat)):
                     for threads in (1, 2):
+                        c0 = time.process_time()   # all threads of the process
                         best[threads] = min(best[threads], best_time(
                             lambda: fn(docs, threads), 1))
+                        cpu[threads] = min(cpu[threads], time.process_time() - c0)
                 speedups.append(best[1] / best[2])
+                if cpu_growth is None:
+                    cpu_growth = cpu[2] / cpu[1]
             print(f"| {name} | {lang} | {mb:.2f} | {mb / t_tk:.1f} | {mb / t_us:.1f} "
                   f"| {t_tk / t_us:.1f}x | {hf_col} | {speedups[0]:.2f}x | {speedups[1]:.2f}x "
-                  f"| {speedups[2]:.2f}x |",
+                  f"| {speedups[2]:.2f}x | {cpu_growth:.2f} |",
                   flush=True)
 
 
