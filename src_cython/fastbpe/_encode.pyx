@@ -451,7 +451,8 @@ cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     O(n^2) in the worst case, but the fastest choice for the short chunks that make up
     almost all text. parts[m-1] is a sentinel holding the end offset.
     """
-    cdef ScanPart stack_parts[SCAN_STACK + 1]
+    cdef ScanPart stack_parts[SCAN_STACK + 1 + 8]
+    cdef ScanPart tmp_parts[8]
     cdef ScanPart* parts = stack_parts
     cdef Py_ssize_t m = n + 1, i
     cdef uint32_t best
@@ -480,7 +481,14 @@ cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
             break
         i = <Py_ssize_t>(key & 0xFFFFFFFFULL)
         parts[i].token = best
-        memmove(&parts[i + 1], &parts[i + 2], (m - i - 2) * sizeof(ScanPart))
+        if m - i - 2 <= 8 and parts == stack_parts:
+            # two fixed-size copies through a buffer compile to a few vector moves; a
+            # libc memmove of varying small sizes mispredicts its size dispatch. Past
+            # the sentinel it copies stale entries, inside the padded stack array.
+            memcpy(tmp_parts, &parts[i + 2], 8 * sizeof(ScanPart))
+            memcpy(&parts[i + 1], tmp_parts, 8 * sizeof(ScanPart))
+        else:
+            memmove(&parts[i + 1], &parts[i + 2], (m - i - 2) * sizeof(ScanPart))
         m -= 1
         # Part i now ends at parts[i + 1].start; re-rank its pairs with both neighbours.
         if i > 0 and i + 2 < m:
