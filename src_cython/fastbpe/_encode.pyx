@@ -675,6 +675,19 @@ cdef inline bint cache_get(CacheEntry* e, const unsigned char* p, Py_ssize_t n, 
     """On a hit in entry e, append its tokens to out (rc: ERR_NONE or ERR_NOMEM)."""
     if not (e.length == n and e.tag == <uint32_t>h and fbe_equal_short(e.key, p, n)):
         return False
+    return cache_copy_out(e, out, rc)
+
+
+cdef inline bint cache_get_word(CacheEntry* e, uint64_t w, Py_ssize_t n, uint64_t h,
+                                OutBuf* out, int* rc) noexcept nogil:
+    """cache_get for n <= 8 given w = fbe_word(p, n): keys that short are stored as
+    that zero-padded word, so one compare decides, whatever the length."""
+    if not (e.length == n and e.tag == <uint32_t>h and fbe_load64(e.key) == w):
+        return False
+    return cache_copy_out(e, out, rc)
+
+
+cdef inline bint cache_copy_out(CacheEntry* e, OutBuf* out, int* rc) noexcept nogil:
     # copy all CACHE_TOK_MAX slots (a fixed size: two vector moves, no libc call) and
     # keep the first n_tokens
     if out.size + CACHE_TOK_MAX > out.cap and out_grow(out, out.size + CACHE_TOK_MAX) < 0:
@@ -689,12 +702,17 @@ cdef inline bint cache_get(CacheEntry* e, const unsigned char* p, Py_ssize_t n, 
 cdef inline void cache_put(CacheEntry* e, const unsigned char* p, Py_ssize_t n, uint64_t h,
                            const OutBuf* out, Py_ssize_t before) noexcept nogil:
     """Remember out.data[before:out.size] as the tokens of p[:n] (if they fit)."""
+    cdef uint64_t w
     if out.size - before > CACHE_TOK_MAX:
         return
     e.tag = <uint32_t>h
     e.length = <uint16_t>n
     e.n_tokens = <uint16_t>(out.size - before)
-    memcpy(e.key, p, n)
+    if n <= 8:
+        w = fbe_word(p, n)        # zero-padded: what cache_get_word compares
+        memcpy(e.key, &w, 8)
+    else:
+        memcpy(e.key, p, n)
     memcpy(e.tokens, out.data + before, e.n_tokens * sizeof(uint32_t))
 
 
@@ -1049,7 +1067,8 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
         h = fbe_hash(p, n)
     if cache != NULL and n <= CACHE_KEY_MAX:
         e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
-        if cache_get(e, p, n, h, out, &rc):
+        if (cache_get_word(e, w, n, h, out, &rc) if n <= 8
+                else cache_get(e, p, n, h, out, &rc)):
             return rc
     before = out.size
     if n == 1:
