@@ -19,19 +19,23 @@ cdef struct I64Vec:
     Py_ssize_t cap
 
 
-cdef inline Py_ssize_t grown(Py_ssize_t cap, Py_ssize_t first) noexcept nogil:
-    return cap * 2 if cap else first
+cdef inline int vec_grow(void** data, Py_ssize_t* cap, Py_ssize_t first,
+                         size_t item) noexcept nogil:
+    """Double *cap (to `first` when empty), reallocating *data of item-byte slots;
+    -1 (both unchanged) when memory runs out."""
+    cdef Py_ssize_t new_cap = cap[0] * 2 if cap[0] else first
+    cdef void* p = realloc(data[0], new_cap * item)
+    if p == NULL:
+        return -1
+    data[0] = p
+    cap[0] = new_cap
+    return 0
 
 
 cdef inline int i32_push(I32Vec* v, int32_t x, Py_ssize_t first) noexcept nogil:
     """Append x; -1 (v unchanged) when memory runs out."""
-    cdef int32_t* p
-    if v.size == v.cap:
-        p = <int32_t*>realloc(v.data, grown(v.cap, first) * sizeof(int32_t))
-        if p == NULL:
-            return -1
-        v.data = p
-        v.cap = grown(v.cap, first)
+    if v.size == v.cap and vec_grow(<void**>&v.data, &v.cap, first, sizeof(int32_t)) < 0:
+        return -1
     v.data[v.size] = x
     v.size += 1
     return 0
@@ -39,13 +43,8 @@ cdef inline int i32_push(I32Vec* v, int32_t x, Py_ssize_t first) noexcept nogil:
 
 cdef inline int i64_push(I64Vec* v, int64_t x, Py_ssize_t first) noexcept nogil:
     """Append x; -1 (v unchanged) when memory runs out."""
-    cdef int64_t* p
-    if v.size == v.cap:
-        p = <int64_t*>realloc(v.data, grown(v.cap, first) * sizeof(int64_t))
-        if p == NULL:
-            return -1
-        v.data = p
-        v.cap = grown(v.cap, first)
+    if v.size == v.cap and vec_grow(<void**>&v.data, &v.cap, first, sizeof(int64_t)) < 0:
+        return -1
     v.data[v.size] = x
     v.size += 1
     return 0
