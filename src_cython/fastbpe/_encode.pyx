@@ -136,6 +136,11 @@ cdef extern from *:
         if (n > 16 && fbe_load64(a + 8) != fbe_load64(b + 8)) return 0;
         return fbe_load64(a + n - 8) == fbe_load64(b + n - 8);
     }
+    /* fbe_word for 1 <= n <= 8 when at least 8 bytes can be read at p (a padded copy):
+       one load and a mask instead of a branch on the length. */
+    static inline uint64_t fbe_word_padded(const unsigned char* p, size_t n) {
+        return fbe_load64(p) & (~0ull >> (64 - 8 * n));
+    }
     static inline uint64_t fbe_hash_word(uint64_t w, size_t n) {
         return fbe_fold(w ^ 0x3c6ef372fe94f82bull, 0xa54ff53a5f1d36f1ull + 2 * (uint64_t)n);
     }
@@ -207,6 +212,7 @@ cdef extern from *:
     """
     uint64_t fbe_hash(const unsigned char* p, size_t n) noexcept nogil
     uint64_t fbe_word(const unsigned char* p, size_t n) noexcept nogil
+    uint64_t fbe_word_padded(const unsigned char* p, size_t n) noexcept nogil
     uint64_t fbe_hash_word(uint64_t w, size_t n) noexcept nogil
     uint64_t fbe_load64(const unsigned char* p) noexcept nogil
     uint32_t fbe_min_u32(const uint32_t* a, size_t n) noexcept nogil
@@ -354,8 +360,20 @@ cdef inline uint32_t vocab_rank_hashed(const Vocab* v, const unsigned char* p, s
         i = (i + 1) & v.mask
 
 
+cdef inline uint64_t short_word(const unsigned char* p, size_t n, bint padded) noexcept nogil:
+    """fbe_word(p, n) for 1 <= n <= 8; padded: 8 bytes are readable at p (the scan's
+    padded copy of its chunk), so one masked load does it without branches."""
+    return fbe_word_padded(p, n) if padded else fbe_word(p, n)
+
+
 cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
-    """Rank of the byte string p[:n] (n >= 1), or NO_RANK.
+    """Rank of the byte string p[:n] (n >= 1), or NO_RANK."""
+    return vocab_rank_in(v, p, n, False)
+
+
+cdef inline uint32_t vocab_rank_in(const Vocab* v, const unsigned char* p, size_t n,
+                                   bint padded) noexcept nogil:
+    """vocab_rank, reading words as short_word(padded) does.
 
     Merging asks mostly about short strings, many of which are not tokens: the 2-byte
     table and the Bloom filter answer those from L2-sized memory; only likely hits probe
@@ -367,7 +385,7 @@ cdef inline uint32_t vocab_rank(const Vocab* v, const unsigned char* p, size_t n
     if n > 8:
         return vocab_rank_long(v, p, n)
     # short strings: kept small so that the compiler inlines it into the merge loops
-    w = fbe_word(p, n)
+    w = short_word(p, n, padded)
     h = fbe_hash_word(w, n)
     if not bloom_may_contain(v, h):
         return NO_RANK
@@ -380,18 +398,18 @@ cdef uint32_t vocab_rank_long(const Vocab* v, const unsigned char* p, size_t n) 
 
 cdef inline void vocab_rank_two(const Vocab* v, const unsigned char* pa, size_t na,
                                 const unsigned char* pb, size_t nb, uint32_t* ra,
-                                uint32_t* rb) noexcept nogil:
+                                uint32_t* rb, bint padded) noexcept nogil:
     """vocab_rank of two strings (a merge re-ranks both of its neighbours) with the loads
     of both issued before either answer is needed: their cache misses overlap instead
     of queueing behind each other."""
     cdef uint64_t wa, ha, wb, hb, fa, fb, bits_a, bits_b
     if na < 3 or na > 8 or nb < 3 or nb > 8:
-        ra[0] = vocab_rank(v, pa, na)
-        rb[0] = vocab_rank(v, pb, nb)
+        ra[0] = vocab_rank_in(v, pa, na, padded)
+        rb[0] = vocab_rank_in(v, pb, nb, padded)
         return
-    wa = fbe_word(pa, na)
+    wa = short_word(pa, na, padded)
     ha = fbe_hash_word(wa, na)
-    wb = fbe_word(pb, nb)
+    wb = short_word(pb, nb, padded)
     hb = fbe_hash_word(wb, nb)
     fa = v.bloom[(ha >> 32) & v.bloom_mask]
     fb = v.bloom[(hb >> 32) & v.bloom_mask]
@@ -454,14 +472,22 @@ cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     cdef ScanPart stack_parts[SCAN_STACK + 1 + 8]
     cdef ScanPart tmp_parts[8]
     cdef ScanPart* parts = stack_parts
+    cdef unsigned char stack_text[SCAN_STACK + 8]
+    cdef unsigned char* text = stack_text
     cdef Py_ssize_t m = n + 1, i
     cdef uint32_t best
-    cdef uint64_t key, cand
+    cdef uint64_t key, cand, zero = 0
     cdef int rc = ERR_NONE
     if n > SCAN_STACK:
-        parts = <ScanPart*>malloc((n + 1) * sizeof(ScanPart))
+        parts = <ScanPart*>malloc((n + 1) * sizeof(ScanPart) + n + 8)
         if parts == NULL:
             return ERR_NOMEM
+        text = <unsigned char*>(parts + n + 1)
+    # A copy of the chunk with 8 zero bytes after it: every word the merges look up
+    # is then one load and a mask (short_word, padded) instead of a branchy read.
+    memcpy(text, p, n)
+    memcpy(text + n, &zero, 8)
+    p = text
     for i in range(n):
         parts[i].start = <uint32_t>i
         parts[i].token = v.byte_rank[p[i]]
@@ -494,14 +520,16 @@ cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
         if i > 0 and i + 2 < m:
             vocab_rank_two(v, p + parts[i].start, parts[i + 2].start - parts[i].start,
                            p + parts[i - 1].start, parts[i + 1].start - parts[i - 1].start,
-                           &parts[i].rank, &parts[i - 1].rank)
+                           &parts[i].rank, &parts[i - 1].rank, True)
         elif i + 2 < m:
-            parts[i].rank = vocab_rank(v, p + parts[i].start, parts[i + 2].start - parts[i].start)
+            parts[i].rank = vocab_rank_in(v, p + parts[i].start,
+                                          parts[i + 2].start - parts[i].start, True)
         else:
             parts[i].rank = NO_RANK
             if i > 0:
-                parts[i - 1].rank = vocab_rank(v, p + parts[i - 1].start,
-                                               parts[i + 1].start - parts[i - 1].start)
+                parts[i - 1].rank = vocab_rank_in(v, p + parts[i - 1].start,
+                                                  parts[i + 1].start - parts[i - 1].start,
+                                                  True)
     for i in range(m - 1):
         if parts[i].token == NO_RANK:
             err_pos[0] = parts[i].start
