@@ -1083,6 +1083,14 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
     cdef CacheEntry* e = NULL
     cdef Py_ssize_t before
     cdef int rc
+    # A quarter of all chunks is one byte (punctuation, newlines): its token comes from
+    # a 1 KiB table, cheaper than hashing it for the chunk cache.
+    if n == 1:
+        r = v.byte_rank[p[0]]
+        if r == NO_RANK:
+            err_pos[0] = 0
+            return ERR_BYTE
+        return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
     if n == 2:
         r = v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
         if r != NO_RANK:
@@ -1099,13 +1107,7 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
                 else cache_get(e, p, n, h, out, &rc)):
             return rc
     before = out.size
-    if n == 1:
-        r = v.byte_rank[p[0]]
-        if r == NO_RANK:
-            err_pos[0] = 0
-            return ERR_BYTE
-        rc = ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
-    elif n == 2:
+    if n == 2:
         rc = bpe_merge(v, p, n, out, err_pos)
     else:
         r = vocab_rank_hashed(v, p, n, w, h)
