@@ -310,6 +310,73 @@ def test_by_chars_is_taken_for_cjk(pair, name):
     assert taken >= 5
 
 
+# Rule 4: a CJK chunk is cut where no token spans the boundary, and the pieces (short
+# words that recur) are encoded alone. Everything above covers its output; these check
+# its two facts directly and guard against it silently never cutting.
+
+
+def _adjacent_chars(tok: bytes):
+    """Pairs of adjacent whole characters of 1 to 3 bytes inside a token, decoded as in
+    the text: a byte that starts no such character breaks the run."""
+    pos, prev = 0, None
+    while pos < len(tok):
+        b = tok[pos]
+        q = 1 if b < 0x80 else 2 if 0xC2 <= b < 0xE0 else 3 if 0xE0 <= b < 0xF0 else 0
+        try:
+            ch = tok[pos : pos + q].decode("utf-8") if q else None
+        except UnicodeDecodeError:
+            ch = None
+        if ch is None or len(tok[pos : pos + q]) < q:
+            prev, pos = None, pos + 1
+            continue
+        if prev is not None:
+            yield prev, ch
+        prev, pos = ch, pos + q
+
+
+@pytest.mark.parametrize("name", VOCABS)
+def test_split_filter_has_every_character_pair_inside_a_token(pair, name):
+    """No false negatives: a pair it calls impossible must occur in no token."""
+    core, tk = pair(name)
+    missing = [(tok, a, b) for tok in tk._mergeable_ranks for a, b in _adjacent_chars(tok)
+               if not core._bigram_may_join(a, b)]
+    assert missing == []
+
+
+_MAX_TOKEN_LEN: dict = {}
+
+
+def _check_cuts(core, tk, name, piece):
+    cuts = core._split_points(piece)
+    if not cuts:
+        return 0
+    ranks = tk._mergeable_ranks
+    longest = _MAX_TOKEN_LEN.setdefault(name, max(map(len, ranks)))
+    for c in cuts:
+        for a in range(max(0, c - longest + 1), c):
+            for b in range(c + 1, min(len(piece), a + longest) + 1):
+                assert piece[a:b] not in ranks, (piece, c, piece[a:b])
+    bounds = [0, *cuts, len(piece)]
+    pieces = [merge_bytes(piece[x:y], ranks) for x, y in zip(bounds, bounds[1:])]
+    assert merge_bytes(piece, ranks) == [t for ids in pieces for t in ids]
+    return len(cuts)
+
+
+@pytest.mark.parametrize("name", VOCABS)
+@given(text=_cjk_text)
+@settings(max_examples=150, deadline=None)
+def test_split_points_are_spanned_by_no_token(pair, name, text):
+    core, tk = pair(name)
+    _check_cuts(core, tk, name, text.encode())
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_split_rule_cuts_chinese(pair, name):
+    core, tk = pair(name)
+    cuts = sum(_check_cuts(core, tk, name, text.encode()) for text in SCRIPT_TEXTS[:3])
+    assert cuts >= 10
+
+
 @pytest.mark.parametrize("name", VOCABS)
 @pytest.mark.parametrize("ch", ["x", " ", "\n", "中", "ab"])
 def test_long_runs_match_tiktoken(pair, name, ch):

@@ -15,8 +15,9 @@ Layout (immutable after construction, so one object is safe to share between thr
 - an id -> (offset, length) table serves decoding (dense when ids are dense, otherwise
   a sorted id array searched by bisection);
 - for merging by characters (when ranks are dense): rank -> bytes, per BMP code point
-  its single token and largest own merge rank (or "wall"), and per boundary byte pair
-  whether (and from which rank on) a token that is not whole characters spans it.
+  its single token and largest own merge rank (or "wall"), per boundary byte pair
+  whether (and from which rank on) a token that is not whole characters spans it, and
+  a 64 KiB filter of the character pairs that occur whole inside some token.
 
 Result lists hold int objects from one process-wide table (ids below 2**19), made
 immortal as CPython 3.12+ does for small ints, so filling a list writes no refcounts.
@@ -30,7 +31,10 @@ a heap over a linked list (O(n log n), so "x" * 10**7 stays linear-ish). Both ar
 tested against each other and against ``fastbpe.reference``. CJK-like chunks are merged
 by characters instead of bytes where the vocabulary allows it, and characters that are
 several tokens are copied as walls (``bpe_by_chars``: exact, with the proofs next to
-it); on the Chinese corpus that is 1.2x-1.5x faster.
+it); on the Chinese corpus that is 1.2x-1.5x faster. Before that, such a chunk is cut
+where no token spans a character boundary (rule 4): the pieces, mostly one- and
+two-character words, recur and come from the chunk cache (a further 1.25x-1.35x on the
+Chinese corpus with cl100k and o200k).
 
 Pre-tokenization: the three built-in patterns (tiktoken's exact pattern strings) use the
 hand-written splitters of ``fastbpe._pretokenize`` without the GIL, and the UTF-8 is
@@ -308,6 +312,8 @@ cdef struct Vocab:
     uint64_t* cross_bits    # bit x | y << 8: a token that is not whole characters has
                             # byte x followed by a character's first byte y
     uint32_t* cross_min     # x | y << 8 -> the lowest rank among those tokens
+    uint64_t* bigram_bloom  # filter of the code point pairs (a, b) that occur as adjacent
+                            # whole characters inside some token (see bigram_may_join)
 
 
 cdef inline uint64_t slot_hash(const unsigned char* p, size_t n, uint64_t word) noexcept nogil:
@@ -817,7 +823,17 @@ cdef int merge_cached(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutB
 #    whole characters holding the whole character, so one of the two merged parts
 #    would already hold it whole, which its own merges never produce.
 #
-# So a chunk is cut into runs where (a) and (b) hold, each run is merged at character
+# 4. Split rule. If no token spans a boundary between two characters, no merge can cross
+#    it (every merge makes a token), and BPE of each side goes on as if alone (ties are
+#    broken leftmost within each side too): enc(P + Q) = enc(P) + enc(Q). No token
+#    spans it when cross_bits is clear there (no token that is not whole characters)
+#    and no token holds the two characters whole (bigram_bloom, built from every
+#    token's characters). In CJK text most boundaries between words are like that, so
+#    a long unseen chunk falls apart into short words that recur: mostly chunk-cache
+#    hits instead of a merge.
+#
+# So a chunk is first cut at such boundaries when it has any (rule 4); otherwise it is
+# cut into runs where (a) and (b) hold, each run is merged at character
 # level (a CJK character is one unit instead of three bytes and two merges), walls are
 # copied, other characters are merged from bytes, and the pieces are joined by rule 1
 # (no check is needed next to a wall). A junction
@@ -830,12 +846,28 @@ cdef enum:
     UNITS_MIN = 7             # bytes; shorter chunks merge faster from bytes
     UNITS_MAX = 256           # bytes; longer chunks take the heap (bounded work)
     UNITS_BUDGET = 4          # bytes re-encoded at junctions, per byte of chunk
+    BIGRAM_WORDS = 8192       # 64 KiB filter: ~25k pairs in o200k, ~1% false positives
     JOIN_BYTES_MAX = 512
 
 
 cdef inline bint cross_bit(const Vocab* v, uint32_t x, uint32_t y) noexcept nogil:
     cdef uint32_t e = x | (y << 8)
     return (v.cross_bits[e >> 6] >> (e & 63)) & 1
+
+
+cdef inline uint64_t bigram_bits(uint32_t a, uint32_t b, uint64_t* word) noexcept nogil:
+    """The filter word index (to word[0]) and the two bits of the character pair a, b."""
+    cdef uint64_t h = fbe_hash_word((<uint64_t>a << 32) | b, 8)
+    word[0] = (h >> 32) & (BIGRAM_WORDS - 1)
+    return (1ULL << ((h >> 52) & 63)) | (1ULL << (h >> 58))
+
+
+cdef inline bint bigram_may_join(const Vocab* v, uint32_t a, uint32_t b) noexcept nogil:
+    """False only if no token holds character a followed by character b (whole). A false
+    True (about 1%) only costs a split not taken."""
+    cdef uint64_t word
+    cdef uint64_t bits = bigram_bits(a, b, &word)
+    return (v.bigram_bloom[word] & bits) == bits
 
 
 cdef inline uint32_t decode_char(const unsigned char* p, Py_ssize_t left,
@@ -997,6 +1029,35 @@ cdef inline void push_wall(const Vocab* v, const unsigned char* p, Py_ssize_t q,
         out.size += 2
 
 
+cdef int encode_split(const Vocab* v, const unsigned char* p, const uint32_t* start,
+                      const uint32_t* token, const unsigned char* clean, const uint32_t* cps,
+                      unsigned char* split, Py_ssize_t m, OutBuf* out,
+                      CacheEntry* cache) noexcept nogil:
+    """Rule 4 for units [0, m): append enc() of each piece between boundaries that no
+    token spans. Returns 0, or 1 with out unchanged when there is no such boundary, or
+    -1 on error (out may hold part of the result: the caller drops it)."""
+    cdef Py_ssize_t i, j, pieces = 1
+    cdef Py_ssize_t err = 0
+    for i in range(1, m):
+        split[i] = clean[i] and not bigram_may_join(v, cps[i - 1], cps[i])
+        pieces += split[i]
+    if pieces == 1:
+        return 1
+    split[m] = 1
+    i = 0
+    while i < m:
+        j = i + 1
+        while not split[j]:
+            j += 1
+        if j - i == 1 and token[i] != NO_RANK:
+            out.data[out.size] = token[i]    # a character that is one token (room: n)
+            out.size += 1
+        elif merge_cached(v, p + start[i], start[j] - start[i], out, &err, cache) != ERR_NONE:
+            return -1
+        i = j
+    return 0
+
+
 cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
                       OutBuf* out, CacheEntry* cache) noexcept nogil:
     """enc(p[:n]) appended to out by the character rule; -1 (out unchanged) when the
@@ -1007,11 +1068,14 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
     cdef unsigned char clean[UNITS_MAX + 1]   # clean[i]: the boundary before unit i
     cdef unsigned char joins[UNITS_MAX + 1]   # joins[i]: rule 2 (a) holds there
     cdef uint32_t m_plus_1[UNITS_MAX]         # M + 1 of good units (0: no merge)
+    cdef uint32_t cps[UNITS_MAX]              # code point of each unit
+    cdef unsigned char split[UNITS_MAX + 1]   # split[i]: rule 4 cuts before unit i
     cdef uint32_t cp
     cdef uint64_t info
     cdef Py_ssize_t base = out.size, pos = 0, q = 0, m = 0, i, j, done_end, left
     cdef Py_ssize_t budget = UNITS_BUDGET * n, err = 0, bad = 0, single = 0
     cdef bint seam_safe
+    cdef int rc
     if out.cap < base + n + 1 and out_grow(out, base + n + 1) < 0:
         return -1
     # 1. characters -> units: start offset, token (NO_RANK unless one good token), wall
@@ -1020,6 +1084,7 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
         if cp == NO_RANK:
             return -1
         start[m] = <uint32_t>pos
+        cps[m] = cp
         info = v.char_info[cp]
         token[m] = <uint32_t>info
         m_plus_1[m] = <uint32_t>(info >> 32)
@@ -1043,7 +1108,15 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
             token[i] != NO_RANK and token[i - 1] != NO_RANK
             and v.cross_min[p[start[i] - 1] | (<uint32_t>p[start[i]] << 8)]
                 >= max(m_plus_1[i], m_plus_1[i - 1]))
-    # 2. segments: runs of good units across clean boundaries (rule 2), isolated walls
+    # 2. rule 4: cut where no token spans the boundary, and encode the pieces alone
+    if v.bigram_bloom != NULL:
+        rc = encode_split(v, p, start, token, clean, cps, split, m, out, cache)
+        if rc == 0:
+            return ERR_NONE
+        if rc < 0:
+            out.size = base
+            return -1
+    # 3. segments: runs of good units across clean boundaries (rule 2), isolated walls
     #    (rule 3), other characters alone from bytes; each joined to what came before
     #    by rule 1 unless a wall makes the seam safe
     i = 0
@@ -1501,6 +1574,7 @@ cdef class CoreBPE:
         self.vocab.char_info = NULL
         self.vocab.cross_bits = NULL
         self.vocab.cross_min = NULL
+        self.vocab.bigram_bloom = NULL
         self.vocab.n_ranks = 0
         self.entry_off = NULL
         self.entry_len = NULL
@@ -1518,6 +1592,7 @@ cdef class CoreBPE:
         free(self.vocab.char_info)
         free(self.vocab.cross_bits)
         free(self.vocab.cross_min)
+        free(self.vocab.bigram_bloom)
         free(self.entry_off)
         free(self.entry_len)
         free(self.dense_entry)
@@ -2043,6 +2118,36 @@ cdef class CoreBPE:
         finally:
             free(out.data)
 
+    def _split_points(self, bytes piece):
+        """Testing hook: the byte offsets inside piece (UTF-8 of 1- to 3-byte characters)
+        where rule 4 of merging by characters may cut (no token spans them); None when
+        merging by characters is off for this vocabulary or the piece does not qualify."""
+        self.check_ready()
+        if self.vocab.bigram_bloom == NULL:
+            return None
+        cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(piece)
+        cdef Py_ssize_t n = len(piece), pos = 0, q = 0
+        cdef uint32_t cp, prev = NO_RANK
+        cuts = []
+        while pos < n:
+            cp = decode_char(p + pos, n - pos, &q)
+            if cp == NO_RANK:
+                return None
+            if (pos > 0 and not cross_bit(&self.vocab, p[pos - 1], p[pos])
+                    and not bigram_may_join(&self.vocab, prev, cp)):
+                cuts.append(pos)
+            prev = cp
+            pos += q
+        return cuts
+
+    def _bigram_may_join(self, a, b):
+        """Testing hook: rule 4's filter for the characters a, b (False: no token holds
+        a followed by b)."""
+        self.check_ready()
+        if self.vocab.bigram_bloom == NULL:
+            return None
+        return bool(bigram_may_join(&self.vocab, ord(a), ord(b)))
+
     # ---- decoding --------------------------------------------------------------------
 
     cdef bytes decode_array(self, cnp.ndarray arr):
@@ -2164,10 +2269,14 @@ cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
     cdef unsigned char b[3]
     cdef const unsigned char* t
     cdef uint64_t info
+    cdef uint32_t prev
+    cdef uint64_t word, bits
     v.char_info = <uint64_t*>malloc(65536 * sizeof(uint64_t))
     v.cross_bits = <uint64_t*>calloc(1024, sizeof(uint64_t))
     v.cross_min = <uint32_t*>malloc(65536 * sizeof(uint32_t))
-    if v.char_info == NULL or v.cross_bits == NULL or v.cross_min == NULL:
+    v.bigram_bloom = <uint64_t*>calloc(BIGRAM_WORDS, sizeof(uint64_t))
+    if (v.char_info == NULL or v.cross_bits == NULL or v.cross_min == NULL
+            or v.bigram_bloom == NULL):
         return -1
     for e in range(65536):
         v.cross_min[e] = NO_RANK
@@ -2232,6 +2341,23 @@ cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
                     v.cross_bits[e >> 6] |= 1ULL << (e & 63)
                     if ids[i] < v.cross_min[e]:
                         v.cross_min[e] = ids[i]
+    # 3. rule 4's filter: every pair of adjacent whole characters inside a token, valid
+    #    UTF-8 or not (decoding resynchronizes at the next lead byte, as in the text)
+    for i in range(n):
+        t = v.arena + offs[i]
+        pos = 0
+        prev = NO_RANK
+        while pos < lens[i]:
+            cp = decode_char(t + pos, lens[i] - pos, &q)
+            if cp == NO_RANK:
+                prev = NO_RANK
+                pos += 1
+                continue
+            if prev != NO_RANK:
+                bits = bigram_bits(prev, cp, &word)
+                v.bigram_bloom[word] |= bits
+            prev = cp
+            pos += q
     return 0
 
 
