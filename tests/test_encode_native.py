@@ -211,8 +211,8 @@ def test_heap_path_matches_tiktoken_on_long_chunks(pair):
 
 
 # ---- merging by characters ---------------------------------------------------------
-# CJK-like chunks are merged at character level (fastbpe/_encode.pyx explains the two
-# rules that make it exact); everything here must equal merging from bytes.
+# CJK-like chunks are merged at character level (fastbpe/_encode.pyx states the rules
+# that make it exact, with their proofs); everything here must equal merging from bytes.
 
 COMMON_CJK = "的一是不了人我在有他这为之大来以个中上们到说国和地也子时道出而要于就下得可你年生自会那后能对着事其里所去行过家十用发天如然作方成者多日都三小军二无同么经法当起与好看学进种将还分此心前面又定见只主没公从"
 SCRIPT_TEXTS = [
