@@ -870,6 +870,13 @@ cdef inline bint bigram_may_join(const Vocab* v, uint32_t a, uint32_t b) noexcep
     return (v.bigram_bloom[word] & bits) == bits
 
 
+cdef inline bint no_token_spans(const Vocab* v, bint clean, uint32_t a,
+                                uint32_t b) noexcept nogil:
+    """Rule 4's test for the boundary between characters a and b, given clean = its
+    cross bit is clear (no token that is not whole characters spans it)."""
+    return clean and not bigram_may_join(v, a, b)
+
+
 cdef inline uint32_t decode_char(const unsigned char* p, Py_ssize_t left,
                                  Py_ssize_t* q) noexcept nogil:
     """Code point of the 1..3-byte UTF-8 character at p and its length in q[0];
@@ -1039,7 +1046,7 @@ cdef int encode_split(const Vocab* v, const unsigned char* p, const uint32_t* st
     cdef Py_ssize_t i, j, pieces = 1
     cdef Py_ssize_t err = 0
     for i in range(1, m):
-        split[i] = clean[i] and not bigram_may_join(v, cps[i - 1], cps[i])
+        split[i] = no_token_spans(v, clean[i], cps[i - 1], cps[i])
         pieces += split[i]
     if pieces == 1:
         return 1
@@ -2133,8 +2140,9 @@ cdef class CoreBPE:
             cp = decode_char(p + pos, n - pos, &q)
             if cp == NO_RANK:
                 return None
-            if (pos > 0 and not cross_bit(&self.vocab, p[pos - 1], p[pos])
-                    and not bigram_may_join(&self.vocab, prev, cp)):
+            if pos > 0 and no_token_spans(&self.vocab,
+                                          not cross_bit(&self.vocab, p[pos - 1], p[pos]),
+                                          prev, cp):
                 cuts.append(pos)
             prev = cp
             pos += q
