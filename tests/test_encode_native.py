@@ -11,7 +11,14 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastbpe._encode import CoreBPE, _equal_short, _set_by_chars, _set_heap_threshold
+from fastbpe._encode import (
+    CoreBPE,
+    _equal_short,
+    _set_by_chars,
+    _set_heap_threshold,
+    _set_utf8_simd,
+    _utf8_of,
+)
 from fastbpe.reference.bpe import bpe_encode_chunk, merge_bytes
 
 VOCABS = ["gpt2", "cl100k_base", "o200k_base"]
@@ -616,6 +623,53 @@ def test_cache_key_compare_matches_bytes_equality(keys):
     a, b = keys
     assert _equal_short(a, b) == (a == b)
     assert _equal_short(a, a)
+
+
+# The str -> UTF-8 conversion that workers run: vector blocks of 8 or 16 code points
+# (SSSE3, where the CPU has it) and the plain loop must both equal str.encode. Block
+# edges matter most, so the text mixes characters of every UTF-8 length at all offsets.
+def _utf8_with(simd, text):
+    old = _set_utf8_simd(simd)
+    try:
+        return _utf8_of(text)
+    finally:
+        _set_utf8_simd(old)
+
+
+
+_UTF8_CHARS = st.sampled_from(
+    ["a", " ", "\x7f", "\x80", "é", "\xff", "ı", "ş", "\u07ff", "\u0800", "中", "\ud7ff",
+     "\ue000", "\uffff", "😀", "\U00010000", "\U0010ffff"]
+)
+
+
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "plain"])
+@given(text=st.one_of(st.text(max_size=80), st.lists(_UTF8_CHARS, max_size=80).map("".join),
+                      st.text(st.characters(max_codepoint=0xFF), max_size=80)))
+@settings(max_examples=1500, deadline=None)
+def test_utf8_conversion_matches_str_encode(simd, text):
+    text = text.encode("utf-8", "replace").decode("utf-8")   # no lone surrogates here
+    assert _utf8_with(simd, text) == text.encode("utf-8")
+
+
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "plain"])
+def test_utf8_conversion_every_code_point_at_every_block_offset(simd):
+    bmp = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000)
+    astral = "".join(chr(c) for c in range(0x10000, 0x110000, 61))
+    for offset in range(17):
+        for text in ("x" * offset + bmp, bmp[offset:], "é" * offset + bmp[:4000],
+                     "ş" * offset + astral, astral[offset:] + "ab" * 20):
+            assert _utf8_with(simd, text) == text.encode("utf-8"), offset
+
+
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "plain"])
+@given(text=st.lists(_UTF8_CHARS, max_size=40).map("".join), where=st.integers(0, 40),
+       surrogate=st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"]))
+@settings(max_examples=500, deadline=None)
+def test_utf8_conversion_refuses_lone_surrogates(simd, text, where, surrogate):
+    where = min(where, len(text))
+    with pytest.raises(ValueError):
+        _utf8_with(simd, text[:where] + surrogate + text[where:])
 
 
 def test_uninitialised_core_raises_instead_of_crashing():

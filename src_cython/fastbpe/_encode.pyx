@@ -193,22 +193,181 @@ cdef extern from *:
         d[3] = (unsigned char)(0x80 | (c & 0x3F));
         return d + 4;
     }
-    #define FBE_UTF8_LOOP(T) \
-        for (Py_ssize_t i = 0; i < n; i++) { \
-            uint32_t c = ((const T*)src)[i]; \
+    #define FBE_UTF8_SCALAR(T, from, to) \
+        for (Py_ssize_t fbe_k = (from); fbe_k < (to); fbe_k++) { \
+            uint32_t c = ((const T*)src)[fbe_k]; \
             if (c < 0x80) { *d++ = (unsigned char)c; continue; } \
-            if ((d = fbe_put_multibyte(d, c)) == NULL) return -1; \
+            if ((d = fbe_put_multibyte(d, c)) == NULL) return NULL; \
         }
+    /* Code points to UTF-8, 8 at a time with SSSE3 (checked at run time: every x86-64
+       CPU since about 2008 has it). Text mixes ASCII with other characters at random
+       (Turkish words, CJK punctuation), so branching per character mispredicts once or
+       twice per non-ASCII character; instead each lane's bytes are made side by side in
+       a vector and one byte shuffle, from a table indexed by the lanes' lengths, packs
+       them together. Blocks of 1- and 2-byte characters take one shuffle of 8 lanes;
+       blocks with 3-byte characters two of 4 lanes; blocks with a surrogate (an error)
+       or an astral character go one character at a time. Every block is stored with
+       full 16-byte stores, which the caller's buffer (kind + 1 bytes per code point)
+       has room for while the loops' bounds hold. */
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    #define FBE_UTF8_SSSE3 1
+    #include <tmmintrin.h>
+    static unsigned char fbe_utf8_shuf2[256][16];  /* bit j: lane j (of 8) is 2 bytes */
+    static unsigned char fbe_utf8_len2[256];
+    static unsigned char fbe_utf8_shuf3[256][16];  /* bit j: lane j (of 4) is 1 byte,
+                                                      bit j + 4: it is 3 bytes */
+    static unsigned char fbe_utf8_len3[256];
+    static int fbe_utf8_simd = 0;
+    static void fbe_utf8_init(void) {
+        for (int m = 0; m < 256; m++) {
+            int k = 0;
+            for (int j = 0; j < 8; j++) {
+                fbe_utf8_shuf2[m][k++] = (unsigned char)(2 * j);
+                if (m >> j & 1) fbe_utf8_shuf2[m][k++] = (unsigned char)(2 * j + 1);
+            }
+            fbe_utf8_len2[m] = (unsigned char)k;
+            for (; k < 16; k++) fbe_utf8_shuf2[m][k] = 0x80;    /* zero fill */
+            k = 0;
+            for (int j = 0; j < 4; j++) {
+                int len = (m >> j & 1) ? 1 : (m >> (j + 4) & 1) ? 3 : 2;
+                for (int b = 0; b < len; b++) fbe_utf8_shuf3[m][k++] = (unsigned char)(4 * j + b);
+            }
+            fbe_utf8_len3[m] = (unsigned char)k;
+            for (; k < 16; k++) fbe_utf8_shuf3[m][k] = 0x80;
+        }
+        __builtin_cpu_init();
+        fbe_utf8_simd = __builtin_cpu_supports("ssse3");
+    }
+    /* 4 code points below 0x10000, no surrogates, one per 32-bit lane: at most 12 bytes. */
+    __attribute__((target("ssse3")))
+    static inline unsigned char* fbe_utf8_four(__m128i c, unsigned char* d) {
+        const __m128i m3f = _mm_set1_epi32(0x3F), c80 = _mm_set1_epi32(0x80);
+        __m128i is1 = _mm_cmplt_epi32(c, c80);
+        __m128i is3 = _mm_cmpgt_epi32(c, _mm_set1_epi32(0x7FF));
+        __m128i last = _mm_or_si128(_mm_and_si128(c, m3f), c80);
+        __m128i middle = _mm_or_si128(_mm_and_si128(_mm_srli_epi32(c, 6), m3f), c80);
+        __m128i two = _mm_or_si128(_mm_or_si128(_mm_srli_epi32(c, 6), _mm_set1_epi32(0xC0)),
+                                   _mm_slli_epi32(last, 8));
+        __m128i three = _mm_or_si128(_mm_or_si128(_mm_srli_epi32(c, 12), _mm_set1_epi32(0xE0)),
+                                     _mm_or_si128(_mm_slli_epi32(middle, 8),
+                                                  _mm_slli_epi32(last, 16)));
+        __m128i bytes = _mm_or_si128(
+            _mm_and_si128(is1, c),
+            _mm_or_si128(_mm_and_si128(is3, three),
+                         _mm_andnot_si128(_mm_or_si128(is1, is3), two)));
+        unsigned m = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(is1))
+                   | ((unsigned)_mm_movemask_ps(_mm_castsi128_ps(is3)) << 4);
+        _mm_storeu_si128((__m128i*)d, _mm_shuffle_epi8(
+            bytes, _mm_loadu_si128((const __m128i*)fbe_utf8_shuf3[m])));
+        return d + fbe_utf8_len3[m];
+    }
+    /* 8 code points below 0x10000, one per 16-bit lane (at most 24 bytes, written
+       within 28): the new end, or NULL if a lane holds a surrogate. */
+    __attribute__((target("ssse3")))
+    static inline unsigned char* fbe_utf8_eight(__m128i v, unsigned char* d) {
+        const __m128i zero = _mm_setzero_si128();
+        __m128i top5 = _mm_and_si128(v, _mm_set1_epi16((short)0xF800));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi16(top5, zero)) != 0xFFFF) {
+            if (_mm_movemask_epi8(_mm_cmpeq_epi16(top5, _mm_set1_epi16((short)0xD800))))
+                return NULL;
+            d = fbe_utf8_four(_mm_unpacklo_epi16(v, zero), d);
+            return fbe_utf8_four(_mm_unpackhi_epi16(v, zero), d);
+        }
+        /* all below 0x800: lane = first byte | second byte << 8 */
+        __m128i ascii = _mm_cmpeq_epi16(_mm_and_si128(v, _mm_set1_epi16((short)0xFF80)), zero);
+        __m128i lead = _mm_or_si128(_mm_srli_epi16(v, 6), _mm_set1_epi16(0xC0));
+        __m128i first = _mm_or_si128(_mm_and_si128(ascii, v), _mm_andnot_si128(ascii, lead));
+        __m128i second = _mm_slli_epi16(_mm_and_si128(v, _mm_set1_epi16(0x3F)), 8);
+        __m128i pairs = _mm_or_si128(_mm_or_si128(first, second),
+                                     _mm_set1_epi16((short)0x8000));
+        unsigned m = 0xFFu ^ (unsigned)_mm_movemask_epi8(_mm_packs_epi16(ascii, zero));
+        _mm_storeu_si128((__m128i*)d, _mm_shuffle_epi8(
+            pairs, _mm_loadu_si128((const __m128i*)fbe_utf8_shuf2[m])));
+        return d + fbe_utf8_len2[m];
+    }
+    __attribute__((target("ssse3")))
+    static unsigned char* fbe_utf8_simd1(const uint8_t* src, Py_ssize_t n, unsigned char* d) {
+        Py_ssize_t i = 0;
+        const __m128i zero = _mm_setzero_si128();
+        for (; n - i >= 16; i += 16) {           /* room: 32 bytes, 32 written at most */
+            __m128i v = _mm_loadu_si128((const __m128i*)(src + i));
+            _mm_storeu_si128((__m128i*)d, v);
+            if (!_mm_movemask_epi8(v)) { d += 16; continue; }    /* all ASCII */
+            d = fbe_utf8_eight(_mm_unpacklo_epi8(v, zero), d);   /* Latin-1: never NULL */
+            d = fbe_utf8_eight(_mm_unpackhi_epi8(v, zero), d);
+        }
+        FBE_UTF8_SCALAR(uint8_t, i, n)
+        return d;
+    }
+    __attribute__((target("ssse3")))
+    static unsigned char* fbe_utf8_simd2(const uint16_t* src, Py_ssize_t n, unsigned char* d) {
+        Py_ssize_t i = 0;
+        unsigned char* e;
+        for (; n - i >= 16; i += 8) {            /* room: 48 bytes, 28 written at most */
+            e = fbe_utf8_eight(_mm_loadu_si128((const __m128i*)(src + i)), d);
+            if (e != NULL) { d = e; continue; }
+            FBE_UTF8_SCALAR(uint16_t, i, i + 8)  /* returns NULL at the surrogate */
+        }
+        FBE_UTF8_SCALAR(uint16_t, i, n)
+        return d;
+    }
+    __attribute__((target("ssse3")))
+    static unsigned char* fbe_utf8_simd4(const uint32_t* src, Py_ssize_t n, unsigned char* d) {
+        Py_ssize_t i = 0;
+        unsigned char* e;
+        const __m128i bias = _mm_set1_epi32(0x8000), bias16 = _mm_set1_epi16((short)0x8000);
+        for (; n - i >= 8; i += 8) {             /* room: 40 bytes, 28 written at most */
+            __m128i a = _mm_loadu_si128((const __m128i*)(src + i));
+            __m128i b = _mm_loadu_si128((const __m128i*)(src + i + 4));
+            e = NULL;
+            if (_mm_movemask_epi8(_mm_cmpeq_epi32(_mm_srli_epi32(_mm_or_si128(a, b), 16),
+                                                  _mm_setzero_si128())) == 0xFFFF) {
+                /* all below 0x10000: narrow exactly (signed saturation never hits
+                   after the shift down by 0x8000) */
+                __m128i v = _mm_xor_si128(_mm_packs_epi32(_mm_sub_epi32(a, bias),
+                                                          _mm_sub_epi32(b, bias)), bias16);
+                e = fbe_utf8_eight(v, d);
+            }
+            if (e != NULL) { d = e; continue; }
+            FBE_UTF8_SCALAR(uint32_t, i, i + 8)  /* astral characters, or a surrogate */
+        }
+        FBE_UTF8_SCALAR(uint32_t, i, n)
+        return d;
+    }
+    #else
+    #define FBE_UTF8_SSSE3 0
+    static int fbe_utf8_simd = 0;
+    static void fbe_utf8_init(void) {}
+    #endif
+    static unsigned char* fbe_utf8_scalar1(const uint8_t* src, Py_ssize_t n, unsigned char* d) {
+        FBE_UTF8_SCALAR(uint8_t, 0, n)
+        return d;
+    }
+    static unsigned char* fbe_utf8_scalar2(const uint16_t* src, Py_ssize_t n, unsigned char* d) {
+        FBE_UTF8_SCALAR(uint16_t, 0, n)
+        return d;
+    }
+    static unsigned char* fbe_utf8_scalar4(const uint32_t* src, Py_ssize_t n, unsigned char* d) {
+        FBE_UTF8_SCALAR(uint32_t, 0, n)
+        return d;
+    }
     /* UTF-8 of n code points of a PEP 393 buffer of the given kind (1, 2 or 4 bytes
        each) into dst, which has room for kind + 1 bytes per code point. Returns the
-       length, or -1 at a lone surrogate. A loop per kind, so the kind is not tested
-       per character. */
+       length, or -1 at a lone surrogate. */
     static Py_ssize_t fbe_to_utf8(const void* src, int kind, Py_ssize_t n, unsigned char* dst) {
-        unsigned char* d = dst;
-        if (kind == 1) { FBE_UTF8_LOOP(uint8_t) }
-        else if (kind == 2) { FBE_UTF8_LOOP(uint16_t) }
-        else { FBE_UTF8_LOOP(uint32_t) }
-        return d - dst;
+        unsigned char* d;
+    #if FBE_UTF8_SSSE3
+        if (fbe_utf8_simd) {
+            if (kind == 1) d = fbe_utf8_simd1((const uint8_t*)src, n, dst);
+            else if (kind == 2) d = fbe_utf8_simd2((const uint16_t*)src, n, dst);
+            else d = fbe_utf8_simd4((const uint32_t*)src, n, dst);
+            return d == NULL ? -1 : d - dst;
+        }
+    #endif
+        if (kind == 1) d = fbe_utf8_scalar1((const uint8_t*)src, n, dst);
+        else if (kind == 2) d = fbe_utf8_scalar2((const uint16_t*)src, n, dst);
+        else d = fbe_utf8_scalar4((const uint32_t*)src, n, dst);
+        return d == NULL ? -1 : d - dst;
     }
     static inline Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) {
         return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
@@ -222,6 +381,8 @@ cdef extern from *:
     uint32_t fbe_min_u32(const uint32_t* a, size_t n) noexcept nogil
     void fbe_prefetch(const void* p) noexcept nogil
     Py_ssize_t fbe_to_utf8(const void* src, int kind, Py_ssize_t n, unsigned char* dst) noexcept nogil
+    void fbe_utf8_init() noexcept nogil
+    int fbe_utf8_simd
     bint fbe_equal_short(const unsigned char* a, const unsigned char* b, size_t n) noexcept nogil
     Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
     void* table_alloc "fbe_table_alloc"(size_t size) noexcept nogil
@@ -283,6 +444,34 @@ def _equal_short(bytes a, bytes b):
         raise ValueError(f"keys must have equal lengths in [1, {CACHE_KEY_MAX}]")
     return bool(fbe_equal_short(<const unsigned char*>PyBytes_AS_STRING(a),
                                 <const unsigned char*>PyBytes_AS_STRING(b), len(a)))
+
+
+fbe_utf8_init()     # the conversion's shuffle tables, and whether this CPU has SSSE3
+
+
+def _set_utf8_simd(bint on):
+    """Testing hook: use the SSSE3 UTF-8 conversion (where the CPU has it) or the plain
+    loop; returns the old setting. Not thread-safe; only tests use it."""
+    global fbe_utf8_simd
+    old = bool(fbe_utf8_simd)
+    fbe_utf8_init()
+    if not on:
+        fbe_utf8_simd = 0
+    return old
+
+
+def _utf8_of(str text):
+    """Testing hook: the UTF-8 conversion that workers run on a str (fbe_to_utf8), as
+    bytes; ValueError at a lone surrogate."""
+    FBE_UNICODE_READY(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n * (kind + 1) + 1)
+    cdef Py_ssize_t size = fbe_to_utf8(PyUnicode_DATA(text), kind, n,
+                                       <unsigned char*>PyBytes_AS_STRING(out))
+    if size < 0:
+        raise ValueError("lone surrogate")
+    return out[:size]
 
 
 # --------------------------------------------------------------------------------------
