@@ -1346,11 +1346,12 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
 
     With a cache, short chunks are looked up there first: one line of a small table,
     instead of the filter word and slot of a vocabulary table far bigger than L2.
+    Only these common cases are inline in the chunk loop (most chunks end here, and a
+    call would save and restore registers for each); the rest is bpe_chunk_miss.
     """
     cdef uint64_t w, h
     cdef uint32_t r
     cdef CacheEntry* e = NULL
-    cdef Py_ssize_t before
     cdef int rc
     # A quarter of all chunks is one byte (punctuation, newlines): its token comes from
     # a 1 KiB table, cheaper than hashing it for the chunk cache.
@@ -1375,7 +1376,17 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
         if (cache_get_word(e, w, n, h, out, &rc) if n <= 8
                 else cache_get(e, p, n, h, out, &rc)):
             return rc
-    before = out.size
+    return bpe_chunk_miss(v, p, n, out, err_pos, cache, e, w, h)
+
+
+cdef int bpe_chunk_miss(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                        Py_ssize_t* err_pos, CacheEntry* cache, CacheEntry* e, uint64_t w,
+                        uint64_t h) noexcept nogil:
+    """bpe_chunk past the fast paths, given its word w and hash h (slot_hash) and the
+    cache entry e to fill (NULL: none): the whole chunk is a token, or merge it."""
+    cdef uint32_t r
+    cdef Py_ssize_t before = out.size
+    cdef int rc
     if n == 2:
         rc = bpe_merge(v, p, n, out, err_pos)
     else:
