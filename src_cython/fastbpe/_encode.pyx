@@ -217,7 +217,8 @@ cdef extern from *:
     static unsigned char fbe_utf8_shuf3[256][16];  /* bit j: lane j (of 4) is 1 byte,
                                                       bit j + 4: it is 3 bytes */
     static unsigned char fbe_utf8_len3[256];
-    static int fbe_utf8_simd = 0;
+    static int fbe_utf8_cpu = 0;   /* this CPU has SSSE3 */
+    static int fbe_utf8_simd = 0;  /* use it (the test hook can turn it off) */
     static void fbe_utf8_init(void) {
         for (int m = 0; m < 256; m++) {
             int k = 0;
@@ -236,7 +237,7 @@ cdef extern from *:
             for (; k < 16; k++) fbe_utf8_shuf3[m][k] = 0x80;
         }
         __builtin_cpu_init();
-        fbe_utf8_simd = __builtin_cpu_supports("ssse3");
+        fbe_utf8_cpu = fbe_utf8_simd = __builtin_cpu_supports("ssse3");
     }
     /* 4 code points below 0x10000, no surrogates, one per 32-bit lane: at most 12 bytes. */
     __attribute__((target("ssse3")))
@@ -334,39 +335,31 @@ cdef extern from *:
         FBE_UTF8_SCALAR(uint32_t, i, n)
         return d;
     }
+    #define FBE_UTF8_PICK(k) (fbe_utf8_simd ? fbe_utf8_simd##k : fbe_utf8_scalar##k)
     #else
     #define FBE_UTF8_SSSE3 0
+    static int fbe_utf8_cpu = 0;
     static int fbe_utf8_simd = 0;
     static void fbe_utf8_init(void) {}
+    #define FBE_UTF8_PICK(k) fbe_utf8_scalar##k
     #endif
-    static unsigned char* fbe_utf8_scalar1(const uint8_t* src, Py_ssize_t n, unsigned char* d) {
-        FBE_UTF8_SCALAR(uint8_t, 0, n)
-        return d;
-    }
-    static unsigned char* fbe_utf8_scalar2(const uint16_t* src, Py_ssize_t n, unsigned char* d) {
-        FBE_UTF8_SCALAR(uint16_t, 0, n)
-        return d;
-    }
-    static unsigned char* fbe_utf8_scalar4(const uint32_t* src, Py_ssize_t n, unsigned char* d) {
-        FBE_UTF8_SCALAR(uint32_t, 0, n)
-        return d;
-    }
+    /* The plain loop per kind: other CPUs, and the twin the tests compare with. */
+    #define FBE_UTF8_SCALAR_FN(k, T) \
+        static unsigned char* fbe_utf8_scalar##k(const T* src, Py_ssize_t n, unsigned char* d) { \
+            FBE_UTF8_SCALAR(T, 0, n) \
+            return d; \
+        }
+    FBE_UTF8_SCALAR_FN(1, uint8_t)
+    FBE_UTF8_SCALAR_FN(2, uint16_t)
+    FBE_UTF8_SCALAR_FN(4, uint32_t)
     /* UTF-8 of n code points of a PEP 393 buffer of the given kind (1, 2 or 4 bytes
        each) into dst, which has room for kind + 1 bytes per code point. Returns the
        length, or -1 at a lone surrogate. */
     static Py_ssize_t fbe_to_utf8(const void* src, int kind, Py_ssize_t n, unsigned char* dst) {
         unsigned char* d;
-    #if FBE_UTF8_SSSE3
-        if (fbe_utf8_simd) {
-            if (kind == 1) d = fbe_utf8_simd1((const uint8_t*)src, n, dst);
-            else if (kind == 2) d = fbe_utf8_simd2((const uint16_t*)src, n, dst);
-            else d = fbe_utf8_simd4((const uint32_t*)src, n, dst);
-            return d == NULL ? -1 : d - dst;
-        }
-    #endif
-        if (kind == 1) d = fbe_utf8_scalar1((const uint8_t*)src, n, dst);
-        else if (kind == 2) d = fbe_utf8_scalar2((const uint16_t*)src, n, dst);
-        else d = fbe_utf8_scalar4((const uint32_t*)src, n, dst);
+        if (kind == 1) d = FBE_UTF8_PICK(1)((const uint8_t*)src, n, dst);
+        else if (kind == 2) d = FBE_UTF8_PICK(2)((const uint16_t*)src, n, dst);
+        else d = FBE_UTF8_PICK(4)((const uint32_t*)src, n, dst);
         return d == NULL ? -1 : d - dst;
     }
     static inline Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) {
@@ -382,6 +375,7 @@ cdef extern from *:
     void fbe_prefetch(const void* p) noexcept nogil
     Py_ssize_t fbe_to_utf8(const void* src, int kind, Py_ssize_t n, unsigned char* dst) noexcept nogil
     void fbe_utf8_init() noexcept nogil
+    int fbe_utf8_cpu
     int fbe_utf8_simd
     bint fbe_equal_short(const unsigned char* a, const unsigned char* b, size_t n) noexcept nogil
     Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
@@ -454,9 +448,7 @@ def _set_utf8_simd(bint on):
     loop; returns the old setting. Not thread-safe; only tests use it."""
     global fbe_utf8_simd
     old = bool(fbe_utf8_simd)
-    fbe_utf8_init()
-    if not on:
-        fbe_utf8_simd = 0
+    fbe_utf8_simd = fbe_utf8_cpu if on else 0
     return old
 
 
