@@ -64,3 +64,19 @@ def test_encode_batch(benchmark, threads, lang):
     benchmark.group = f"encode_ordinary_batch cl100k_base {lang}"
     out = _run(benchmark, lambda: core.encode_ordinary_batch(docs, threads))
     assert len(out) == len(docs)
+
+
+def test_ab_encode_arguments(tmp_path):
+    """ab_encode.py (the A/B script) parses its cases and refuses an unbuilt checkout."""
+    import subprocess
+
+    from ab_encode import parse_cases
+
+    assert parse_cases("o200k_base:turkish,gpt2:python") == [
+        ("o200k_base", "turkish"), ("gpt2", "python")]
+    with pytest.raises(SystemExit, match="'gpt2'"):
+        parse_cases("gpt2")
+    proc = subprocess.run([sys.executable, str(HERE / "ab_encode.py"), str(tmp_path),
+                           str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "not built in place" in proc.stderr

@@ -1,0 +1,102 @@
+"""A/B: single-thread ``encode_ordinary`` speed of two (or more) built checkouts.
+
+    python benchmarks/ab_encode.py /path/to/old-checkout /path/to/new-checkout \
+        [--cases o200k_base:turkish,cl100k_base:english] [--rounds 8]
+
+Each checkout must be built in place (``python setup.py build_ext --inplace``). Every
+round starts one fresh process per checkout; a process warms up once, then times 7 calls
+per case in CPU time of its thread and reports the best. The table gives each checkout's
+best MB/s over all rounds and the last one's ratio to the first.
+
+Why fresh processes, and why the order alternates: on the 2-core shared machines we
+measure on, a process started right after another one ran up to ~5% faster or slower
+than one started first, so always starting the baseline first favoured one side (a
+change once measured +7% one way round and -5% the other). The order of the checkouts
+is reversed every other round. Differences under ~3% are noise on such machines; repeat
+with more rounds before believing one.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# Run in the child: import fastbpe from the checkout given as TREE, time the cases.
+_CHILD = r"""
+import sys, time
+sys.path.insert(0, TREE)
+sys.path.insert(0, BENCH)
+import encode_ratios
+from corpus import corpus
+speeds = []
+for name, lang in CASES:
+    core, _ = encode_ratios.build(name)
+    text = corpus(lang)
+    mb = len(text.encode()) / 1e6
+    core.encode_ordinary(text)
+    best = float("inf")
+    for _ in range(7):
+        t = time.thread_time()
+        core.encode_ordinary(text)
+        best = min(best, time.thread_time() - t)
+    speeds.append(mb / best)
+print(repr(speeds))
+"""
+
+
+def parse_cases(spec: str) -> list[tuple[str, str]]:
+    cases = []
+    for item in spec.split(","):
+        vocab, sep, lang = item.partition(":")
+        if not sep or not vocab or not lang:
+            raise SystemExit(f"--cases: expected vocab:language items, got {item!r}")
+        cases.append((vocab, lang))
+    return cases
+
+
+def run_child(tree: Path, cases: list[tuple[str, str]]) -> list[float]:
+    prelude = f"TREE = {str(tree)!r}; BENCH = {str(HERE)!r}; CASES = {cases!r}\n"
+    proc = subprocess.run([sys.executable, "-c", prelude + _CHILD], capture_output=True,
+                          text=True, cwd=tree.parent)
+    if proc.returncode != 0:
+        raise SystemExit(f"{tree}: the timing process failed:\n{proc.stderr}")
+    return ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trees", nargs="+", type=Path, help="built checkouts; the first is the baseline")
+    ap.add_argument("--cases", default="o200k_base:turkish,o200k_base:english,"
+                    "cl100k_base:turkish,gpt2:python")
+    ap.add_argument("--rounds", type=int, default=8)
+    args = ap.parse_args()
+    if len(args.trees) < 2:
+        ap.error("give at least two checkouts")
+    for tree in args.trees:
+        if not any((tree / "fastbpe").glob("_encode*.so")):
+            ap.error(f"{tree} is not built in place (python setup.py build_ext --inplace)")
+    cases = parse_cases(args.cases)
+
+    # 1. alternate the order of the checkouts every round
+    best = {tree: [0.0] * len(cases) for tree in args.trees}
+    for r in range(args.rounds):
+        order = args.trees if r % 2 == 0 else args.trees[::-1]
+        for tree in order:
+            for i, mbs in enumerate(run_child(tree, cases)):
+                best[tree][i] = max(best[tree][i], mbs)
+
+    # 2. best MB/s per checkout, and the last checkout against the first
+    print("| case | " + " | ".join(str(t) for t in args.trees) + " | last / first |")
+    print("|---" * (len(args.trees) + 2) + "|")
+    for i, (vocab, lang) in enumerate(cases):
+        row = [f"{best[t][i]:.1f}" for t in args.trees]
+        ratio = best[args.trees[-1]][i] / best[args.trees[0]][i]
+        print(f"| {vocab} {lang} | " + " | ".join(row) + f" | {ratio:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
