@@ -19,6 +19,7 @@ from fastbpe._encode import (
     _set_utf8_simd,
     _utf8_of,
 )
+from fastbpe.reference import patterns
 from fastbpe.reference.bpe import bpe_encode_chunk, merge_bytes
 
 VOCABS = ["gpt2", "cl100k_base", "o200k_base"]
@@ -692,3 +693,33 @@ def test_shared_between_python_threads(pair):
         batches = list(ex.map(lambda _: core.encode_ordinary_batch(texts, 2), range(4)))
     assert got == want
     assert all(b == want for b in batches)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_lists_are_tracked_by_the_cycle_collector(threads):
+    """Batch lists are built hidden from the garbage collector (track_lists), but every
+    returned list must be tracked again: a cycle made through one is still collected."""
+    import gc
+    import weakref
+
+    ranks = {bytes([i]): i for i in range(256)}
+    ranks.update({b"ab": 256, b"abc": 257, b" a": 258})
+    core = CoreBPE(ranks, {"<|end|>": 300}, patterns.GPT2)
+    texts = [f"abc ab a {i} " * 50 for i in range(40)]
+    for result in (core.encode_ordinary_batch(texts, threads),
+                   core.encode_batch(texts, {"<|end|>"}, threads)):
+        assert gc.is_tracked(result)
+        assert all(type(ids) is list and gc.is_tracked(ids) for ids in result)
+        assert result[3] == core.encode_ordinary(texts[3])
+
+    class Box:
+        pass
+
+    ids = core.encode_ordinary_batch(texts, threads)[0]
+    box = Box()
+    ids.append(box)
+    box.ids = ids            # a cycle: the list -> box -> the list
+    gone = weakref.ref(box)
+    del ids, box
+    gc.collect()
+    assert gone() is None

@@ -1662,6 +1662,9 @@ cdef object fix_surrogates(str text):
 
 cdef extern from "Python.h":
     list _new_list "PyList_New"(Py_ssize_t n)
+    void _gc_untrack "PyObject_GC_UnTrack"(object o)
+    void _gc_track "PyObject_GC_Track"(object o)
+    int _gc_is_tracked "PyObject_GC_IsTracked"(object o)
     PyObject* _list_get "PyList_GET_ITEM"(object lst, Py_ssize_t i)
     void _incref "Py_INCREF"(PyObject* o)
 
@@ -1691,8 +1694,11 @@ cdef enum:
 
 #: int objects for ids 0, 1, 2, ..., shared by every encoder in the process and never
 #: freed (they are immortal): grown to the largest dense vocabulary loaded, at most
-#: ID_INTS_MAX ints (about 20 MB).
+#: ID_INTS_MAX ints (about 20 MB). Private and only ever holding ints, so it can never
+#: be part of a reference cycle: it is not tracked by the cyclic garbage collector,
+#: which would otherwise walk all of its ints at every full collection.
 cdef list _id_ints = []
+_gc_untrack(_id_ints)
 
 
 cdef list shared_id_ints(Py_ssize_t n):
@@ -1706,10 +1712,13 @@ cdef list shared_id_ints(Py_ssize_t n):
     return _id_ints
 
 
-cdef list outbuf_to_list(const OutBuf* o, list int_cache):
+cdef list outbuf_to_list(const OutBuf* o, list int_cache, bint untracked=False):
     """A list of Python ints; ids below len(int_cache) share the cached int objects,
     which saves allocating (and later freeing) one int per token. Those are immortal
-    (where the build allows), so filling the list does not touch them at all."""
+    (where the build allows), so filling the list does not touch them at all.
+
+    untracked: hide the list from the cyclic garbage collector until the caller hands
+    it back with track_lists (see there)."""
     cdef Py_ssize_t i, n_cached = len(int_cache) if int_cache is not None else 0
     cdef list result = _new_list(o.size)
     cdef PyObject* item
@@ -1725,7 +1734,25 @@ cdef list outbuf_to_list(const OutBuf* o, list int_cache):
             if item == NULL:
                 raise MemoryError()
         PyList_SET_ITEM(result, i, item)
+    if untracked:
+        _gc_untrack(result)
     return result
+
+
+cdef void track_lists(list lists):
+    """Hand lists made by outbuf_to_list(untracked=True) back to the cyclic garbage
+    collector, as every list must be once Python code can reach it.
+
+    Why they were hidden: a batch makes one list per text, and each allocation counts
+    towards the next young-generation collection, which walks every item of every young
+    list it finds: with thousands of lists of thousands of ints, the collector ran
+    several times per call and took a third of the calling thread's time, serially,
+    while worker threads waited. Hidden until the batch is done, the lists are walked
+    only by collections after the call, as any other list would be."""
+    cdef object item
+    for item in lists:
+        if item is not None and not _gc_is_tracked(item):
+            _gc_track(item)
 
 
 def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, str pat_str):
@@ -2124,7 +2151,8 @@ cdef class CoreBPE:
                     results = [None] * n_jobs
                 for i in range(n_jobs):
                     if results[i] is None:
-                        results[i] = outbuf_to_list(&jobs[i].out, self.int_cache)
+                        results[i] = outbuf_to_list(&jobs[i].out, self.int_cache, True)
+                track_lists(results)
                 return results
             return self.to_numpy(jobs, n_jobs, dtype)
         finally:
@@ -2161,7 +2189,8 @@ cdef class CoreBPE:
                         upto = wait_done(ctx, i, min(i + block, n_jobs) - 1)
                     for k in range(i, upto):
                         if ctx.jobs[k].err == ERR_NONE:
-                            results[k] = outbuf_to_list(&ctx.jobs[k].out, self.int_cache)
+                            results[k] = outbuf_to_list(&ctx.jobs[k].out, self.int_cache,
+                                                        True)
                             free(ctx.jobs[k].out.data)
                             ctx.jobs[k].out.data = NULL
                     i = upto
