@@ -3,7 +3,9 @@
     python benchmarks/ab_encode.py /path/to/old-checkout /path/to/new-checkout \
         [--cases o200k_base:turkish,cl100k_base:english] [--rounds 8]
 
-Each checkout must be built in place (``python setup.py build_ext --inplace``). Every
+Each checkout must be built in place (``python setup.py build_ext --inplace``) and is
+timed with its own ``benchmarks/`` helpers (the child process checks that it imported
+that checkout's fastbpe, not another one on the path). Every
 round starts one fresh process per checkout; a process warms up once, then times 7 calls
 per case in CPU time of its thread and reports the best. The table gives each checkout's
 best MB/s over all rounds and the last one's ratio to the first.
@@ -23,15 +25,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-
-# Run in the child: import fastbpe from the checkout given as TREE, time the cases.
+# Run in the child: import fastbpe from the checkout given as TREE, time the cases. The
+# checkout's own benchmarks/ helpers are used, so that encode_ratios puts that checkout
+# (not this one) first on sys.path; the child then checks where fastbpe came from.
 _CHILD = r"""
-import sys, time
+import os, sys, time
 sys.path.insert(0, TREE)
-sys.path.insert(0, BENCH)
+sys.path.insert(0, os.path.join(TREE, "benchmarks"))
 import encode_ratios
 from corpus import corpus
+import fastbpe._encode
+where = os.path.realpath(fastbpe._encode.__file__)
+if not where.startswith(os.path.realpath(TREE) + os.sep):
+    sys.exit(f"imported {where}, not the checkout {TREE}")
 speeds = []
 for name, lang in CASES:
     core, _ = encode_ratios.build(name)
@@ -59,7 +65,7 @@ def parse_cases(spec: str) -> list[tuple[str, str]]:
 
 
 def run_child(tree: Path, cases: list[tuple[str, str]]) -> list[float]:
-    prelude = f"TREE = {str(tree)!r}; BENCH = {str(HERE)!r}; CASES = {cases!r}\n"
+    prelude = f"TREE = {str(tree.resolve())!r}; CASES = {cases!r}\n"
     proc = subprocess.run([sys.executable, "-c", prelude + _CHILD], capture_output=True,
                           text=True, cwd=tree.parent)
     if proc.returncode != 0:
@@ -79,6 +85,8 @@ def main() -> None:
     for tree in args.trees:
         if not any((tree / "fastbpe").glob("_encode*.so")):
             ap.error(f"{tree} is not built in place (python setup.py build_ext --inplace)")
+        if not (tree / "benchmarks" / "encode_ratios.py").exists():
+            ap.error(f"{tree} has no benchmarks/encode_ratios.py to time with")
     cases = parse_cases(args.cases)
 
     # 1. alternate the order of the checkouts every round
