@@ -1,9 +1,11 @@
 """fastbpe._encode.CoreBPE: ids identical to tiktoken, both merge paths, threads, pickling."""
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import pickle
 import random
+import weakref
 
 import numpy as np
 import pytest
@@ -539,7 +541,6 @@ def test_shared_id_ints_survive_many_lists_and_encoders():
     """Result lists share one process-wide table of immortal int objects: dropping
     many lists never frees them, new encoders reuse them, and sparse vocabularies get ordinary
     ints."""
-    import gc
     import sys
 
     base = {bytes([b]): b for b in range(256)}
@@ -699,9 +700,6 @@ def test_shared_between_python_threads(pair):
 def test_batch_lists_are_tracked_by_the_cycle_collector(threads):
     """Batch lists are built hidden from the garbage collector (track_lists), but every
     returned list must be tracked again: a cycle made through one is still collected."""
-    import gc
-    import weakref
-
     ranks = {bytes([i]): i for i in range(256)}
     ranks.update({b"ab": 256, b"abc": 257, b" a": 258})
     core = CoreBPE(ranks, {"<|end|>": 300}, patterns.GPT2)

@@ -21,6 +21,8 @@ Layout (immutable after construction, so one object is safe to share between thr
 
 Result lists hold int objects from one process-wide table (ids below 2**19), made
 immortal as CPython 3.12+ does for small ints, so filling a list writes no refcounts.
+Batch calls build their lists hidden from the cyclic garbage collector and track them
+just before returning (``track_lists``), so the collector does not walk them mid-call.
 
 Per call and per thread (never shared, so no locks): a direct-mapped cache of merged
 chunks of up to 24 bytes, used when the call has at least 8 KiB of text; the seams of
