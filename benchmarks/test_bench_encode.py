@@ -11,6 +11,7 @@ robust to a busy machine) run ``python benchmarks/encode_ratios.py``.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -68,8 +69,6 @@ def test_encode_batch(benchmark, threads, lang):
 
 def test_ab_encode_arguments(tmp_path):
     """ab_encode.py (the A/B script) parses its cases and refuses an unbuilt checkout."""
-    import subprocess
-
     from ab_encode import parse_cases
 
     assert parse_cases("o200k_base:turkish,gpt2:python") == [

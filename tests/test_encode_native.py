@@ -638,7 +638,6 @@ def _utf8_with(simd, text):
         _set_utf8_simd(old)
 
 
-
 _UTF8_CHARS = st.sampled_from(
     ["a", " ", "\x7f", "\x80", "é", "\xff", "ı", "ş", "\u07ff", "\u0800", "中", "\ud7ff",
      "\ue000", "\uffff", "😀", "\U00010000", "\U0010ffff"]
