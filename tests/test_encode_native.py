@@ -563,6 +563,36 @@ def test_shared_id_ints_survive_many_lists_and_encoders():
     assert sparse.encode_ordinary("ab ab") == [700_000, 32, 700_000]
 
 
+def test_shared_id_ints_are_topped_up_before_they_drift_to_zero():
+    """Before Python 3.12 every list freed decrements its shared ints once per token with
+    no increment to match; a top-up every so many handed-out references puts the count
+    back, so that no amount of encoding can bring it to zero. (On 3.12+ the count of an
+    immortal object never moves, and this holds trivially.)"""
+    import sys
+
+    from fastbpe import _encode
+
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 300}
+    core = CoreBPE(ranks, {}, r"\S+|\s")
+    token = core.encode_ordinary("ab")[0]
+    start = sys.getrefcount(token)
+    old = _encode._set_id_int_top_up(1000)
+    try:
+        for _ in range(200):                         # 100k references to `token` freed
+            core.encode_ordinary("ab " * 500)   # the list is freed at once
+        drift = start - sys.getrefcount(token)
+        assert drift < 2000, drift                   # without the top-up: 100000
+        for _ in range(20):
+            lists = core.encode_ordinary_batch(["ab " * 500] * 8, num_threads=2)
+            del lists
+        assert start - sys.getrefcount(token) < 10_000
+    finally:
+        _encode._set_id_int_top_up(old)
+    assert sys.getrefcount(token) <= _encode._IMMORTAL_REFCNT + 10
+    with pytest.raises(ValueError, match="at least 1"):
+        _encode._set_id_int_top_up(0)
+
+
 # ---- pickling and processes --------------------------------------------------------
 
 

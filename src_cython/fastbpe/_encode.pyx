@@ -1674,21 +1674,28 @@ cdef extern from "Python.h":
 cdef extern from *:
     """
     /* The shared id ints are made immortal, as CPython 3.12+ does for its small ints
-       (PEP 683): a reference count so large that no run of increments and decrements
-       brings it to zero, with bit 31 set, which 3.12+ reads as "immortal" and then
-       leaves alone. Lists of them are then filled without writing to every object (a
-       cache miss per token). Only on 64-bit builds with a GIL: free-threaded builds
-       split the count, and 32 bits leave too little headroom. */
+       (PEP 683): a reference count of about 2**40, with bit 31 set, which 3.12+ reads
+       as "immortal" and then leaves alone. Lists of them are then filled without
+       writing to every object (a cache miss per token). Only on 64-bit builds with a
+       GIL: free-threaded builds split the count, and 32 bits leave too little headroom.
+       Before 3.12 the count is not frozen: each list freed decrements it once per
+       token, with no increment to match, so it drifts down (see top_up_id_ints). */
+    #define FBE_IMMORTAL_REFCNT ((Py_ssize_t)((1ull << 40) | 0xC0000000ull))
     #if defined(Py_GIL_DISABLED) || SIZEOF_VOID_P < 8
     #define FBE_IMMORTAL_INTS 0
     #define fbe_make_immortal(o) ((void)0)
     #else
     #define FBE_IMMORTAL_INTS 1
-    #define fbe_make_immortal(o) Py_SET_REFCNT((o), (Py_ssize_t)((1ull << 40) | 0xC0000000ull))
+    #define fbe_make_immortal(o) Py_SET_REFCNT((o), FBE_IMMORTAL_REFCNT)
     #endif
+    #define FBE_REFCNT_DRIFTS (FBE_IMMORTAL_INTS && PY_VERSION_HEX < 0x030C0000)
     """
     const bint IMMORTAL_INTS "FBE_IMMORTAL_INTS"
+    const bint REFCNT_DRIFTS "FBE_REFCNT_DRIFTS"
+    const Py_ssize_t IMMORTAL_REFCNT "FBE_IMMORTAL_REFCNT"
     void make_immortal "fbe_make_immortal"(PyObject* o)
+    Py_ssize_t _refcnt "Py_REFCNT"(PyObject* o)
+    void Py_SET_REFCNT(PyObject* o, Py_ssize_t n)
 
 
 cdef enum:
@@ -1701,6 +1708,55 @@ cdef enum:
 #: which would otherwise walk all of its ints at every full collection.
 cdef list _id_ints = []
 _gc_untrack(_id_ints)
+
+
+#: References to shared ints handed out since the last top_up_id_ints, and how many
+#: trigger the next one (changed only by tests, through _set_id_int_top_up).
+cdef uint64_t _handed_out = 0
+cdef uint64_t _top_up_every = 1ULL << 36
+
+
+cdef void top_up_id_ints() noexcept:
+    """Before Python 3.12, give the shared ints back the count they drifted down by.
+
+    Each reference outbuf_to_list hands out is decremented once when its list is freed,
+    with no increment to match. Left alone, an int's count would reach zero after about
+    2**40 tokens of that id had been freed (days of nonstop encoding for the commonest
+    token), and CPython would free an object the table still holds. Run every
+    _top_up_every references handed out (about 7e10), it keeps every count within
+    2**38 of its start: what was handed out since, plus what live lists can hold.
+    The GIL is held, so no decrement races with it."""
+    cdef Py_ssize_t i
+    cdef PyObject* item
+    for i in range(len(_id_ints)):
+        item = _list_get(_id_ints, i)
+        if _refcnt(item) < IMMORTAL_REFCNT:
+            Py_SET_REFCNT(item, IMMORTAL_REFCNT)
+
+
+cdef inline void note_handed_out(Py_ssize_t count) noexcept:
+    global _handed_out
+    if not REFCNT_DRIFTS:
+        return
+    _handed_out += <uint64_t>count
+    if _handed_out >= _top_up_every:
+        _handed_out = 0
+        top_up_id_ints()
+
+
+def _set_id_int_top_up(every):
+    """Testing hook: top up the shared ints' counts every `every` references handed out
+    (default 2**36); returns the previous value."""
+    global _top_up_every
+    if every < 1:
+        raise ValueError(f"every must be at least 1, got {every}")
+    old = _top_up_every
+    _top_up_every = every
+    return old
+
+
+#: The count shared ints start with (tests compare against it).
+_IMMORTAL_REFCNT = IMMORTAL_REFCNT
 
 
 cdef list shared_id_ints(Py_ssize_t n):
@@ -1736,6 +1792,8 @@ cdef list outbuf_to_list(const OutBuf* o, list int_cache, bint untracked=False):
             if item == NULL:
                 raise MemoryError()
         PyList_SET_ITEM(result, i, item)
+    if n_cached:
+        note_handed_out(o.size)
     if untracked:
         _gc_untrack(result)
     return result
