@@ -424,6 +424,25 @@ def test_batch_equals_single(pair, name, threads):
     assert core.encode_ordinary_batch([], threads) == []
 
 
+@pytest.mark.parametrize("count", [3, 40])   # few jobs: workers only; many: caller too
+def test_batch_lists_in_both_thread_layouts(pair, count):
+    """A list batch on 2 threads has two layouts (few texts: 2 workers while the caller
+    builds lists; at least 8 per thread: the caller encodes too). Both give each text's
+    own ids, in order, with lone surrogates fixed as tiktoken does, and both report a
+    text that cannot be encoded."""
+    core, tk = pair("cl100k_base")
+    texts = [TEXTS[i % len(TEXTS)] for i in range(count)]
+    texts[count // 2] = "lone \ud800 surrogate " + texts[count // 2]
+    want = [tk.encode_ordinary(t) for t in texts]
+    for threads in (2, 3):
+        assert core.encode_ordinary_batch(texts, threads) == want
+    few_bytes = CoreBPE({b"a": 0, b"b": 1, b"ab": 2, b" ": 3}, {}, r"\S+|\s")
+    bad = ["ab a"] * count
+    bad[count - 1] = "ab c"
+    with pytest.raises(ValueError, match="not a token"):
+        few_bytes.encode_ordinary_batch(bad, 2)
+
+
 def test_numpy_dtypes(pair):
     core, _ = pair("gpt2")
     text = "hello world <|endoftext|>"
