@@ -2229,7 +2229,7 @@ cdef class CoreBPE:
         Many jobs (at least 8 per thread): this thread is one of the num_threads. It
         takes a job, then builds the lists of every job finished so far, and so on; no
         thread waits for the GIL, and no extra thread competes for the cores (on 2
-        cores, that made short-document batches 5-35% faster). Few jobs (a handful of
+        cores, that made short-document batches 4-34% faster). Few jobs (a handful of
         long texts): num_threads workers encode and this thread only builds lists, so
         that a long job of its own does not hold back the lists of the others."""
         cdef pthread_t tids[MAX_THREADS_C]
