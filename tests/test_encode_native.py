@@ -5,6 +5,7 @@ import gc
 import multiprocessing as mp
 import pickle
 import random
+import sys
 import weakref
 
 import numpy as np
@@ -14,10 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastbpe._encode import (
+    _IMMORTAL_REFCNT,
     CoreBPE,
     _equal_short,
     _set_by_chars,
     _set_heap_threshold,
+    _set_id_int_top_up,
     _set_utf8_simd,
     _utf8_of,
 )
@@ -560,8 +563,6 @@ def test_shared_id_ints_survive_many_lists_and_encoders():
     """Result lists share one process-wide table of immortal int objects: dropping
     many lists never frees them, new encoders reuse them, and sparse vocabularies get ordinary
     ints."""
-    import sys
-
     base = {bytes([b]): b for b in range(256)}
     ranks = base | {b"ab": 300, b"abc": 1000}
     first = CoreBPE(ranks, {"<s>": 2000}, r"\S+|\s")
@@ -587,29 +588,25 @@ def test_shared_id_ints_are_topped_up_before_they_drift_to_zero():
     no increment to match; a top-up every so many handed-out references puts the count
     back, so that no amount of encoding can bring it to zero. (On 3.12+ the count of an
     immortal object never moves, and this holds trivially.)"""
-    import sys
-
-    from fastbpe import _encode
-
     ranks = {bytes([b]): b for b in range(256)} | {b"ab": 300}
     core = CoreBPE(ranks, {}, r"\S+|\s")
     token = core.encode_ordinary("ab")[0]
     start = sys.getrefcount(token)
-    old = _encode._set_id_int_top_up(1000)
+    old = _set_id_int_top_up(1000)
     try:
-        for _ in range(200):                         # 100k references to `token` freed
-            core.encode_ordinary("ab " * 500)   # the list is freed at once
+        for _ in range(200):   # 100k references to `token`, each list freed at once
+            core.encode_ordinary("ab " * 500)
         drift = start - sys.getrefcount(token)
-        assert drift < 2000, drift                   # without the top-up: 100000
+        assert drift < 2000, drift   # without the top-up: 100000
         for _ in range(20):
             lists = core.encode_ordinary_batch(["ab " * 500] * 8, num_threads=2)
             del lists
         assert start - sys.getrefcount(token) < 10_000
     finally:
-        _encode._set_id_int_top_up(old)
-    assert sys.getrefcount(token) <= _encode._IMMORTAL_REFCNT + 10
+        _set_id_int_top_up(old)
+    assert sys.getrefcount(token) <= _IMMORTAL_REFCNT + 10
     with pytest.raises(ValueError, match="at least 1"):
-        _encode._set_id_int_top_up(0)
+        _set_id_int_top_up(0)
 
 
 # ---- pickling and processes --------------------------------------------------------
