@@ -209,6 +209,27 @@ def test_heap_and_scan_agree_on_random_bytes(pair, name):
             assert scan == bpe_encode_chunk(piece, ranks), piece
 
 
+def test_long_chunks_without_a_mergeable_pair_are_their_bytes(pair):
+    """A long chunk in which no two adjacent bytes form a token skips the heap (nothing
+    can merge); one mergeable pair anywhere, even the last, still takes it."""
+    core, tk = pair("gpt2")
+    ranks = tk._mergeable_ranks
+    assert b"  " not in ranks and b" \n" not in ranks and b"\n\n" in ranks
+    space = ranks[b" "]
+    assert core._encode_chunk_bytes(b" " * 5000) == [space] * 5000
+    assert core.encode_ordinary(" " * 100_000) == [space] * 100_000
+    for piece in [b" " * 999 + b"\n\n", b"\n\n" + b" " * 999, b" \n" * 600, b" \n\n" * 300]:
+        old = _set_heap_threshold(1 << 20)    # the scan, as a second opinion
+        try:
+            scan = core._encode_chunk_bytes(piece)
+        finally:
+            _set_heap_threshold(old)
+        assert core._encode_chunk_bytes(piece) == scan == merge_bytes(piece, ranks)
+    few = CoreBPE({b"a": 0, b" ": 1, b"aa": 2}, {}, r"[\s\S]+")
+    with pytest.raises(ValueError, match="byte 0x62 at UTF-8 offset 41"):
+        few.encode_ordinary(" a" * 20 + " b" + " a" * 20)
+
+
 def test_heap_path_matches_tiktoken_on_long_chunks(pair):
     core, tk = pair("cl100k_base")
     rng = random.Random(7)

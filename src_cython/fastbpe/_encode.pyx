@@ -767,6 +767,23 @@ cdef inline void heap_push(HeapItem* h, Py_ssize_t* size, uint32_t rank, Py_ssiz
     h[i] = item
 
 
+cdef int push_byte_tokens(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                          Py_ssize_t* err_pos) noexcept nogil:
+    """Append the token of each byte of p[:n] (ERR_BYTE at the first that has none)."""
+    cdef Py_ssize_t i
+    cdef uint32_t r
+    if out.size + n > out.cap and out_grow(out, out.size + n) < 0:
+        return ERR_NOMEM
+    for i in range(n):
+        r = v.byte_rank[p[i]]
+        if r == NO_RANK:
+            err_pos[0] = i
+            return ERR_BYTE
+        out.data[out.size] = r
+        out.size += 1
+    return ERR_NONE
+
+
 cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
                   Py_ssize_t* err_pos) noexcept nogil:
     """Same merges as ``bpe_scan`` in O(n log n): a min-heap of (rank, position) over a
@@ -777,8 +794,9 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     is live iff it still equals pair_rank[i]: a pair's bytes only ever grow, so a given
     part never sees the same rank twice and a stale entry can never look live.
 
-    Memory: 32 bytes per byte of the chunk. The heap never holds more than 2n entries:
-    n - 1 at the start, and each merge pops one entry before pushing at most two.
+    Memory: 32 bytes per byte of the chunk (none when no pair can merge). The heap never
+    holds more than 2n entries: n - 1 at the start, and each merge pops one entry
+    before pushing at most two.
     """
     cdef Py_ssize_t i, j, k, h, after, heap_size = 0
     cdef uint32_t r
@@ -788,6 +806,15 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     cdef uint64_t stack_block[HEAP_STACK_WORDS]
     cdef size_t need = n * (4 * sizeof(uint32_t) + 2 * sizeof(HeapItem))
     cdef char* block = <char*>stack_block
+    # Every merge sequence starts by joining two single bytes, so a chunk in which no two
+    # adjacent bytes form a token never merges: its tokens are its bytes. Long runs of
+    # such a pair (" " * 10**7 in GPT-2) then cost a table lookup per byte instead of
+    # 32 bytes of fresh scratch memory per byte.
+    for i in range(n - 1):
+        if v.pair_rank2[p[i] | (<uint32_t>p[i + 1] << 8)] != NO_RANK:
+            break
+    else:
+        return push_byte_tokens(v, p, n, out, err_pos)
     if need > sizeof(stack_block):
         block = <char*>malloc(need)
         if block == NULL:
