@@ -1,7 +1,11 @@
 """A/B: single-thread ``encode_ordinary`` speed of two (or more) built checkouts.
 
     python benchmarks/ab_encode.py /path/to/old-checkout /path/to/new-checkout \
-        [--cases o200k_base:turkish,cl100k_base:english] [--rounds 8]
+        [--cases o200k_base:turkish,cl100k_base:english] [--rounds 8] [--batch]
+
+With ``--batch`` it times ``encode_ordinary_batch`` instead, on the corpus cut into ~2 KB
+documents, on 1 and then 2 threads (wall time, best of 9, alternating), and gives each
+checkout's best 2-thread time and its 2/1 speedup.
 
 Each checkout must be built in place (``python setup.py build_ext --inplace``) and is
 timed with its own ``benchmarks/`` helpers (the child process checks that it imported
@@ -38,9 +42,20 @@ import fastbpe._encode
 where = os.path.realpath(fastbpe._encode.__file__)
 if not where.startswith(os.path.realpath(TREE) + os.sep):
     sys.exit(f"imported {where}, not the checkout {TREE}")
+from corpus import documents
 speeds = []
 for name, lang in CASES:
     core, _ = encode_ratios.build(name)
+    if BATCH:
+        docs = documents(lang, 2000)
+        best = {1: float("inf"), 2: float("inf")}
+        for _ in range(9):
+            for threads in (1, 2):
+                t = time.perf_counter()
+                core.encode_ordinary_batch(docs, threads)
+                best[threads] = min(best[threads], time.perf_counter() - t)
+        speeds.append((best[1] * 1e3, best[2] * 1e3))
+        continue
     text = corpus(lang)
     mb = len(text.encode()) / 1e6
     core.encode_ordinary(text)
@@ -64,8 +79,8 @@ def parse_cases(spec: str) -> list[tuple[str, str]]:
     return cases
 
 
-def run_child(tree: Path, cases: list[tuple[str, str]]) -> list[float]:
-    prelude = f"TREE = {str(tree.resolve())!r}; CASES = {cases!r}\n"
+def run_child(tree: Path, cases: list[tuple[str, str]], batch: bool = False) -> list:
+    prelude = f"TREE = {str(tree.resolve())!r}; CASES = {cases!r}; BATCH = {batch!r}\n"
     proc = subprocess.run([sys.executable, "-c", prelude + _CHILD], capture_output=True,
                           text=True, cwd=tree.parent)
     if proc.returncode != 0:
@@ -79,6 +94,8 @@ def main() -> None:
     ap.add_argument("--cases", default="o200k_base:turkish,o200k_base:english,"
                     "cl100k_base:turkish,gpt2:python")
     ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--batch", action="store_true",
+                    help="time encode_ordinary_batch on 1 and 2 threads instead")
     args = ap.parse_args()
     if len(args.trees) < 2:
         ap.error("give at least two checkouts")
@@ -90,6 +107,22 @@ def main() -> None:
     cases = parse_cases(args.cases)
 
     # 1. alternate the order of the checkouts every round
+    if args.batch:
+        best_ms = {tree: [[float("inf")] * 2 for _ in cases] for tree in args.trees}
+        for r in range(args.rounds):
+            order = args.trees if r % 2 == 0 else args.trees[::-1]
+            for tree in order:
+                for i, times in enumerate(run_child(tree, cases, batch=True)):
+                    best_ms[tree][i] = [min(a, b) for a, b in zip(best_ms[tree][i], times)]
+        print("| case | " + " | ".join(f"{t}: 2 threads ms (2/1)" for t in args.trees)
+              + " | first / last, 2 threads |")
+        print("|---" * (len(args.trees) + 2) + "|")
+        for i, (vocab, lang) in enumerate(cases):
+            row = [f"{best_ms[t][i][1]:.1f} ({best_ms[t][i][0] / best_ms[t][i][1]:.2f}x)"
+                   for t in args.trees]
+            gain = best_ms[args.trees[0]][i][1] / best_ms[args.trees[-1]][i][1]
+            print(f"| {vocab} {lang} | " + " | ".join(row) + f" | {gain:.3f} |")
+        return
     best = {tree: [0.0] * len(cases) for tree in args.trees}
     for r in range(args.rounds):
         order = args.trees if r % 2 == 0 else args.trees[::-1]
@@ -104,7 +137,6 @@ def main() -> None:
         row = [f"{best[t][i]:.1f}" for t in args.trees]
         ratio = best[args.trees[-1]][i] / best[args.trees[0]][i]
         print(f"| {vocab} {lang} | " + " | ".join(row) + f" | {ratio:.3f} |")
-
 
 if __name__ == "__main__":
     main()
