@@ -1585,23 +1585,42 @@ cdef int encode_job(const Context* ctx, Job* job, OutBuf* out, CacheEntry* cache
         pos = e
 
 
+cdef CacheEntry* new_chunk_cache(const Context* ctx) noexcept nogil:
+    """A thread's chunk cache for this call (free() it), or NULL: the call is too small
+    for one to pay, or calloc failed, which just means no cache."""
+    return <CacheEntry*>calloc(CACHE_ENTRIES, sizeof(CacheEntry)) if ctx.use_cache else NULL
+
+
+cdef inline Py_ssize_t finished_run_end(const Context* ctx, Py_ssize_t i) noexcept nogil:
+    """End of the run of finished jobs from i (streaming mode, `lock` held)."""
+    while i < ctx.n_jobs and ctx.done[i]:
+        i += 1
+    return i
+
+
+cdef Py_ssize_t mark_done(Context* ctx, Py_ssize_t j, Py_ssize_t i) noexcept nogil:
+    """Streaming mode: flag job j finished, waking the caller if it waits for j; return
+    the end of the run of finished jobs from i (pass n_jobs when that is not needed)."""
+    pthread_mutex_lock(&ctx.lock)
+    ctx.done[j] = 1
+    if ctx.waiting and (j == ctx.wait_first or j == ctx.wait_last):
+        pthread_cond_signal(&ctx.cond)
+    i = finished_run_end(ctx, i)
+    pthread_mutex_unlock(&ctx.lock)
+    return i
+
+
 cdef void* worker_main(void* arg) noexcept nogil:
     cdef Context* ctx = <Context*>arg
     cdef Py_ssize_t i
-    # calloc failing just means no cache
-    cdef CacheEntry* cache = (<CacheEntry*>calloc(CACHE_ENTRIES, sizeof(CacheEntry))
-                              if ctx.use_cache else NULL)
+    cdef CacheEntry* cache = new_chunk_cache(ctx)
     while True:
         i = fbe_atomic_next(&ctx.next_job)
         if i >= ctx.n_jobs:
             break
         run_job(ctx, &ctx.jobs[i], cache)
         if ctx.notify:
-            pthread_mutex_lock(&ctx.lock)
-            ctx.done[i] = 1
-            if ctx.waiting and (i == ctx.wait_first or i == ctx.wait_last):
-                pthread_cond_signal(&ctx.cond)
-            pthread_mutex_unlock(&ctx.lock)
+            mark_done(ctx, i, ctx.n_jobs)
     free(cache)
     return NULL
 
@@ -1626,8 +1645,7 @@ cdef Py_ssize_t wait_done(Context* ctx, Py_ssize_t i, Py_ssize_t last) noexcept 
         ctx.waiting = True
         pthread_cond_wait(&ctx.cond, &ctx.lock)
         ctx.waiting = False
-    while i < ctx.n_jobs and ctx.done[i]:
-        i += 1
+    i = finished_run_end(ctx, i)
     pthread_mutex_unlock(&ctx.lock)
     return i
 
@@ -2281,20 +2299,14 @@ cdef class CoreBPE:
                 if started == 0:
                     main_encodes = True    # no thread could start: all work is here
             if main_encodes:
-                cache = (<CacheEntry*>calloc(CACHE_ENTRIES, sizeof(CacheEntry))
-                         if ctx.use_cache else NULL)
+                cache = new_chunk_cache(ctx)
             try:
                 while i < n_jobs:
                     with nogil:
                         j = fbe_atomic_next(&ctx.next_job) if main_encodes else n_jobs
                         if j < n_jobs:
                             run_job(ctx, &ctx.jobs[j], cache)
-                            pthread_mutex_lock(&ctx.lock)
-                            ctx.done[j] = 1
-                            upto = i
-                            while upto < n_jobs and ctx.done[upto]:
-                                upto += 1
-                            pthread_mutex_unlock(&ctx.lock)
+                            upto = mark_done(ctx, j, i)
                         else:
                             upto = wait_done(ctx, i, min(i + block, n_jobs) - 1)
                     for k in range(i, upto):
