@@ -37,12 +37,11 @@ import os, sys, time
 sys.path.insert(0, TREE)
 sys.path.insert(0, os.path.join(TREE, "benchmarks"))
 import encode_ratios
-from corpus import corpus
+from corpus import corpus, documents
 import fastbpe._encode
 where = os.path.realpath(fastbpe._encode.__file__)
 if not where.startswith(os.path.realpath(TREE) + os.sep):
     sys.exit(f"imported {where}, not the checkout {TREE}")
-from corpus import documents
 speeds = []
 for name, lang in CASES:
     core, _ = encode_ratios.build(name)
@@ -107,36 +106,32 @@ def main() -> None:
     cases = parse_cases(args.cases)
 
     # 1. alternate the order of the checkouts every round
-    if args.batch:
-        best_ms = {tree: [[float("inf")] * 2 for _ in cases] for tree in args.trees}
-        for r in range(args.rounds):
-            order = args.trees if r % 2 == 0 else args.trees[::-1]
-            for tree in order:
-                for i, times in enumerate(run_child(tree, cases, batch=True)):
-                    best_ms[tree][i] = [min(a, b) for a, b in zip(best_ms[tree][i], times)]
+    runs = {tree: [] for tree in args.trees}
+    for r in range(args.rounds):
+        order = args.trees if r % 2 == 0 else args.trees[::-1]
+        for tree in order:
+            runs[tree].append(run_child(tree, cases, args.batch))
+
+    # 2. per checkout the best over all rounds, and the last checkout against the first
+    if args.batch:   # per case (1-thread ms, 2-thread ms): the lowest of each
+        best = {t: [[min(x) for x in zip(*case)] for case in zip(*runs[t])] for t in args.trees}
         print("| case | " + " | ".join(f"{t}: 2 threads ms (2/1)" for t in args.trees)
               + " | first / last, 2 threads |")
         print("|---" * (len(args.trees) + 2) + "|")
         for i, (vocab, lang) in enumerate(cases):
-            row = [f"{best_ms[t][i][1]:.1f} ({best_ms[t][i][0] / best_ms[t][i][1]:.2f}x)"
+            row = [f"{best[t][i][1]:.1f} ({best[t][i][0] / best[t][i][1]:.2f}x)"
                    for t in args.trees]
-            gain = best_ms[args.trees[0]][i][1] / best_ms[args.trees[-1]][i][1]
+            gain = best[args.trees[0]][i][1] / best[args.trees[-1]][i][1]
             print(f"| {vocab} {lang} | " + " | ".join(row) + f" | {gain:.3f} |")
         return
-    best = {tree: [0.0] * len(cases) for tree in args.trees}
-    for r in range(args.rounds):
-        order = args.trees if r % 2 == 0 else args.trees[::-1]
-        for tree in order:
-            for i, mbs in enumerate(run_child(tree, cases)):
-                best[tree][i] = max(best[tree][i], mbs)
-
-    # 2. best MB/s per checkout, and the last checkout against the first
+    best = {t: [max(case) for case in zip(*runs[t])] for t in args.trees}   # MB/s
     print("| case | " + " | ".join(str(t) for t in args.trees) + " | last / first |")
     print("|---" * (len(args.trees) + 2) + "|")
     for i, (vocab, lang) in enumerate(cases):
         row = [f"{best[t][i]:.1f}" for t in args.trees]
         ratio = best[args.trees[-1]][i] / best[args.trees[0]][i]
         print(f"| {vocab} {lang} | " + " | ".join(row) + f" | {ratio:.3f} |")
+
 
 if __name__ == "__main__":
     main()
