@@ -209,6 +209,28 @@ def test_heap_and_scan_agree_on_random_bytes(pair, name):
             assert scan == bpe_encode_chunk(piece, ranks), piece
 
 
+def test_deep_heaps_match_the_scan(pair):
+    """Chunks of thousands of bytes fill several levels of the 8-ary heap (sets of
+    children cut short at the end, many stale entries, long runs of equal ranks); the
+    quadratic scan is the second opinion."""
+    core, tk = pair("o200k_base")
+    rng = random.Random(99)
+    pieces = [b"x" * 4099, b" " * 3001 + b"x", b"ab" * 2500, b"\n" * 4100,
+              "是".encode() * 1400]
+    for alpha in (b"ab ", b"aaab", b"0123456789", b"xyz\n"):
+        pieces.append(bytes(rng.choice(alpha) for _ in range(rng.randint(2000, 5000))))
+    for piece in pieces:
+        old = _set_heap_threshold(0)
+        try:
+            heap = core._encode_chunk_bytes(piece)
+            _set_heap_threshold(1 << 20)
+            scan = core._encode_chunk_bytes(piece)
+        finally:
+            _set_heap_threshold(old)
+        assert heap == scan, piece[:40]
+        assert b"".join(tk.decode_single_token_bytes(t) for t in heap) == piece
+
+
 def test_long_chunks_without_a_mergeable_pair_are_their_bytes(pair):
     """A long chunk in which no two adjacent bytes form a token skips the heap (nothing
     can merge); one mergeable pair anywhere, even the last, still takes it."""
