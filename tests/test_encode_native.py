@@ -180,6 +180,17 @@ def test_lone_surrogates_fixed_up_like_tiktoken(pair):
 # ---- merge paths -------------------------------------------------------------------
 
 
+def heap_and_scan(core, piece):
+    """The tokens of one chunk from the heap merge and from the scan."""
+    old = _set_heap_threshold(0)
+    try:
+        heap = core._encode_chunk_bytes(piece)
+        _set_heap_threshold(1 << 20)
+        return heap, core._encode_chunk_bytes(piece)
+    finally:
+        _set_heap_threshold(old)
+
+
 @pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
 def test_heap_and_scan_agree_on_random_bytes(pair, name):
     core, tk = pair(name)
@@ -197,13 +208,7 @@ def test_heap_and_scan_agree_on_random_bytes(pair, name):
         alpha = alphabets[trial % len(alphabets)]
         n = rng.choice([2, 3, 5, 17, 64, 129, 300, 700])
         piece = bytes(rng.choice(alpha) for _ in range(n))
-        old = _set_heap_threshold(0)
-        try:
-            heap = core._encode_chunk_bytes(piece)
-            _set_heap_threshold(1 << 20)
-            scan = core._encode_chunk_bytes(piece)
-        finally:
-            _set_heap_threshold(old)
+        heap, scan = heap_and_scan(core, piece)
         assert heap == scan, piece
         if n <= 129:
             assert scan == bpe_encode_chunk(piece, ranks), piece
@@ -220,13 +225,7 @@ def test_deep_heaps_match_the_scan(pair):
     for alpha in (b"ab ", b"aaab", b"0123456789", b"xyz\n"):
         pieces.append(bytes(rng.choice(alpha) for _ in range(rng.randint(2000, 5000))))
     for piece in pieces:
-        old = _set_heap_threshold(0)
-        try:
-            heap = core._encode_chunk_bytes(piece)
-            _set_heap_threshold(1 << 20)
-            scan = core._encode_chunk_bytes(piece)
-        finally:
-            _set_heap_threshold(old)
+        heap, scan = heap_and_scan(core, piece)
         assert heap == scan, piece[:40]
         assert b"".join(tk.decode_single_token_bytes(t) for t in heap) == piece
 
