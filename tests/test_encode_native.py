@@ -488,6 +488,30 @@ def test_batch_lists_in_both_thread_layouts(pair, count):
         few_bytes.encode_ordinary_batch(bad, 2)
 
 
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_batch_blocks_cover_every_text_once(pair, threads):
+    """Many texts are dealt to the threads in contiguous blocks (uneven when the count
+    does not divide), and a thread whose block runs out takes from the others: every
+    text is encoded exactly once, lists and numpy come back in input order, and a text
+    that cannot be encoded is reported whichever block it is in."""
+    core, tk = pair("gpt2")
+    for count in (8 * threads, 8 * threads + 1, 8 * threads + threads - 1, 101):
+        texts = [f"{i}: " + TEXTS[i % len(TEXTS)][: 50 + 13 * (i % 7)] for i in range(count)]
+        want = [tk.encode_ordinary(t) for t in texts]
+        assert core.encode_ordinary_batch(texts, threads) == want
+        flat, offsets = core.encode_batch_to_numpy(texts, frozenset(), threads)
+        assert [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(count)] == want
+    few_bytes = CoreBPE({b"a": 0, b"b": 1, b"ab": 2, b" ": 3}, {}, r"\S+|\s")
+    count = 8 * threads + 1
+    for bad_at in (0, count // 2, count - 1):
+        bad = ["ab a"] * count
+        bad[bad_at] = "ab c"
+        with pytest.raises(ValueError, match="not a token"):
+            few_bytes.encode_ordinary_batch(bad, threads)
+        with pytest.raises(ValueError, match="not a token"):
+            few_bytes.encode_batch_to_numpy(bad, frozenset(), threads)
+
+
 def test_numpy_dtypes(pair):
     core, _ = pair("gpt2")
     text = "hello world <|endoftext|>"
