@@ -488,10 +488,11 @@ def test_batch_lists_in_both_thread_layouts(pair, count):
         few_bytes.encode_ordinary_batch(bad, 2)
 
 
-@pytest.mark.parametrize("threads", [2, 3, 5])
+@pytest.mark.parametrize("threads", [2, 3, 5, 70])
 def test_batch_blocks_cover_every_text_once(pair, threads):
     """Many texts are dealt to the threads in contiguous blocks (uneven when the count
-    does not divide), and a thread whose block runs out takes from the others: every
+    does not divide; past 64 threads, threads share blocks), and a thread whose block
+    runs out takes from the others: every
     text is encoded exactly once, lists and numpy come back in input order, and a text
     that cannot be encoded is reported whichever block it is in."""
     core, tk = pair("gpt2")

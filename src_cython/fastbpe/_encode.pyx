@@ -406,6 +406,8 @@ cdef enum:
     ERR_SURROGATE = 3  # the str holds a lone surrogate: the caller fixes it up and retries
     ERR_TOO_LONG = 4   # a single pre-tokenized chunk of 4 GiB or more
     MAX_THREADS_C = 1024
+    MAX_BLOCKS = 64           # blocks of jobs at most; more threads than that share them
+    MANY_JOBS = 8             # jobs per thread from which a batch counts as many texts
 
 #: Chunks longer than this (in bytes) are merged with the heap; shorter ones by the simple
 #: lowest-rank scan, which is faster when n is small. Both give identical output. Measured:
@@ -1523,9 +1525,9 @@ cdef struct Context:
     # The jobs are dealt in n_blocks contiguous blocks, one per thread (see deal_blocks):
     # block b is jobs [block_start[b], block_end[b]), handed out from block_next[b].
     Py_ssize_t n_blocks
-    Py_ssize_t block_start[MAX_THREADS_C]
-    Py_ssize_t block_end[MAX_THREADS_C]
-    Py_ssize_t block_next[MAX_THREADS_C]  # atomic cursor per block
+    Py_ssize_t block_start[MAX_BLOCKS]
+    Py_ssize_t block_end[MAX_BLOCKS]
+    Py_ssize_t block_next[MAX_BLOCKS]     # atomic cursor per block
     bint use_cache            # enough text for a chunk cache per thread to pay
     # Streaming mode: workers flag each finished job so that the caller can build its
     # Python list (which needs the GIL, so only one thread can) while they go on.
@@ -1625,13 +1627,12 @@ cdef CacheEntry* new_chunk_cache(const Context* ctx) noexcept nogil:
     return <CacheEntry*>calloc(CACHE_ENTRIES, sizeof(CacheEntry)) if ctx.use_cache else NULL
 
 
-cdef enum:
-    MANY_JOBS = 8   # jobs per thread from which a batch counts as many short texts
 
 
 cdef void deal_blocks(Context* ctx, Py_ssize_t threads) noexcept nogil:
     """Many jobs (MANY_JOBS per thread or more): cut them into one contiguous block per
-    thread, thread slot t starting on block t. Few: one block that all threads share.
+    thread (up to MAX_BLOCKS), thread slot t starting on block t % n_blocks. Few: one
+    block that all threads share.
 
     Why blocks: each thread has its own chunk cache, and neighbouring texts of a batch
     share words (documents cut from one file, pages of one book). Dealt one by one,
@@ -1641,7 +1642,9 @@ cdef void deal_blocks(Context* ctx, Py_ssize_t threads) noexcept nogil:
     half 0.98-1.06x. Why not with few jobs: blocks of one or two long texts cannot even
     out their lengths (4 long Turkish documents on 2 threads: 12.4-13.7 ms shared,
     13.8-15.1 ms in blocks)."""
-    cdef Py_ssize_t b, n_blocks = threads if ctx.n_jobs >= MANY_JOBS * threads else 1
+    cdef Py_ssize_t b, n_blocks = 1
+    if ctx.n_jobs >= MANY_JOBS * threads:
+        n_blocks = min(threads, <Py_ssize_t>MAX_BLOCKS)
     ctx.n_blocks = n_blocks
     for b in range(n_blocks):
         ctx.block_start[b] = ctx.n_jobs * b // n_blocks
@@ -1735,21 +1738,24 @@ cdef void run_jobs(Context* ctx, int num_threads) noexcept nogil:
     call, so a process forked afterwards inherits no threads in a half-known state.
     """
     cdef pthread_t tids[MAX_THREADS_C]
-    cdef WorkerArg args[MAX_THREADS_C]
+    cdef WorkerArg* args
     cdef WorkerArg mine
-    cdef Py_ssize_t started, t
+    cdef Py_ssize_t started = 0, t
     cdef Py_ssize_t want = num_threads
     if want > ctx.n_jobs:
         want = ctx.n_jobs
     if want < 1:
         want = 1
     deal_blocks(ctx, want)
-    started = start_workers(ctx, want - 1, 1, tids, args)
+    args = <WorkerArg*>malloc(want * sizeof(WorkerArg))   # NULL: this thread does all
+    if args != NULL:
+        started = start_workers(ctx, want - 1, 1, tids, args)
     mine.ctx = ctx
     mine.slot = 0
     worker_main(&mine)
     for t in range(started):
         pthread_join(tids[t], NULL)
+    free(args)
 
 
 # --------------------------------------------------------------------------------------
@@ -2359,10 +2365,10 @@ cdef class CoreBPE:
         long texts): num_threads workers encode and this thread only builds lists, so
         that a long job of its own does not hold back the lists of the others."""
         cdef pthread_t tids[MAX_THREADS_C]
-        cdef WorkerArg args[MAX_THREADS_C]
-        cdef Py_ssize_t built[MAX_THREADS_C]      # per block: lists built up to here
-        cdef Py_ssize_t upto[MAX_THREADS_C]
-        cdef Py_ssize_t n_jobs = ctx.n_jobs, started, left = n_jobs, k, b, w
+        cdef WorkerArg* args = NULL
+        cdef Py_ssize_t built[MAX_BLOCKS]         # per block: lists built up to here
+        cdef Py_ssize_t upto[MAX_BLOCKS]
+        cdef Py_ssize_t n_jobs = ctx.n_jobs, started = 0, left = n_jobs, k, b, w
         cdef Py_ssize_t window = max(1, n_jobs // 64)
         cdef Py_ssize_t want = min(<Py_ssize_t>num_threads, n_jobs)
         cdef list results = [None] * n_jobs
@@ -2381,8 +2387,10 @@ cdef class CoreBPE:
             built[b] = ctx.block_start[b]
         try:
             with nogil:
-                started = (start_workers(ctx, want - 1, 1, tids, args) if main_encodes
-                           else start_workers(ctx, want, 0, tids, args))
+                args = <WorkerArg*>malloc(want * sizeof(WorkerArg))
+                if args != NULL:
+                    started = (start_workers(ctx, want - 1, 1, tids, args) if main_encodes
+                               else start_workers(ctx, want, 0, tids, args))
                 if started == 0:
                     main_encodes = True    # no thread could start: all work is here
             if main_encodes:
@@ -2425,6 +2433,7 @@ cdef class CoreBPE:
             free(ctx.done)
             ctx.done = NULL
             free(cache)
+            free(args)
         return results
 
     cdef object to_numpy(self, Job* jobs, Py_ssize_t n_jobs, object dtype):
