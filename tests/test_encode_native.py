@@ -240,12 +240,8 @@ def test_long_chunks_without_a_mergeable_pair_are_their_bytes(pair):
     assert core._encode_chunk_bytes(b" " * 5000) == [space] * 5000
     assert core.encode_ordinary(" " * 100_000) == [space] * 100_000
     for piece in [b" " * 999 + b"\n\n", b"\n\n" + b" " * 999, b" \n" * 600, b" \n\n" * 300]:
-        old = _set_heap_threshold(1 << 20)    # the scan, as a second opinion
-        try:
-            scan = core._encode_chunk_bytes(piece)
-        finally:
-            _set_heap_threshold(old)
-        assert core._encode_chunk_bytes(piece) == scan == merge_bytes(piece, ranks)
+        heap, scan = heap_and_scan(core, piece)    # the scan, as a second opinion
+        assert core._encode_chunk_bytes(piece) == heap == scan == merge_bytes(piece, ranks)
     few = CoreBPE({b"a": 0, b" ": 1, b"aa": 2}, {}, r"[\s\S]+")
     with pytest.raises(ValueError, match="byte 0x62 at UTF-8 offset 41"):
         few.encode_ordinary(" a" * 20 + " b" + " a" * 20)
@@ -492,9 +488,9 @@ def test_batch_lists_in_both_thread_layouts(pair, count):
 def test_batch_blocks_cover_every_text_once(pair, threads):
     """Many texts are dealt to the threads in contiguous blocks (uneven when the count
     does not divide; past 64 threads, threads share blocks), and a thread whose block
-    runs out takes from the others: every
-    text is encoded exactly once, lists and numpy come back in input order, and a text
-    that cannot be encoded is reported whichever block it is in."""
+    runs out takes from the others: every text is encoded exactly once, lists and numpy
+    come back in input order, and a text that cannot be encoded is reported whichever
+    block it is in."""
     core, tk = pair("gpt2")
     for count in (8 * threads, 8 * threads + 1, 8 * threads + threads - 1, 101):
         texts = [f"{i}: " + TEXTS[i % len(TEXTS)][: 50 + 13 * (i % 7)] for i in range(count)]

@@ -1627,8 +1627,6 @@ cdef CacheEntry* new_chunk_cache(const Context* ctx) noexcept nogil:
     return <CacheEntry*>calloc(CACHE_ENTRIES, sizeof(CacheEntry)) if ctx.use_cache else NULL
 
 
-
-
 cdef void deal_blocks(Context* ctx, Py_ssize_t threads) noexcept nogil:
     """Many jobs (MANY_JOBS per thread or more): cut them into one contiguous block per
     thread (up to MAX_BLOCKS), thread slot t starting on block t % n_blocks. Few: one
