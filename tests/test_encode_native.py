@@ -1,6 +1,7 @@
 """fastbpe._encode.CoreBPE: ids identical to tiktoken, both merge paths, threads, pickling."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing as mp
 import pickle
@@ -20,7 +21,9 @@ from fastbpe._encode import (
     _equal_short,
     _set_by_chars,
     _set_heap_threshold,
+    _cut_points,
     _set_id_int_top_up,
+    _set_piece_size,
     _set_utf8_simd,
     _utf8_of,
 )
@@ -507,6 +510,126 @@ def test_batch_blocks_cover_every_text_once(pair, threads):
             few_bytes.encode_ordinary_batch(bad, threads)
         with pytest.raises(ValueError, match="not a token"):
             few_bytes.encode_batch_to_numpy(bad, frozenset(), threads)
+
+
+# ---- long texts of a batch cut into pieces -------------------------------------------
+
+
+@contextlib.contextmanager
+def tiny_pieces():
+    """Cut batch texts at every place the cut rule allows (pieces of >= 1 code point)."""
+    old = _set_piece_size(1, 1 << 20)
+    try:
+        yield
+    finally:
+        _set_piece_size(*old)
+
+
+@pytest.fixture
+def tiny_pieces_fixture():
+    with tiny_pieces():
+        yield
+
+
+_CUT_ALPHABET = st.sampled_from(
+    list("aZ9 \t\n\r'/._-!?<>|") + ["\n"] * 6 + list("ığİ中文١")
+    + ["\u0301", "\u00a0", "\u3000", "\u2028", "\u0085", "\x1c", "\x0b", "\ufeff", "👍", "\u200d"]
+)
+_CUT_TEXT = st.one_of(
+    st.text(_CUT_ALPHABET, max_size=60),
+    st.lists(st.sampled_from(["x\ny", ".\n/", "a\n\nb", " \nc", "'s\n's", "1\n2", "\r\n",
+                              "中\n文", "<|endoftext|>", "\n<|endoftext|>", "e\u0301\n",
+                              "/\n", "!\n!", "\u3000\n\u3000", " ", "word"]),
+             max_size=20).map("".join),
+)
+
+
+@pytest.mark.parametrize("name", VOCABS)
+@settings(max_examples=1500, deadline=None)
+@given(text=_CUT_TEXT)
+def test_cut_points_split_as_the_pattern_does(name, text):
+    """Splitting each piece between two cut points with the regex module gives exactly
+    the chunks of the whole text: the rule next_cut proves holds for all three patterns,
+    at every cut at once."""
+    pat = regex.compile(patterns.PATTERNS[name])
+    bounds = [0] + _cut_points(text) + [len(text)]
+    pieces = [c for a, b in zip(bounds, bounds[1:]) for c in pat.findall(text[a:b])]
+    assert pieces == pat.findall(text)
+
+
+def test_cut_points_examples():
+    # after "\n" that follows a non-space, before a non-space that is not "/"
+    assert _cut_points("ab\ncd\n\nef.\n/x\n x\nq") == [3, 17]
+    assert _cut_points("中\n文\n\u3000a\n😀") == [2, 7]
+    assert _cut_points("\nx") == [] and _cut_points("x\n") == []
+
+
+@pytest.mark.parametrize("name", VOCABS)
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_CUT_TEXT, min_size=1, max_size=4))
+def test_cut_texts_match_tiktoken(pair, name, texts):
+    core, tk = pair(name)
+    texts = [t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in texts]
+    want = [tk.encode_ordinary(t) for t in texts]
+    want_sp = [tk.encode(t, allowed_special="all") for t in texts]
+    with tiny_pieces():
+        assert core.encode_ordinary_batch(texts, 2) == want
+        assert core.encode_batch(texts, tk.special_tokens_set, 3) == want_sp
+        flat, offsets = core.encode_batch_to_numpy(texts, tk.special_tokens_set, 2)
+    assert [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == want_sp
+
+
+@pytest.mark.parametrize("name", VOCABS)
+def test_long_texts_cut_with_default_sizes(pair, name):
+    """A few long texts, with the default piece sizes: each is cut (about 16 pieces per
+    thread over the call) and still gets tiktoken's ids, as lists and as numpy, with
+    pieces finishing out of order on 2 and 3 threads."""
+    core, tk = pair(name)
+    line = "\n".join(t for t in TEXTS if t.strip())
+    texts = [line * 40, "中文\n字" * 30_000, "short", line * 25 + "\ud800 tail"]
+    assert len(_cut_points(texts[0])) > 100
+    want = [tk.encode_ordinary(t) for t in texts]
+    for threads in (2, 3):
+        assert core.encode_ordinary_batch(texts, threads) == want
+        flat, offsets = core.encode_batch_to_numpy(texts, frozenset(), threads)
+        assert [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == want
+
+
+@pytest.mark.usefixtures("tiny_pieces_fixture")
+def test_cut_texts_with_errors_report_the_whole_text(pair):
+    """A piece that fails sends its whole text down the single-job path: a lone
+    surrogate is fixed up as tiktoken does, and a byte that is no token is reported at
+    its offset in the text, not in the piece."""
+    core, tk = pair("gpt2")
+    texts = ["a\nb\n" * 50 + "x\ud800y\nz", "ok\nfine"]
+    assert core.encode_ordinary_batch(texts, 2) == [tk.encode_ordinary(t) for t in texts]
+    ranks = {bytes([b]): b for b in range(256) if b != ord("q")}
+    no_q = CoreBPE(ranks, {}, tk._pat_str)
+    text = "ab\ncd\n" * 100 + "q"
+    assert len(_cut_points(text)) > 100
+    for threads in (2, 3):
+        with pytest.raises(ValueError, match="byte 0x71 at UTF-8 offset 600 "):
+            no_q.encode_ordinary_batch([text, "ab\ncd"], threads)
+        with pytest.raises(ValueError, match="byte 0x71 at UTF-8 offset 600 "):
+            no_q.encode_batch_to_numpy(["ab\ncd", text], frozenset(), threads)
+
+
+@pytest.mark.usefixtures("tiny_pieces_fixture")
+def test_no_cuts_when_a_special_token_holds_a_newline(pair):
+    """A special token such as "a\\nb" can span a cut point, so with one allowed no
+    text is cut; with it not allowed, texts are cut again."""
+    _, tk = pair("gpt2")
+    core = CoreBPE(tk._mergeable_ranks, {"x\ny": 60_000, "<|endoftext|>": 50256}, tk._pat_str)
+    texts = ["ax\nyb\n" * 30, "x\ny" * 40]
+    got = core.encode_batch(texts, {"x\ny"}, 2)
+    for text, ids in zip(texts, got):
+        want = []
+        for i, part in enumerate(text.split("x\ny")):
+            if i:
+                want.append(60_000)
+            want += tk.encode_ordinary(part)
+        assert ids == want
+    assert core.encode_batch(texts, {"<|endoftext|>"}, 2) == [tk.encode_ordinary(t) for t in texts]
 
 
 def test_numpy_dtypes(pair):

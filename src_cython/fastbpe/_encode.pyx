@@ -44,7 +44,10 @@ made from the str's own buffer on the worker thread; any other pattern goes thro
 the ``regex`` module under the GIL, and only the merging runs without it.
 
 Batch calls start plain pthreads for the call and join them before returning: no pool
-survives a call, so processes forked later (multiprocessing "fork") are safe.
+survives a call, so processes forked later (multiprocessing "fork") are safe. Long texts
+of a batch are cut into pieces where every built-in pattern splits anyway (a newline
+between two non-space characters, ``next_cut``), so that a few long texts share the
+threads as evenly as many short ones and their lists are built while the rest encodes.
 """
 import numpy as np
 cimport numpy as cnp
@@ -52,7 +55,7 @@ cimport numpy as cnp
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memcpy, memmove
+from libc.string cimport memchr, memcmp, memcpy, memmove
 
 from fastbpe._pretokenize cimport next_chunk_end
 
@@ -1621,6 +1624,148 @@ cdef int encode_job(const Context* ctx, Job* job, OutBuf* out, CacheEntry* cache
         pos = e
 
 
+# --------------------------------------------------------------------------------------
+# Pieces: a long text of a batch is cut into several jobs where every native pattern
+# splits anyway, so that threads share it and its lists are built while it encodes
+# --------------------------------------------------------------------------------------
+
+#: Pieces are about (all text of the call) / (threads * pieces_per_thread) code points
+#: long, and at least piece_min (but the last one of a text). Enough pieces per thread
+#: that the threads finish together and the lists of all but the last few are built
+#: while the rest encodes; long enough that a piece costs far more than handing it out.
+cdef Py_ssize_t piece_min = 1 << 14
+cdef Py_ssize_t pieces_per_thread = 16
+
+
+def _set_piece_size(Py_ssize_t min_points, Py_ssize_t per_thread):
+    """Testing hook: set piece_min and pieces_per_thread; returns the previous pair."""
+    global piece_min, pieces_per_thread
+    if min_points < 1 or per_thread < 1:
+        raise ValueError(f"both must be at least 1, got {min_points}, {per_thread}")
+    old = (piece_min, pieces_per_thread)
+    piece_min = min_points
+    pieces_per_thread = per_thread
+    return old
+
+
+def _cut_points(str text):
+    """Testing hook: every position at which next_cut would cut text."""
+    FBE_UNICODE_READY(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0
+    cuts = []
+    while True:
+        i = next_cut(data, kind, i + 1, n)
+        if i >= n:
+            return cuts
+        cuts.append(i)
+
+
+cdef inline uint32_t code_point_at(const void* data, int kind, Py_ssize_t i) noexcept nogil:
+    if kind == 1:
+        return (<const uint8_t*>data)[i]
+    if kind == 2:
+        return (<const uint16_t*>data)[i]
+    return (<const uint32_t*>data)[i]
+
+
+cdef inline bint plain_char(uint32_t c) noexcept nogil:
+    """Surely not whitespace (\\s) in any Unicode version: printable ASCII other than the
+    space, or above U+00A0 outside the other places Unicode puts spaces (U+1680, the
+    General Punctuation block, U+3000, U+FEFF). Conservative on purpose: a false "no"
+    only costs a cut."""
+    if c < 0x80:
+        return 0x21 <= c <= 0x7E
+    return (c > 0xA0 and c != 0x1680 and not (0x2000 <= c <= 0x206F) and c != 0x3000
+            and c != 0xFEFF)
+
+
+cdef Py_ssize_t next_cut(const void* data, int kind, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """The first cut at or after code point i of data[0:n], or n if there is none.
+
+    A cut is a position i with data[i-1] == "\\n" and data[i-2], data[i] plain (see
+    plain_char), data[i] not "/". Encoding text[:i] and text[i:] as two texts then gives
+    exactly the ids of text, for the GPT-2, cl100k and o200k patterns:
+    - i is a chunk boundary. The chunk holding the "\\n" is whitespace only or, in
+      cl100k/o200k, punctuation followed by newlines (o200k: also "/"): none of them
+      goes on past a newline into a plain character that is not "/".
+    - That chunk is the same when the text ends at i: a lone "\\n" (data[i-2] is not
+      whitespace) is one chunk both before a plain character and at the end, under
+      "\\s+(?!\\S)", "\\s*[\\r\\n]+" and "\\s++$" alike; earlier chunks end before it.
+    - Chunks from i on do not depend on what comes before (no lookbehind, no "^").
+    Special tokens are found per piece, so a caller only cuts when no allowed special
+    token contains "\\n" (a special token that spans i would hold data[i-1])."""
+    cdef const uint8_t* p
+    cdef const void* hit
+    if i < 2:
+        i = 2
+    while i < n:
+        if kind == 1:
+            # newlines are rare next to the long runs in between: let memchr find them
+            p = <const uint8_t*>data
+            hit = memchr(p + i - 1, 10, n - i)          # data[i-1 .. n-2]
+            if hit == NULL:
+                return n
+            i = <const uint8_t*>hit - p + 1
+        elif code_point_at(data, kind, i - 1) != 10:
+            i += 1
+            continue
+        if (plain_char(code_point_at(data, kind, i - 2)) and plain_char(code_point_at(data, kind, i))
+                and code_point_at(data, kind, i) != 0x2F):
+            return i
+        i += 1
+    return n
+
+
+cdef Py_ssize_t cut_job(Job* jobs, Py_ssize_t target) noexcept nogil:
+    """Cut the text of jobs[0] (native pattern, prepared, not yet run) into pieces of
+    about target code points at next_cut points, written to jobs[0], jobs[1], ...;
+    returns how many (1: not cut). jobs must have room for n // target + 1 entries."""
+    cdef Job whole = jobs[0]
+    cdef const void* data = whole.text if whole.text != NULL else whole.src
+    cdef int kind = 1 if whole.text != NULL else whole.src_kind
+    cdef Py_ssize_t n = whole.n if whole.text != NULL else whole.src_len
+    cdef Py_ssize_t start = 0, cut, count = 0
+    while True:
+        cut = next_cut(data, kind, start + target, n)
+        if n - cut < target // 2:     # no cut, or only a stub would be left
+            cut = n
+        jobs[count] = whole
+        if whole.text != NULL:
+            jobs[count].text = whole.text + start
+            jobs[count].n = cut - start
+        else:
+            jobs[count].src = <const char*>whole.src + start * kind
+            jobs[count].src_len = cut - start
+        count += 1
+        if cut == n:
+            return count
+        start = cut
+
+
+cdef bint specials_hold_newline(const SpecialSet* ss) noexcept nogil:
+    """Whether an allowed special token contains "\\n" (then no text is cut: see next_cut)."""
+    cdef Py_ssize_t k
+    for k in range(ss.count):
+        if memchr(ss.items[k].text, 10, ss.items[k].length) != NULL:
+            return True
+    return False
+
+
+cdef inline Py_ssize_t job_points(const Job* job) noexcept nogil:
+    """A prepared job's length in code points."""
+    return job.src_len if job.src != NULL else job.n
+
+
+cdef bint pieces_failed(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(a, b):
+        if jobs[k].err != ERR_NONE:
+            return True
+    return False
+
+
 cdef CacheEntry* new_chunk_cache(const Context* ctx) noexcept nogil:
     """A thread's chunk cache for this call (free() it), or NULL: the call is too small
     for one to pay, or calloc failed, which just means no cache."""
@@ -1798,6 +1943,47 @@ cdef extern from "Python.h":
     int _gc_is_tracked "PyObject_GC_IsTracked"(object o)
     PyObject* _list_get "PyList_GET_ITEM"(object lst, Py_ssize_t i)
     void _incref "Py_INCREF"(PyObject* o)
+    void _set_size "Py_SET_SIZE"(object o, Py_ssize_t n)
+
+
+cdef extern from *:
+    """
+    /* Room in list op for `need` items, growing its item array to `want` (at least
+       need) items if it must: lists of ids are filled in place, a few large pieces at
+       a time, without list.extend's reference counting. Returns the item array, or
+       NULL (the caller raises MemoryError). */
+    static PyObject** fbe_list_reserve(PyObject* op, Py_ssize_t need, Py_ssize_t want) {
+        PyListObject* l = (PyListObject*)op;
+        PyObject** items;
+        if (need <= l->allocated)
+            return l->ob_item;
+        if (want < need)
+            want = need;
+        if ((size_t)want > (size_t)PY_SSIZE_T_MAX / sizeof(PyObject*))
+            return NULL;
+        items = (PyObject**)PyMem_Realloc(l->ob_item, (size_t)want * sizeof(PyObject*));
+        if (items == NULL)
+            return NULL;
+        l->ob_item = items;
+        l->allocated = want;
+        return items;
+    }
+    /* Give back a list's spare room when it is more than an eighth of its size. */
+    static void fbe_list_trim(PyObject* op) {
+        PyListObject* l = (PyListObject*)op;
+        Py_ssize_t size = Py_SIZE(l);
+        PyObject** items;
+        if (size == 0 || l->allocated - size <= size / 8)
+            return;
+        items = (PyObject**)PyMem_Realloc(l->ob_item, (size_t)size * sizeof(PyObject*));
+        if (items != NULL) {        /* if not, the list just keeps its room */
+            l->ob_item = items;
+            l->allocated = size;
+        }
+    }
+    """
+    PyObject** fbe_list_reserve(object lst, Py_ssize_t need, Py_ssize_t want)
+    void list_trim "fbe_list_trim"(object lst)
 
 
 cdef extern from *:
@@ -1900,16 +2086,33 @@ cdef list shared_id_ints(Py_ssize_t n):
 
 
 cdef list outbuf_to_list(const OutBuf* o, list int_cache, bint untracked=False):
-    """A list of Python ints; ids below len(int_cache) share the cached int objects,
-    which saves allocating (and later freeing) one int per token. Those are immortal
-    (where the build allows), so filling the list does not touch them at all.
+    """A list of the ids in o (see list_extend_ids).
 
     untracked: hide the list from the cyclic garbage collector until the caller hands
     it back with track_lists (see there)."""
-    cdef Py_ssize_t i, n_cached = len(int_cache) if int_cache is not None else 0
-    cdef list result = _new_list(o.size)
+    cdef list result = _new_list(0)
+    list_extend_ids(result, o, int_cache, o.size)
+    if untracked:
+        _gc_untrack(result)
+    return result
+
+
+cdef int list_extend_ids(list lst, const OutBuf* o, list int_cache,
+                         Py_ssize_t reserve) except -1:
+    """Append the ids in o to lst as Python ints, with room for `reserve` items in all
+    if the list must grow. Ids below len(int_cache) share the cached int objects, which
+    saves allocating (and later freeing) one int per token. Those are immortal (where
+    the build allows), so filling the list does not touch them at all."""
+    cdef Py_ssize_t i, size = len(lst), n_cached = len(int_cache) if int_cache is not None else 0
+    cdef PyObject** items
     cdef PyObject* item
     cdef uint32_t v
+    if o.size == 0:
+        return 0
+    items = fbe_list_reserve(lst, size + o.size, reserve)
+    if items == NULL:
+        raise MemoryError()
+    items += size
     for i in range(o.size):
         v = o.data[i]
         if v < n_cached:
@@ -1919,13 +2122,13 @@ cdef list outbuf_to_list(const OutBuf* o, list int_cache, bint untracked=False):
         else:
             item = PyLong_FromUnsignedLong(v)
             if item == NULL:
+                _set_size(lst, size + i)     # the items so far are the list's own
                 raise MemoryError()
-        PyList_SET_ITEM(result, i, item)
+        items[i] = item
+    _set_size(lst, size + o.size)
     if n_cached:
         note_handed_out(o.size)
-    if untracked:
-        _gc_untrack(result)
-    return result
+    return 0
 
 
 cdef void track_lists(list lists):
@@ -2289,21 +2492,42 @@ cdef class CoreBPE:
                     object dtype):
         """mode 0: list of lists; 1: one list (single text); 2: numpy (flat, offsets)."""
         self.check_ready()
-        cdef Py_ssize_t n_jobs = len(texts), i, total
+        cdef Py_ssize_t n_texts = len(texts), n_jobs = 0, cap, i, t, k, total = 0
+        cdef Py_ssize_t target = 0
         cdef list keep = []
         cdef CacheEntry* no_cache = NULL
         cdef SpecialSet ss
         cdef Context ctx
-        cdef Job* jobs = <Job*>malloc(max(n_jobs, 1) * sizeof(Job))
-        if jobs == NULL:
+        cdef Job* jobs = NULL
+        cdef Py_ssize_t* first = NULL     # text t is jobs[first[t]:first[t + 1]]
+        # 1. the allowed special tokens, and whether long texts may be cut into pieces:
+        #    only where threads can share them, and where the cut rule holds (next_cut)
+        self.fill_specials(&ss, allowed_special, keep)
+        for t in range(n_texts):
+            total += len(<str>texts[t])
+        if (num_threads > 1 and mode != 1 and self.pattern_id >= 0
+                and not specials_hold_newline(&ss)):
+            target = max(piece_min, total // (num_threads * pieces_per_thread))
+        cap = n_texts + (total // target if target else 0)
+        jobs = <Job*>malloc(max(cap, 1) * sizeof(Job))
+        first = <Py_ssize_t*>malloc((n_texts + 1) * sizeof(Py_ssize_t))
+        if jobs == NULL or first == NULL:
+            free(jobs)
+            free(first)
             raise MemoryError()
-        for i in range(n_jobs):
+        for i in range(cap):
             jobs[i].out.data = NULL
             jobs[i].owned = NULL
         try:
-            self.fill_specials(&ss, allowed_special, keep)
-            for i in range(n_jobs):
-                self.prepare_job(&jobs[i], texts[i], &ss, keep)
+            # 2. a job per text, or per piece of a long one
+            for t in range(n_texts):
+                first[t] = n_jobs
+                self.prepare_job(&jobs[n_jobs], texts[t], &ss, keep)
+                if target and len(<str>texts[t]) >= 2 * target:
+                    n_jobs += cut_job(&jobs[n_jobs], target)
+                else:
+                    n_jobs += 1
+            first[n_texts] = n_jobs
             ctx.vocab = &self.vocab
             ctx.specials = &ss
             ctx.pattern = self.pattern_id
@@ -2314,16 +2538,35 @@ cdef class CoreBPE:
                 total += jobs[i].n + jobs[i].src_len
             ctx.use_cache = total >= CACHE_MIN_TEXT
             ctx.notify = False
+            # 3. encode
             if mode == 0 and n_jobs > 1 and num_threads > 1:
-                results = self.run_streaming(&ctx, num_threads)
+                results = self.run_streaming(&ctx, num_threads, first, n_texts)
             else:
                 results = None
                 with nogil:
                     run_jobs(&ctx, num_threads)
-            for i in range(n_jobs):
+            # 4. errors: a cut text with a failed piece is redone whole (so that the
+            #    error, or tiktoken's surrogate fix-up, is about the whole text); then
+            #    the job of each text holds its only possible error
+            for t in range(n_texts):
+                if first[t + 1] - first[t] > 1 and pieces_failed(jobs, first[t], first[t + 1]):
+                    for k in range(first[t], first[t + 1]):
+                        free(jobs[k].out.data)
+                        free(jobs[k].owned)
+                        jobs[k].out.data = NULL
+                        jobs[k].out.size = 0
+                        jobs[k].out.cap = 0
+                        jobs[k].owned = NULL
+                        jobs[k].err = ERR_NONE
+                    if results is not None:
+                        results[t] = None
+                    self.prepare_job(&jobs[first[t]], texts[t], &ss, keep)
+                    with nogil:
+                        run_job(&ctx, &jobs[first[t]], no_cache)
+                i = first[t]
                 if jobs[i].err == ERR_SURROGATE:
                     # rare: redo this text after tiktoken's fix-up
-                    fixed = fix_surrogates(texts[i])
+                    fixed = fix_surrogates(texts[t])
                     keep.append(fixed)
                     free(jobs[i].out.data)
                     free(jobs[i].owned)
@@ -2333,28 +2576,33 @@ cdef class CoreBPE:
                     with nogil:
                         run_job(&ctx, &jobs[i], no_cache)
                 self.raise_job_error(&jobs[i])
+            # 5. results, one per text
             if mode == 1:
                 return outbuf_to_list(&jobs[0].out, self.int_cache)
             if mode == 0:
                 if results is None:
-                    results = [None] * n_jobs
-                for i in range(n_jobs):
-                    if results[i] is None:
-                        results[i] = outbuf_to_list(&jobs[i].out, self.int_cache, True)
+                    results = [None] * n_texts
+                for t in range(n_texts):
+                    if results[t] is None:      # not streamed, or redone above
+                        results[t] = outbuf_to_list(&jobs[first[t]].out, self.int_cache, True)
                 track_lists(results)
                 return results
-            return self.to_numpy(jobs, n_jobs, dtype)
+            return self.to_numpy(jobs, first, n_texts, dtype)
         finally:
             for i in range(n_jobs):
                 free(jobs[i].out.data)
                 free(jobs[i].owned)
             free(jobs)
+            free(first)
 
-    cdef list run_streaming(self, Context* ctx, int num_threads):
+    cdef list run_streaming(self, Context* ctx, int num_threads, const Py_ssize_t* first,
+                            Py_ssize_t n_texts):
         """All jobs on num_threads threads while this thread turns finished ones into
-        lists; returns the lists (None for jobs that failed, handled by the caller). The
-        GIL is released while encoding or waiting. Lists are built in job order within
-        each block of jobs (deal_blocks), whichever block finishes first.
+        lists; returns a list per text (None for a text with a failed job, handled by
+        the caller). The GIL is released while encoding or waiting. Finished jobs are
+        taken in job order within each block of jobs (deal_blocks), whichever block
+        finishes first; the pieces of a cut text go into its list in text order, each
+        as soon as it and the pieces before it are finished.
 
         Many jobs (at least 8 per thread): this thread is one of the num_threads. It
         takes a job, then builds the lists of every job finished so far, and so on; no
@@ -2364,18 +2612,32 @@ cdef class CoreBPE:
         that a long job of its own does not hold back the lists of the others."""
         cdef pthread_t tids[MAX_THREADS_C]
         cdef WorkerArg* args = NULL
-        cdef Py_ssize_t built[MAX_BLOCKS]         # per block: lists built up to here
+        cdef Py_ssize_t built[MAX_BLOCKS]         # per block: jobs taken up to here
         cdef Py_ssize_t upto[MAX_BLOCKS]
-        cdef Py_ssize_t n_jobs = ctx.n_jobs, started = 0, left = n_jobs, k, b, w
+        cdef Py_ssize_t n_jobs = ctx.n_jobs, started = 0, left = n_jobs, k, b, w, t
         cdef Py_ssize_t window = max(1, n_jobs // 64)
         cdef Py_ssize_t want = min(<Py_ssize_t>num_threads, n_jobs)
-        cdef list results = [None] * n_jobs
+        cdef list results = [None] * n_texts
         cdef CacheEntry* cache = NULL
         cdef Py_ssize_t j
         cdef bint main_encodes = n_jobs >= MANY_JOBS * want
+        # per job: its text, and whether this thread has taken it as finished; per text:
+        # its next piece to append
+        cdef Py_ssize_t* text_of = <Py_ssize_t*>malloc(n_jobs * sizeof(Py_ssize_t))
+        cdef Py_ssize_t* next_piece = <Py_ssize_t*>malloc(n_texts * sizeof(Py_ssize_t))
+        cdef char* taken = <char*>calloc(n_jobs, 1)
         ctx.done = <char*>calloc(n_jobs, 1)
-        if ctx.done == NULL:
+        if text_of == NULL or next_piece == NULL or taken == NULL or ctx.done == NULL:
+            free(text_of)
+            free(next_piece)
+            free(taken)
+            free(ctx.done)
+            ctx.done = NULL
             raise MemoryError()
+        for t in range(n_texts):
+            next_piece[t] = first[t]
+            for k in range(first[t], first[t + 1]):
+                text_of[k] = t
         pthread_mutex_init(&ctx.lock, NULL)
         pthread_cond_init(&ctx.cond, NULL)
         ctx.notify = True
@@ -2403,7 +2665,7 @@ cdef class CoreBPE:
                             finished_runs(ctx, built, upto, -1, -1)
                         else:
                             # nothing left to take: wait for a stretch of the first
-                            # block that still has lists to build
+                            # block that still has jobs to take
                             b = 0
                             while built[b] == ctx.block_end[b]:
                                 b += 1
@@ -2411,11 +2673,9 @@ cdef class CoreBPE:
                             finished_runs(ctx, built, upto, built[b], w)
                     for b in range(ctx.n_blocks):
                         for k in range(built[b], upto[b]):
-                            if ctx.jobs[k].err == ERR_NONE:
-                                results[k] = outbuf_to_list(&ctx.jobs[k].out,
-                                                            self.int_cache, True)
-                                free(ctx.jobs[k].out.data)
-                                ctx.jobs[k].out.data = NULL
+                            taken[k] = 1
+                            self.append_pieces(ctx.jobs, first, text_of[k], next_piece,
+                                               taken, results)
                         left -= upto[b] - built[b]
                         built[b] = upto[b]
             finally:
@@ -2430,17 +2690,61 @@ cdef class CoreBPE:
             pthread_mutex_destroy(&ctx.lock)
             free(ctx.done)
             ctx.done = NULL
+            free(text_of)
+            free(next_piece)
+            free(taken)
             free(cache)
             free(args)
         return results
 
-    cdef object to_numpy(self, Job* jobs, Py_ssize_t n_jobs, object dtype):
-        cdef Py_ssize_t total = 0, i, j, pos
-        offsets = np.empty(n_jobs + 1, dtype=np.int64)
+    cdef int append_pieces(self, Job* jobs, const Py_ssize_t* first, Py_ssize_t t,
+                           Py_ssize_t* next_piece, const char* taken, list results) except -1:
+        """Streaming mode: append to text t's list its finished pieces from next_piece[t]
+        on, in order, freeing their ids. A failed piece leaves results[t] None (the
+        caller redoes the text) and stops the text."""
+        cdef Py_ssize_t k = next_piece[t], end = first[t + 1], size
+        cdef Py_ssize_t done_points = 0, all_points = 0, i
+        cdef list lst
+        while k < end and taken[k]:
+            if jobs[k].err != ERR_NONE:
+                results[t] = None
+                next_piece[t] = end
+                return 0
+            lst = results[t]
+            if lst is None:
+                lst = _new_list(0)
+                _gc_untrack(lst)
+                results[t] = lst
+            # a cut text's list is sized by the share of its code points encoded so far
+            # (and trimmed after the last piece): growing piece by piece would copy it
+            size = len(lst) + jobs[k].out.size
+            if k + 1 < end:
+                if all_points == 0:
+                    for i in range(first[t], end):
+                        all_points += job_points(&jobs[i])
+                    for i in range(first[t], k + 1):
+                        done_points += job_points(&jobs[i])
+                else:
+                    done_points += job_points(&jobs[k])
+                size = <Py_ssize_t>(<double>size * all_points / max(done_points, 1) * 1.0625)
+            list_extend_ids(lst, &jobs[k].out, self.int_cache, size)
+            free(jobs[k].out.data)
+            jobs[k].out.data = NULL
+            k += 1
+        next_piece[t] = k
+        if k == end and results[t] is not None:
+            list_trim(results[t])
+        return 0
+
+    cdef object to_numpy(self, Job* jobs, const Py_ssize_t* first, Py_ssize_t n_texts,
+                         object dtype):
+        cdef Py_ssize_t n_jobs = first[n_texts], total = 0, i, j, pos
+        offsets = np.empty(n_texts + 1, dtype=np.int64)
         cdef int64_t[::1] off_v = offsets
         off_v[0] = 0
-        for i in range(n_jobs):
-            total += jobs[i].out.size
+        for i in range(n_texts):
+            for j in range(first[i], first[i + 1]):
+                total += jobs[j].out.size
             off_v[i + 1] = total
         flat = np.empty(total, dtype=dtype)
         cdef uint32_t[::1] f32
