@@ -25,6 +25,7 @@ from fastbpe._encode import (
     _set_id_int_top_up,
     _set_piece_size,
     _set_utf8_simd,
+    _shared_int_address,
     _utf8_of,
 )
 from fastbpe.reference import patterns
@@ -767,6 +768,27 @@ def test_shared_id_ints_survive_many_lists_and_encoders():
     # ids too sparse for the table: ordinary ints, still correct
     sparse = CoreBPE(base | {b"ab": 700_000}, {}, r"\S+|\s")
     assert sparse.encode_ordinary("ab ab") == [700_000, 32, 700_000]
+
+
+def test_shared_id_ints_are_ordinary_ints(pair):
+    """The shared ints are byte copies of CPython's own, side by side in one block (the
+    int of id v at a fixed stride from the first): they behave as any int does,
+    including id 0, which CPython stores without digits."""
+    import json
+
+    core, tk = pair("gpt2")
+    ids = core.encode_ordinary("!" + "hello world, this is a test" * 3)
+    assert ids[0] == 0 and ids == tk.encode_ordinary("!" + "hello world, this is a test" * 3)
+    for x in ids:
+        fresh = int(str(x))
+        assert type(x) is int and x == fresh and hash(x) == hash(fresh) and str(x) == str(fresh)
+        assert x + 1 - 1 == fresh and x.bit_length() == fresh.bit_length() and -x == -fresh
+        assert {fresh: "v"}[x] == "v" and sys.getsizeof(x) == sys.getsizeof(fresh)
+        assert id(x) == _shared_int_address(x)
+    assert _shared_int_address(1) - _shared_int_address(0) == _shared_int_address(2) - _shared_int_address(1)
+    assert pickle.loads(pickle.dumps(ids)) == ids
+    assert json.loads(json.dumps(ids)) == ids
+    assert np.array(ids).tolist() == ids and sum(ids) == sum(int(str(x)) for x in ids)
 
 
 def test_shared_id_ints_are_topped_up_before_they_drift_to_zero():

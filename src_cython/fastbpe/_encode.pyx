@@ -19,8 +19,9 @@ Layout (immutable after construction, so one object is safe to share between thr
   whether (and from which rank on) a token that is not whole characters spans it, and
   a 64 KiB filter of the character pairs that occur whole inside some token.
 
-Result lists hold int objects from one process-wide table (ids below 2**19), made
-immortal as CPython 3.12+ does for small ints, so filling a list writes no refcounts.
+Result lists hold int objects from one process-wide block (ids below 2**19, the int of
+id v at a fixed stride from the first), made immortal as CPython 3.12+ does for small
+ints, so filling a list reads no table and writes no refcounts.
 Batch calls build their lists hidden from the cyclic garbage collector and track them
 just before returning (``track_lists``), so the collector does not walk them mid-call.
 
@@ -55,7 +56,7 @@ cimport numpy as cnp
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memchr, memcmp, memcpy, memmove
+from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
 from fastbpe._pretokenize cimport next_chunk_end
 
@@ -1941,8 +1942,6 @@ cdef extern from "Python.h":
     void _gc_untrack "PyObject_GC_UnTrack"(object o)
     void _gc_track "PyObject_GC_Track"(object o)
     int _gc_is_tracked "PyObject_GC_IsTracked"(object o)
-    PyObject* _list_get "PyList_GET_ITEM"(object lst, Py_ssize_t i)
-    void _incref "Py_INCREF"(PyObject* o)
     void _set_size "Py_SET_SIZE"(object o, Py_ssize_t n)
 
 
@@ -1998,31 +1997,34 @@ cdef extern from *:
     #define FBE_IMMORTAL_REFCNT ((Py_ssize_t)((1ull << 40) | 0xC0000000ull))
     #if defined(Py_GIL_DISABLED) || SIZEOF_VOID_P < 8
     #define FBE_IMMORTAL_INTS 0
-    #define fbe_make_immortal(o) ((void)0)
     #else
     #define FBE_IMMORTAL_INTS 1
-    #define fbe_make_immortal(o) Py_SET_REFCNT((o), FBE_IMMORTAL_REFCNT)
     #endif
     #define FBE_REFCNT_DRIFTS (FBE_IMMORTAL_INTS && PY_VERSION_HEX < 0x030C0000)
     """
     const bint IMMORTAL_INTS "FBE_IMMORTAL_INTS"
     const bint REFCNT_DRIFTS "FBE_REFCNT_DRIFTS"
     const Py_ssize_t IMMORTAL_REFCNT "FBE_IMMORTAL_REFCNT"
-    void make_immortal "fbe_make_immortal"(PyObject* o)
     Py_ssize_t _refcnt "Py_REFCNT"(PyObject* o)
     void Py_SET_REFCNT(PyObject* o, Py_ssize_t n)
 
 
 cdef enum:
     ID_INTS_MAX = 1 << 19   # ids with a shared int object: 0 .. ID_INTS_MAX - 1
+    ID_INT_STRIDE = 32      # bytes per shared int: an int of one 30-bit digit fits
 
 #: int objects for ids 0, 1, 2, ..., shared by every encoder in the process and never
-#: freed (they are immortal): grown to the largest dense vocabulary loaded, at most
-#: ID_INTS_MAX ints (about 20 MB). Private and only ever holding ints, so it can never
-#: be part of a reference cycle: it is not tracked by the cyclic garbage collector,
-#: which would otherwise walk all of its ints at every full collection.
-cdef list _id_ints = []
-_gc_untrack(_id_ints)
+#: freed (they are immortal), side by side in one block: the int of id v is at
+#: _id_block + v * ID_INT_STRIDE, so filling a list costs no table lookup (a cache
+#: miss per token into a table of 8 bytes per id: measured, a table made list building
+#: cost 2.5-3.5 ms of a 24 ms o200k Turkish call, arithmetic about nothing). The block
+#: is address space for ID_INTS_MAX ints, committed by the OS as ints are made, up to
+#: the largest dense vocabulary loaded (_id_block_len). Each int is a byte copy of one
+#: CPython made (an int is its header, size and digits; nothing in it points at
+#: itself), with an immortal reference count. Not on builds without IMMORTAL_INTS:
+#: there every token gets a new int.
+cdef char* _id_block = NULL
+cdef Py_ssize_t _id_block_len = 0
 
 
 #: References to shared ints handed out since the last top_up_id_ints, and how many
@@ -2043,8 +2045,8 @@ cdef void top_up_id_ints() noexcept:
     The GIL is held, so no decrement races with it."""
     cdef Py_ssize_t i
     cdef PyObject* item
-    for i in range(len(_id_ints)):
-        item = _list_get(_id_ints, i)
+    for i in range(_id_block_len):
+        item = <PyObject*>(_id_block + i * ID_INT_STRIDE)
         if _refcnt(item) < IMMORTAL_REFCNT:
             Py_SET_REFCNT(item, IMMORTAL_REFCNT)
 
@@ -2074,36 +2076,61 @@ def _set_id_int_top_up(every):
 _IMMORTAL_REFCNT = IMMORTAL_REFCNT
 
 
-cdef list shared_id_ints(Py_ssize_t n):
-    """The shared int table, first grown to hold ids below min(n, ID_INTS_MAX)."""
-    cdef Py_ssize_t i
+cdef Py_ssize_t shared_id_ints(Py_ssize_t n) except -1:
+    """Make the shared ints of ids below min(n, ID_INTS_MAX); returns how many ids have
+    one (0 where this build cannot share ints)."""
+    global _id_block, _id_block_len
+    cdef Py_ssize_t i, size
+    cdef Py_ssize_t size0 = int.__sizeof__(0), size1 = int.__sizeof__(1)
     cdef object obj
-    for i in range(len(_id_ints), min(n, ID_INTS_MAX)):
+    cdef char* slot
+    if not IMMORTAL_INTS:
+        return 0
+    n = min(n, <Py_ssize_t>ID_INTS_MAX)
+    if n <= _id_block_len:
+        return n
+    # every id from 1 up has one digit, so the size of 1; 0 may be smaller
+    if max(size0, size1) > ID_INT_STRIDE or int.__sizeof__(ID_INTS_MAX - 1) != size1:
+        return 0
+    if _id_block == NULL:
+        _id_block = <char*>malloc(<size_t>ID_INTS_MAX * ID_INT_STRIDE)   # never freed
+        if _id_block == NULL:
+            raise MemoryError()
+    for i in range(_id_block_len, n):
         obj = i
-        make_immortal(<PyObject*>obj)
-        _id_ints.append(obj)
-    return _id_ints
+        size = size0 if i == 0 else size1
+        slot = _id_block + i * ID_INT_STRIDE
+        memcpy(slot, <PyObject*>obj, size)
+        memset(slot + size, 0, ID_INT_STRIDE - size)
+        Py_SET_REFCNT(<PyObject*>slot, IMMORTAL_REFCNT)
+    _id_block_len = n
+    return n
 
 
-cdef list outbuf_to_list(const OutBuf* o, list int_cache, bint untracked=False):
+def _shared_int_address(Py_ssize_t v):
+    """Testing hook: where the shared int of id v lives (0 if it has none)."""
+    return <uintptr_t>(_id_block + v * ID_INT_STRIDE) if 0 <= v < _id_block_len else 0
+
+
+cdef list outbuf_to_list(const OutBuf* o, Py_ssize_t n_shared, bint untracked=False):
     """A list of the ids in o (see list_extend_ids).
 
     untracked: hide the list from the cyclic garbage collector until the caller hands
     it back with track_lists (see there)."""
     cdef list result = _new_list(0)
-    list_extend_ids(result, o, int_cache, o.size)
+    list_extend_ids(result, o, n_shared, o.size)
     if untracked:
         _gc_untrack(result)
     return result
 
 
-cdef int list_extend_ids(list lst, const OutBuf* o, list int_cache,
+cdef int list_extend_ids(list lst, const OutBuf* o, Py_ssize_t n_shared,
                          Py_ssize_t reserve) except -1:
     """Append the ids in o to lst as Python ints, with room for `reserve` items in all
-    if the list must grow. Ids below len(int_cache) share the cached int objects, which
-    saves allocating (and later freeing) one int per token. Those are immortal (where
-    the build allows), so filling the list does not touch them at all."""
-    cdef Py_ssize_t i, size = len(lst), n_cached = len(int_cache) if int_cache is not None else 0
+    if the list must grow. Ids below n_shared are the shared ints (see _id_block), which
+    saves allocating (and later freeing) one int per token. Those are immortal, so
+    filling the list does not touch them at all."""
+    cdef Py_ssize_t i, size = len(lst)
     cdef PyObject** items
     cdef PyObject* item
     cdef uint32_t v
@@ -2115,10 +2142,8 @@ cdef int list_extend_ids(list lst, const OutBuf* o, list int_cache,
     items += size
     for i in range(o.size):
         v = o.data[i]
-        if v < n_cached:
-            item = _list_get(int_cache, v)
-            if not IMMORTAL_INTS:
-                _incref(item)
+        if v < n_shared:
+            item = <PyObject*>(_id_block + <size_t>v * ID_INT_STRIDE)
         else:
             item = PyLong_FromUnsignedLong(v)
             if item == NULL:
@@ -2126,7 +2151,7 @@ cdef int list_extend_ids(list lst, const OutBuf* o, list int_cache,
                 raise MemoryError()
         items[i] = item
     _set_size(lst, size + o.size)
-    if n_cached:
+    if n_shared:
         note_handed_out(o.size)
     return 0
 
@@ -2181,7 +2206,7 @@ cdef class CoreBPE:
     cdef uint32_t* sorted_ids      # sparse fallback: ids ascending, with their entries
     cdef int64_t* sorted_entry
     cdef dict special_bytes         # special text -> (offset in arena, length, id)
-    cdef list int_cache             # shared_id_ints() (dense vocabularies) or None
+    cdef Py_ssize_t n_shared_ints   # ids below this have a shared int (see _id_block)
 
     def __cinit__(self):
         self.vocab.slots = NULL
@@ -2352,7 +2377,7 @@ cdef class CoreBPE:
                 self.dense_entry[i] = -1
             for e in range(self.n_entries - 1, -1, -1):
                 self.dense_entry[<Py_ssize_t>entry_ids[e]] = e
-            self.int_cache = shared_id_ints(self.dense_size)
+            self.n_shared_ints = shared_id_ints(self.dense_size)
         else:
             self.dense_size = 0
             self.sorted_ids = <uint32_t*>malloc(max(self.n_entries, 1) * sizeof(uint32_t))
@@ -2578,13 +2603,13 @@ cdef class CoreBPE:
                 self.raise_job_error(&jobs[i])
             # 5. results, one per text
             if mode == 1:
-                return outbuf_to_list(&jobs[0].out, self.int_cache)
+                return outbuf_to_list(&jobs[0].out, self.n_shared_ints)
             if mode == 0:
                 if results is None:
                     results = [None] * n_texts
                 for t in range(n_texts):
                     if results[t] is None:      # not streamed, or redone above
-                        results[t] = outbuf_to_list(&jobs[first[t]].out, self.int_cache, True)
+                        results[t] = outbuf_to_list(&jobs[first[t]].out, self.n_shared_ints, True)
                 track_lists(results)
                 return results
             return self.to_numpy(jobs, first, n_texts, dtype)
@@ -2727,7 +2752,7 @@ cdef class CoreBPE:
                 else:
                     done_points += job_points(&jobs[k])
                 size = <Py_ssize_t>(<double>size * all_points / max(done_points, 1) * 1.0625)
-            list_extend_ids(lst, &jobs[k].out, self.int_cache, size)
+            list_extend_ids(lst, &jobs[k].out, self.n_shared_ints, size)
             free(jobs[k].out.data)
             jobs[k].out.data = NULL
             k += 1
@@ -2849,7 +2874,7 @@ cdef class CoreBPE:
                 raise MemoryError()
             if rc == ERR_BYTE:
                 raise ValueError(f"byte at {err_pos} is not a token")
-            return outbuf_to_list(&out, self.int_cache)
+            return outbuf_to_list(&out, self.n_shared_ints)
         finally:
             free(out.data)
 
@@ -2872,7 +2897,7 @@ cdef class CoreBPE:
                 rc = bpe_by_chars(&self.vocab, p, n, &out, NULL)
             if rc != ERR_NONE:
                 return None
-            return outbuf_to_list(&out, self.int_cache)
+            return outbuf_to_list(&out, self.n_shared_ints)
         finally:
             free(out.data)
 
