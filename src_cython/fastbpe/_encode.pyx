@@ -2549,7 +2549,9 @@ cdef class CoreBPE:
                 first[t] = n_jobs
                 self.prepare_job(&jobs[n_jobs], texts[t], &ss, keep)
                 if target and len(<str>texts[t]) >= 2 * target:
-                    n_jobs += cut_job(&jobs[n_jobs], target)
+                    with nogil:     # a scan of up to the whole text (no cut found)
+                        k = cut_job(&jobs[n_jobs], target)
+                    n_jobs += k
                 else:
                     n_jobs += 1
             first[n_texts] = n_jobs
