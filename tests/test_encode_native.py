@@ -19,6 +19,7 @@ from fastbpe._encode import (
     _IMMORTAL_REFCNT,
     CoreBPE,
     _equal_short,
+    _output_pool_bytes,
     _set_by_chars,
     _set_heap_threshold,
     _cut_points,
@@ -635,6 +636,27 @@ def test_no_cuts_when_a_special_token_holds_a_newline(pair):
             want += tk.encode_ordinary(part)
         assert ids == want
     assert core.encode_batch(texts, {"<|endoftext|>"}, 2) == [tk.encode_ordinary(t) for t in texts]
+
+
+def test_output_slabs_are_reused_and_bounded(pair):
+    """Ids are written to slabs of a process-wide pool, given back when the call ends:
+    the pool keeps at most 32 MiB between calls, outputs larger than a slab (one text
+    of several MiB of ids) still come out whole, and nothing leaks from one call's
+    output into the next."""
+    core, tk = pair("gpt2")
+    big = "ab, cd " * 700_000                      # about 2.1M ids: 8 MiB, several slabs
+    want_big = tk.encode_ordinary(big)
+    for threads in (1, 2):
+        assert core.encode_ordinary_batch([big, "x"], threads) == [want_big, [87]]
+        assert 0 < _output_pool_bytes() <= 32 << 20
+    texts = [TEXTS[i % len(TEXTS)] for i in range(300)]
+    want = [tk.encode_ordinary(t) for t in texts]
+    for threads in (1, 2, 3):
+        assert core.encode_ordinary_batch(texts, threads) == want
+        flat, offsets = core.encode_batch_to_numpy(texts, frozenset(), threads)
+        assert [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == want
+    assert core.encode_ordinary(big) == want_big
+    assert _output_pool_bytes() <= 32 << 20
 
 
 def test_numpy_dtypes(pair):
