@@ -323,8 +323,8 @@ def test_by_chars_matches_tiktoken_on_generated_text(pair, name, text):
 
 @pytest.mark.parametrize("name", VOCABS)
 def test_by_chars_with_the_chunk_cache(pair, name):
-    """Texts of 8 KiB and more get a per-thread chunk cache, which the joins of merging
-    by characters share (with their own tag): many random CJK-like texts in one string."""
+    """Each thread of a call has a chunk cache, which the joins of merging by characters
+    share (with their own tag): many random CJK-like texts in one string."""
     core, tk = pair(name)
     rng = random.Random(5)
     pool = (list(COMMON_CJK) * 3 + list("，。！？、 　\n'aé")
@@ -959,6 +959,40 @@ def test_uninitialised_core_raises_instead_of_crashing():
         core.encode_ordinary("abc")
     with pytest.raises(RuntimeError):
         core.decode_bytes([1])
+
+
+@pytest.mark.parametrize("name", VOCABS)
+def test_chunk_caches_kept_between_calls(pair, name):
+    """An encoder keeps its chunk caches warm between calls: short texts encoded one
+    call each (as a data loader does) reuse what earlier calls merged, and get
+    tiktoken's ids whether the cache is warm, cleared or shared by other threads."""
+    core, tk = pair(name)
+    rng = random.Random(11)
+    words = [w for t in TEXTS for w in t.split()] + list(COMMON_CJK) + ["中文字", "ığüş"]
+    docs = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 40))) for _ in range(300)]
+    want = [tk.encode_ordinary(d) for d in docs]
+    core._clear_chunk_caches()
+    assert core._chunk_caches_kept() == 0
+    assert [core.encode_ordinary(d) for d in docs] == want          # cold, then warm
+    assert core._chunk_caches_kept() >= 1
+    assert [core.encode_ordinary(d) for d in docs] == want          # all warm
+    assert core.encode_ordinary_batch(docs, 3) == want
+    core._clear_chunk_caches()
+    assert core._chunk_caches_kept() == 0
+    assert [core.encode_ordinary(d) for d in docs[::-1]] == want[::-1]
+
+
+def test_chunk_caches_belong_to_their_encoder(pair):
+    """Two encoders never see each other's cached chunks (the same bytes have other
+    tokens in another vocabulary), and an encoder keeps at most 16 caches."""
+    gpt2, tk_gpt2 = pair("gpt2")
+    o200k, tk_o200k = pair("o200k_base")
+    text = "The quick brown fox; der schnelle Fuchs; 中文字 ığüş\n" * 40
+    for _ in range(3):
+        assert gpt2.encode_ordinary(text) == tk_gpt2.encode_ordinary(text)
+        assert o200k.encode_ordinary(text) == tk_o200k.encode_ordinary(text)
+    assert gpt2.encode_ordinary_batch([text] * 200, 40) == [tk_gpt2.encode_ordinary(text)] * 200
+    assert gpt2._chunk_caches_kept() <= 16
 
 
 def test_shared_between_python_threads(pair):

@@ -25,9 +25,11 @@ ints, so filling a list reads no table and writes no refcounts.
 Batch calls build their lists hidden from the cyclic garbage collector and track them
 just before returning (``track_lists``), so the collector does not walk them mid-call.
 
-Per call and per thread (never shared, so no locks): a direct-mapped cache of merged
-chunks of up to 24 bytes, used when the call has at least 8 KiB of text; the seams of
-merging by characters keep their pure-BPE results there too, under a salted tag. The
+Per thread of a call: a direct-mapped cache of merged chunks of up to 24 bytes, taken
+from the encoder's pool of up to 16 (lock-free slots) and given back warm, so that
+calls on short texts share what earlier calls merged; one thread uses a cache at a
+time. The seams of merging by characters keep their pure-BPE results there too, under
+a salted tag. The
 ids of each thread's jobs go to 1 MiB slabs from a process-wide pool (``OutArena``),
 kept between calls up to 32 MiB, so that batches do not fault fresh pages every call.
 
@@ -376,6 +378,25 @@ cdef extern from *:
     static inline Py_ssize_t fbe_atomic_load(Py_ssize_t* counter) {
         return __atomic_load_n(counter, __ATOMIC_RELAXED);
     }
+    /* A pointer from one of n slots (emptying it), or NULL if all are empty. Lock-free,
+       so a process forked at any moment inherits no held lock. */
+    static inline void* fbe_slot_take(void** slots, int n) {
+        for (int i = 0; i < n; i++) {
+            void* p = __atomic_exchange_n(&slots[i], (void*)0, __ATOMIC_ACQ_REL);
+            if (p) return p;
+        }
+        return (void*)0;
+    }
+    /* Put p into an empty slot; 0 if all n are full (the caller frees p). */
+    static inline int fbe_slot_give(void** slots, int n, void* p) {
+        for (int i = 0; i < n; i++) {
+            void* expected = (void*)0;
+            if (__atomic_compare_exchange_n(&slots[i], &expected, p, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_RELAXED))
+                return 1;
+        }
+        return 0;
+    }
     """
     uint64_t fbe_hash(const unsigned char* p, size_t n) noexcept nogil
     uint64_t fbe_word(const unsigned char* p, size_t n) noexcept nogil
@@ -391,6 +412,8 @@ cdef extern from *:
     bint fbe_equal_short(const unsigned char* a, const unsigned char* b, size_t n) noexcept nogil
     Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
     Py_ssize_t fbe_atomic_load(Py_ssize_t* counter) noexcept nogil
+    void* fbe_slot_take(void** slots, int n) noexcept nogil
+    bint fbe_slot_give(void** slots, int n, void* p) noexcept nogil
     void* table_alloc "fbe_table_alloc"(size_t size) noexcept nogil
 
 
@@ -1066,7 +1089,7 @@ cdef enum:
     CACHE_KEY_MAX = 24
     CACHE_TOK_MAX = 8
     CACHE_ENTRIES = 8192
-    CACHE_MIN_TEXT = 8192     # smaller calls do not pay for allocating the cache
+    CACHE_POOL = 16           # chunk caches an encoder keeps between calls
 
 
 cdef struct CacheEntry:       # one 64-byte cache line
@@ -1671,7 +1694,7 @@ cdef struct Context:
     Py_ssize_t block_start[MAX_BLOCKS]
     Py_ssize_t block_end[MAX_BLOCKS]
     Py_ssize_t block_next[MAX_BLOCKS]     # atomic cursor per block
-    bint use_cache            # enough text for a chunk cache per thread to pay
+    void** cache_pool         # the encoder's chunk caches (see new_chunk_cache)
     OutArena* arenas          # per thread slot: where its jobs' ids go (see OutArena)
     # Streaming mode: workers flag each finished job so that the caller can build its
     # Python list (which needs the GIL, so only one thread can) while they go on.
@@ -1911,9 +1934,23 @@ cdef bint pieces_failed(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept no
 
 
 cdef CacheEntry* new_chunk_cache(const Context* ctx) noexcept nogil:
-    """A thread's chunk cache for this call (free() it), or NULL: the call is too small
-    for one to pay, or calloc failed, which just means no cache."""
-    return <CacheEntry*>calloc(CACHE_ENTRIES, sizeof(CacheEntry)) if ctx.use_cache else NULL
+    """A chunk cache for one thread of this call (give it back with
+    return_chunk_cache), or NULL if calloc failed, which just means no cache.
+
+    The encoder keeps up to CACHE_POOL caches between calls, warm: a cache maps chunk
+    bytes to that encoder's tokens, which never change. So a data loader calling
+    encode() once per short document merges each word once, not once per document
+    (measured, ~2 KB documents one call each: o200k Turkish 45 -> 67 MB/s, gpt2 Python
+    86 -> 130). Each cache is used by one thread at a time."""
+    cdef CacheEntry* c = <CacheEntry*>fbe_slot_take(ctx.cache_pool, CACHE_POOL)
+    if c == NULL:
+        c = <CacheEntry*>calloc(CACHE_ENTRIES, sizeof(CacheEntry))
+    return c
+
+
+cdef void return_chunk_cache(const Context* ctx, CacheEntry* c) noexcept nogil:
+    if c != NULL and not fbe_slot_give(ctx.cache_pool, CACHE_POOL, c):
+        free(c)
 
 
 cdef void deal_blocks(Context* ctx, Py_ssize_t threads) noexcept nogil:
@@ -1978,7 +2015,7 @@ cdef void* worker_main(void* arg) noexcept nogil:
         run_job(ctx, &ctx.jobs[i], cache, &ctx.arenas[slot])
         if ctx.notify:
             mark_done(ctx, i)
-    free(cache)
+    return_chunk_cache(ctx, cache)
     return NULL
 
 
@@ -2350,6 +2387,7 @@ cdef class CoreBPE:
     cdef int64_t* sorted_entry
     cdef dict special_bytes         # special text -> (offset in arena, length, id)
     cdef Py_ssize_t n_shared_ints   # ids below this have a shared int (see _id_block)
+    cdef void* cache_pool[CACHE_POOL]   # chunk caches kept between calls (new_chunk_cache)
 
     def __cinit__(self):
         self.vocab.slots = NULL
@@ -2368,8 +2406,11 @@ cdef class CoreBPE:
         self.sorted_ids = NULL
         self.sorted_entry = NULL
         self.pattern_id = -1
+        for i in range(CACHE_POOL):
+            self.cache_pool[i] = NULL
 
     def __dealloc__(self):
+        self.free_chunk_caches()
         free(self.vocab.slots)
         free(self.vocab.long_offset)
         free(self.vocab.pair_rank2)
@@ -2384,6 +2425,26 @@ cdef class CoreBPE:
         free(self.dense_entry)
         free(self.sorted_ids)
         free(self.sorted_entry)
+
+    cdef void free_chunk_caches(self) noexcept nogil:
+        cdef void* c
+        c = fbe_slot_take(self.cache_pool, CACHE_POOL)
+        while c != NULL:
+            free(c)
+            c = fbe_slot_take(self.cache_pool, CACHE_POOL)
+
+    def _chunk_caches_kept(self):
+        """Testing hook: how many chunk caches the encoder keeps between calls."""
+        cdef Py_ssize_t i, n = 0
+        for i in range(CACHE_POOL):
+            n += self.cache_pool[i] != NULL
+        return n
+
+    def _clear_chunk_caches(self):
+        """Drop the chunk caches kept between calls, so that the next call starts cold,
+        as the first call does. For benchmarks that time the same text repeatedly,
+        where a warm cache would measure a text the encoder has already seen."""
+        self.free_chunk_caches()
 
     def __init__(self, mergeable_ranks, special_tokens, str pat_str):
         if not isinstance(mergeable_ranks, dict):
@@ -2710,10 +2771,7 @@ cdef class CoreBPE:
             ctx.pattern = self.pattern_id
             ctx.jobs = jobs
             ctx.n_jobs = n_jobs
-            total = 0
-            for i in range(n_jobs):
-                total += jobs[i].n + jobs[i].src_len
-            ctx.use_cache = total >= CACHE_MIN_TEXT
+            ctx.cache_pool = self.cache_pool
             ctx.notify = False
             # 3. encode
             if mode == 0 and n_jobs > 1 and num_threads > 1:
@@ -2873,7 +2931,7 @@ cdef class CoreBPE:
             free(text_of)
             free(next_piece)
             free(taken)
-            free(cache)
+            return_chunk_cache(ctx, cache)
             free(args)
         return results
 
