@@ -26,7 +26,8 @@ Batch calls build their lists hidden from the cyclic garbage collector and track
 just before returning (``track_lists``), so the collector does not walk them mid-call.
 
 Per thread of a call: a direct-mapped cache of merged chunks of up to 24 bytes, taken
-from the encoder's pool of up to 16 (lock-free slots) and given back warm, so that
+from the encoder's pool of up to 16 (512 KiB each, so at most 8 MiB an encoder;
+lock-free slots) and given back warm, so that
 calls on short texts share what earlier calls merged; one thread uses a cache at a
 time. The seams of merging by characters keep their pure-BPE results there too, under
 a salted tag. The
