@@ -43,8 +43,7 @@ def _run(benchmark, fn, core=None):
     # A few rounds of a multi-megabyte input are plenty; calibration would take minutes.
     # fastbpe's chunk caches are dropped before each round (untimed): the same text
     # again would otherwise find every word already merged.
-    clear = getattr(core, "_clear_chunk_caches", None)
-    setup = (lambda: (clear(), ((), {}))[1]) if clear else None
+    setup = getattr(core, "_clear_chunk_caches", None)
     return benchmark.pedantic(fn, setup=setup, rounds=3, iterations=1, warmup_rounds=1)
 
 

@@ -665,7 +665,7 @@ cdef extern from *:
         struct FbeSlab* next;
         size_t size;          /* usable bytes after the header */
         size_t used;
-        size_t pad;           /* keeps the data 32-byte aligned */
+        size_t pad;           /* a 32-byte header: the data is as aligned as malloc's */
     } FbeSlab;
     #define FBE_SLAB_BYTES ((size_t)1 << 20)
     #define FBE_POOL_MAX ((size_t)32 << 20)   /* bytes of slabs kept between calls */
@@ -1927,6 +1927,15 @@ cdef inline Py_ssize_t job_points(const Job* job) noexcept nogil:
     return job.src_len if job.src != NULL else job.n
 
 
+cdef void job_free(Job* job) noexcept nogil:
+    """Release a job's ids and its UTF-8 copy, leaving it empty."""
+    out_free(&job.out)
+    job.out.size = 0
+    job.out.cap = 0
+    free(job.owned)
+    job.owned = NULL
+
+
 cdef bint pieces_failed(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
     cdef Py_ssize_t k
     for k in range(a, b):
@@ -2392,6 +2401,7 @@ cdef class CoreBPE:
     cdef void* cache_pool[CACHE_POOL]   # chunk caches kept between calls (new_chunk_cache)
 
     def __cinit__(self):
+        cdef int i
         self.vocab.slots = NULL
         self.vocab.long_offset = NULL
         self.vocab.pair_rank2 = NULL
@@ -2737,10 +2747,10 @@ cdef class CoreBPE:
         # 1. the allowed special tokens, and whether long texts may be cut into pieces:
         #    only where threads can share them, and where the cut rule holds (next_cut)
         self.fill_specials(&ss, allowed_special, keep)
-        for t in range(n_texts):
-            total += len(<str>texts[t])
         if (num_threads > 1 and mode != 1 and self.pattern_id >= 0
                 and not specials_hold_newline(&ss)):
+            for t in range(n_texts):
+                total += len(<str>texts[t])
             target = max(piece_min, total // (num_threads * pieces_per_thread))
         cap = n_texts + (total // target if target else 0)
         jobs = <Job*>malloc(max(cap, 1) * sizeof(Job))
@@ -2788,11 +2798,7 @@ cdef class CoreBPE:
             for t in range(n_texts):
                 if first[t + 1] - first[t] > 1 and pieces_failed(jobs, first[t], first[t + 1]):
                     for k in range(first[t], first[t + 1]):
-                        out_free(&jobs[k].out)
-                        free(jobs[k].owned)
-                        jobs[k].out.size = 0
-                        jobs[k].out.cap = 0
-                        jobs[k].owned = NULL
+                        job_free(&jobs[k])
                         jobs[k].err = ERR_NONE
                     if results is not None:
                         results[t] = None
@@ -2804,9 +2810,7 @@ cdef class CoreBPE:
                     # rare: redo this text after tiktoken's fix-up
                     fixed = fix_surrogates(texts[t])
                     keep.append(fixed)
-                    out_free(&jobs[i].out)
-                    free(jobs[i].owned)
-                    jobs[i].owned = NULL
+                    job_free(&jobs[i])
                     self.prepare_job(&jobs[i], fixed, &ss, keep)
                     with nogil:
                         run_job(&ctx, &jobs[i], no_cache, NULL)
@@ -2825,8 +2829,7 @@ cdef class CoreBPE:
             return self.to_numpy(jobs, first, n_texts, dtype)
         finally:
             for i in range(n_jobs):
-                out_free(&jobs[i].out)
-                free(jobs[i].owned)
+                job_free(&jobs[i])
             free(jobs)
             free(first)
             if ctx.arenas != NULL:
