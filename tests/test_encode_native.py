@@ -170,6 +170,24 @@ def test_hypothesis_matches_tiktoken(pair, name, text):
     assert core.encode(text, tk.special_tokens_set) == tk.encode(text, allowed_special="all")
 
 
+# Texts long enough for o200k's windows (64 bytes ahead of a chunk), around specials too.
+_WINDOW_TEXT = st.lists(
+    st.sampled_from(["word", " word", " Word", "WORD", "camelCase", " ", "  ", "\n", "\n\n",
+                     " \n ", "\t", ".", ",", "!\n", "(", "'s", "'ll", "'x", "12", "1234",
+                     "ç", " şu", "İ", "ı", "é", "×", "\u00a0", "“", "中", "👍", "\u0301",
+                     "<|endoftext|>"]),
+    min_size=20, max_size=100,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_WINDOW_TEXT)
+def test_o200k_windows_match_tiktoken(pair, text):
+    core, tk = pair("o200k_base")
+    assert core.encode_ordinary(text) == tk.encode_ordinary(text)
+    assert core.encode(text, tk.special_tokens_set) == tk.encode(text, allowed_special="all")
+
+
 def test_lone_surrogates_fixed_up_like_tiktoken(pair):
     core, tk = pair("cl100k_base")
     texts = ["a\ud800b", "\udfff", "x\ud83d\ude00y", "\ud83d", "中\ud800文", "ok"]

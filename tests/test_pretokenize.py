@@ -269,6 +269,48 @@ def test_generated_text_o200k(text):
     assert P.split(text, "o200k") == expected(text, "o200k")
 
 
+# o200k windows (_split_fast.h / _split_fill.h) decide chunks 64 bytes at a time, only
+# where 64 bytes of the segment are left: texts here are long enough, and mostly made of
+# what the masks handle (ASCII, two-byte letters, symbols and spaces), with some of what
+# they leave to the scalar splitter (three-byte chars, digit runs, suffixes, marks).
+WINDOW_PIECES = [
+    "a", "z", "A", "Z", "word", " word", "Word", " Word", "WORD", "wORD", "camelCase",
+    "HTTPServer", " ", "  ", "   ", "\t", " \t", "\n", "\n\n", "\r\n", " \n", "\n ",
+    "\n  \n", "\x0b", "\x0c", "\x85", "\u00a0", "\u2028", "\u3000", "!", "?", ".", "..",
+    ",", "/", "//", "-", "(", ")", "\"", "'", "''", "'s", "'S", "'t", "'ll", "'LL", "'ve",
+    "'re", "'RE", "'d", "'m", "'x", "'l", "'r", "'ſ", "ſ", "0", "7", "12", "123", "1234",
+    "١", "ç", "ş", "ğ", "ı", "İ", "ö", "Ü", "é", "É", "ß", "×", "÷", "«", "»", "§", "©",
+    "ǅ", "ª", "ʰ", "\u0301", "Σ", "σ", "Ω", "\u05d0", "“", "”", "’", "中", "あ", "👍",
+    "\x00", "\x1c", "\x7f", "~", "_", "@", "`", "[", "{",
+]
+window_text = st.lists(st.sampled_from(WINDOW_PIECES), min_size=20, max_size=120).map("".join)
+
+
+@settings(max_examples=3000)
+@given(window_text)
+@example("x" * 70 + "'s" + "y" * 70)
+@example("a" * 61 + " \n  \n b" + "c" * 70)
+@example("a" * 40 + "!\n/word" + "b" * 70)
+def test_generated_text_o200k_windows(text):
+    want = expected(text, "o200k")
+    assert P.split(text, "o200k") == want
+    old = P._set_window_split(False)
+    try:
+        assert P.split(text, "o200k") == want
+    finally:
+        P._set_window_split(old)
+
+
+def test_windows_decide_most_chunks_of_latin_text():
+    # the fast path is taken (a regression would still split right, only slower)
+    text = ("Türkçe metin, İstanbul'da \"çok\" güzel. It's a Test of HTTPServer's\n"
+            "    code (with 12 numbers) and  spaces.\n\n") * 50
+    data = text.encode()
+    chunks, scalar = P._win_stats(data)
+    assert chunks == len(expected(text, "o200k"))
+    assert scalar < chunks * 0.15
+
+
 @settings(max_examples=300)
 @given(st.text())
 def test_chunks_tile_text(text):

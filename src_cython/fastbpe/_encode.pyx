@@ -64,7 +64,7 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
-from fastbpe._pretokenize cimport next_chunk_end
+from fastbpe._pretokenize cimport FbpeWin, fbpe_win_reset, split_next
 
 cnp.import_array()
 
@@ -1714,10 +1714,12 @@ cdef int encode_segment(const Context* ctx, Job* job, OutBuf* out, Py_ssize_t st
     cdef const unsigned char* text = job.text
     cdef Py_ssize_t s, e, local
     cdef int rc
+    cdef FbpeWin win
     if ctx.pattern >= 0:
+        fbpe_win_reset(&win)
         s = start
         while s < end:
-            e = next_chunk_end(ctx.pattern, text, s, end)
+            e = split_next(&win, ctx.pattern, text, s, end)
             rc = bpe_chunk(ctx.vocab, text + s, e - s, out, &local, cache)
             if rc != ERR_NONE:
                 job.err_pos = s + local

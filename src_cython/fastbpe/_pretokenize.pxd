@@ -10,3 +10,34 @@ cdef enum:
 # Returns the end (> start) of the chunk that starts at `start`. Thread-safe.
 cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_t start,
                                Py_ssize_t end) noexcept nogil
+
+
+# o200k by window masks (_split_fast.h): a stateful fast path in front of
+# next_chunk_end. A loop over one segment keeps an FbpeWin, resets it with
+# fbpe_win_reset, and calls split_next instead of next_chunk_end: the same chunk ends.
+cdef extern from "_split_fast.h" nogil:
+    ctypedef struct FbpeWin:
+        int scalar_left     # chunks to leave to the scalar splitter before a new window
+    void fbpe_win_reset(FbpeWin* win)
+    Py_ssize_t fbpe_win_take(const FbpeWin* win, Py_ssize_t p)
+
+cdef bint window_split      # False: the scalar splitter alone (a testing hook)
+
+# The chunk end at start when the window has none: from a new window, or the scalar
+# splitter. Thread-safe (win is the caller's).
+cdef Py_ssize_t split_refill(FbpeWin* win, int pattern, const unsigned char* text,
+                             Py_ssize_t start, Py_ssize_t end) noexcept nogil
+
+cdef inline Py_ssize_t split_next(FbpeWin* win, int pattern, const unsigned char* text,
+                                  Py_ssize_t start, Py_ssize_t end) noexcept nogil:
+    """next_chunk_end(pattern, text, start, end), through the window for o200k."""
+    cdef Py_ssize_t e
+    if pattern == SPLIT_O200K and window_split:
+        e = fbpe_win_take(win, start)
+        if e >= 0:
+            return e
+        if win.scalar_left > 0:
+            win.scalar_left -= 1
+            return next_chunk_end(pattern, text, start, end)
+        return split_refill(win, pattern, text, start, end)
+    return next_chunk_end(pattern, text, start, end)

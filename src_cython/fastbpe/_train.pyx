@@ -1212,7 +1212,7 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
 # end, so memory grows with the number of unique chunks, not with the corpus. Custom
 # patterns go through the ``regex`` module, in worker processes when num_threads > 1.
 
-from fastbpe._pretokenize cimport next_chunk_end
+from fastbpe._pretokenize cimport FbpeWin, fbpe_win_reset, split_next
 from fastbpe._pretokenize import pattern_id as _pattern_id
 
 cdef extern from "string.h" nogil:
@@ -1226,10 +1226,12 @@ cdef int count_piece(_ChunkTable table, int pid, const uint8_t* t, Py_ssize_t st
     cdef Py_ssize_t pos = start, stop
     cdef const uint8_t* seg = t + start
     cdef Py_ssize_t n = end - start
+    cdef FbpeWin win
     # the pre-tokenizer sees the piece as its whole text: `$` is the piece's end
     pos = 0
+    fbpe_win_reset(&win)
     while pos < n:
-        stop = next_chunk_end(pid, seg, pos, n)
+        stop = split_next(&win, pid, seg, pos, n)
         if table.push(seg + pos, stop - pos) < 0:
             return -1
         pos = stop
