@@ -587,7 +587,9 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
                 return -1
             ends = ends_ptr[0] = grown
             cap_ptr[0] = cap
-        pos = split_next(&win, pid, t, pos, n)
+        # (the scalar splitter directly for the other patterns: a tighter loop)
+        pos = (split_next(&win, pid, t, pos, n) if pid == SPLIT_O200K
+               else next_chunk_end(pid, t, pos, n))
         ends[count] = pos
         count += 1
     return count
@@ -692,9 +694,14 @@ def _count_chunks(const unsigned char[::1] data, int pid, int repeat=1):
             pos = 0
             count = 0
             fbpe_win_reset(&win)
-            while pos < n:
-                pos = split_next(&win, pid, t, pos, n)
-                count += 1
+            if pid == SPLIT_O200K:
+                while pos < n:
+                    pos = split_next(&win, pid, t, pos, n)
+                    count += 1
+            else:
+                while pos < n:
+                    pos = next_chunk_end(pid, t, pos, n)
+                    count += 1
     return count
 
 
