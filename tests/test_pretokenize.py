@@ -291,6 +291,11 @@ window_text = st.lists(st.sampled_from(WINDOW_PIECES), min_size=20, max_size=120
 @example("x" * 70 + "'s" + "y" * 70)
 @example("a" * 61 + " \n  \n b" + "c" * 70)
 @example("a" * 40 + "!\n/word" + "b" * 70)
+# found by a longer random search: whitespace after "\n" that runs into a char the masks
+# leave alone (U+3000 is whitespace), or to the window's end, then "\n" again
+@example("é''123ÉababWord@'m\n    \u3000\n1234'm\n 'm12345'dé   \x7f''Éİé..é")
+@example("ab\n" + " " * 61 + "\u3000\n" + "c" * 70)
+@example("x\n" + " " * 80 + "\ny")
 def test_generated_text_o200k_windows(text):
     want = expected(text, "o200k")
     assert P.split(text, "o200k") == want

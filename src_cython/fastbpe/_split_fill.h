@@ -138,15 +138,19 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
               | (slash & (crm << 1));                         /* [\r\n/]* after \r, \n */
     /* Whitespace runs with CR chars, then others, then CR chars again: (5) takes the
        run up to its last CR char, so the others after the first CR chars start no
-       chunk. Unhandled from those others on (T: each run of non-CR whitespace that
-       follows a CR char; the carry of A + T runs to the char after it). */
+       chunk. So a run of other whitespace after a CR char (T: its first byte; the
+       carry of A + T runs to the char after it) is unhandled from its start when what
+       follows it is a CR char, or may be one: an unhandled byte (U+3000 is
+       whitespace), or the end of the window. */
     A = WS & ~crm;
     T = A & (crm << 1);
-    Z = ((A + T) & ~A) & crm;             /* a CR char after such a run */
+    Z = (A + T) & ~A & (crm | unhandled); /* the byte after such a run */
+    if (((A + T) ^ A) & A & (1ull << 63)) /* the last such run reaches the end */
+        unhandled |= 1ull << (63 - __builtin_clzll(T));
     while (Z) {                           /* rare: mark the run's first byte */
         int e = __builtin_ctzll(Z);
-        uint64_t below = T & ((1ull << e) - 1);
-        unhandled |= 1ull << (63 - __builtin_clzll(below));
+        uint64_t below = T & ((1ull << e) - 1);   /* never empty: a T run ends at e */
+        if (below) unhandled |= 1ull << (63 - __builtin_clzll(below));
         Z &= Z - 1;
     }
     /* The suffix (?i:'s|'t|'re|'ve|'m|'ll|'d) after a letter run (ap: its apostrophe;
@@ -156,7 +160,8 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
     ap = apos & (L << 1) & ~(1ull << 63) & ~(1ull << 62);
     for (m = ap; m; m &= m - 1) {         /* about one in a few hundred bytes */
         int i = __builtin_ctzll(m);
-        unsigned f1 = fbpe_fold_ascii[t[base + i + 1] & 0x7F], f2 = fbpe_fold_ascii[t[base + i + 2] & 0x7F];
+        unsigned f1 = fbpe_fold_ascii[t[base + i + 1] & 0x7F];
+        unsigned f2 = fbpe_fold_ascii[t[base + i + 2] & 0x7F];
         if (f1 == 's' || f1 == 't' || f1 == 'm' || f1 == 'd')
             s1 |= 1ull << i;
         else if ((f1 == 'l' && f2 == 'l') || ((f1 == 'r' || f1 == 'v') && f2 == 'e'))
