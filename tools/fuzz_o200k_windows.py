@@ -1,0 +1,74 @@
+"""Random search for texts that o200k's window splitter splits unlike ``regex``.
+
+    python tools/fuzz_o200k_windows.py [--seconds 120] [--seed 0]
+
+The hypothesis tests in tests/test_pretokenize.py cover the window rules
+(src_cython/fastbpe/_split_fill.h) with a few thousand texts; run this for minutes
+after changing them. Texts are 10-400 pieces drawn from a random subset of the tests'
+WINDOW_PIECES (so that some windows are dense in one kind of char), then random code
+points from a few scripts. A text that splits differently is written to
+fuzz_o200k_failure.txt and the script exits with 1.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import regex  # noqa: E402
+
+from fastbpe import _pretokenize as P  # noqa: E402
+from fastbpe.reference import patterns as R  # noqa: E402
+from test_pretokenize import WINDOW_PIECES  # noqa: E402
+
+RANGES = [(0x20, 0x7E)] * 6 + [(0x0, 0x20), (0x80, 0x7FF), (0x80, 0x17F), (0x370, 0x3FF),
+                               (0x400, 0x4FF), (0x590, 0x6FF), (0x2000, 0x206F),
+                               (0x3000, 0x303F), (0x4E00, 0x4E80), (0x1F300, 0x1F600),
+                               (0xD800, 0xDFFF)]
+
+
+def pieces_text(rng: random.Random) -> str:
+    subset = rng.sample(WINDOW_PIECES, rng.randint(3, len(WINDOW_PIECES)))
+    return "".join(rng.choice(subset) for _ in range(rng.randint(10, 400)))
+
+
+def code_point_text(rng: random.Random) -> str:
+    ranges = rng.sample(RANGES, rng.randint(1, 5))
+    out = []
+    for _ in range(rng.randint(60, 600)):
+        if rng.random() < 0.3:
+            out.append(rng.choice([" ", "\n", "'", "a", "A", "1", ".", "\t", "\r\n", "  "]))
+        else:
+            lo, hi = rng.choice(ranges)
+            out.append(chr(rng.randint(lo, hi)))
+    return "".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=120)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    pattern = regex.compile(R.O200K)
+    start, count = time.time(), 0
+    while time.time() - start < args.seconds:
+        text = pieces_text(rng) if count % 2 == 0 else code_point_text(rng)
+        count += 1
+        if P.split(text, "o200k") != pattern.findall(text):
+            Path("fuzz_o200k_failure.txt").write_text(text, encoding="utf-8",
+                                                      errors="surrogatepass", newline="")
+            print(f"text {count} splits unlike regex: saved to fuzz_o200k_failure.txt")
+            return 1
+    print(f"{count} texts split as regex splits them")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
