@@ -56,6 +56,8 @@ of a batch are cut into pieces where every built-in pattern splits anyway (a new
 between two non-space characters, ``next_cut``), so that a few long texts share the
 threads as evenly as many short ones and their lists are built while the rest encodes.
 """
+import gc as _gc
+
 import numpy as np
 cimport numpy as cnp
 
@@ -2349,6 +2351,22 @@ cdef int list_extend_ids(list lst, const OutBuf* o, Py_ssize_t n_shared,
     return 0
 
 
+cdef int collect_young_if_due() except -1:
+    """Run the young-generation collection now if one is due, before track_lists hands
+    the batch's lists to the collector.
+
+    Python 3.12 runs a collection that allocations have made due at the interpreter's
+    next check, not inside the allocation. A batch allocates a list per text, so one is
+    always due when the call returns, and it then walked every item of every returned
+    list: measured on 3.12.1, gpt2, ~2 KB documents of Python source (1.6M tokens), a
+    list batch took 33.1 ms on one thread and 27.3 ms on two, against 21.4 ms for one
+    call on the whole text; collecting here, while the lists are still hidden, made it
+    21.9 and 12.6 ms. On 3.11 the collections ran inside the call, so none is due here."""
+    if _gc.isenabled() and _gc.get_count()[0] > _gc.get_threshold()[0]:
+        _gc.collect(0)
+    return 0
+
+
 cdef void track_lists(list lists):
     """Hand lists made by outbuf_to_list(untracked=True) back to the cyclic garbage
     collector, as every list must be once Python code can reach it.
@@ -2826,6 +2844,7 @@ cdef class CoreBPE:
                 for t in range(n_texts):
                     if results[t] is None:      # not streamed, or redone above
                         results[t] = outbuf_to_list(&jobs[first[t]].out, self.n_shared_ints, True)
+                collect_young_if_due()
                 track_lists(results)
                 return results
             return self.to_numpy(jobs, first, n_texts, dtype)
