@@ -1,3 +1,5 @@
+from libc.stdint cimport uint64_t
+
 # Native pre-tokenizers: split UTF-8 text exactly as regex.finditer(pattern) does for
 # tiktoken's GPT-2, cl100k_base and o200k_base split patterns, without a regex engine.
 
@@ -17,6 +19,8 @@ cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_
 # fbpe_win_reset, and calls split_next instead of next_chunk_end: the same chunk ends.
 cdef extern from "_split_fast.h" nogil:
     ctypedef struct FbpeWin:
+        Py_ssize_t base     # text offset of the window's byte 0
+        uint64_t starts     # bit k: a chunk starts at base + k
         int scalar_left     # chunks to leave to the scalar splitter before a new window
     void fbpe_win_reset(FbpeWin* win)
     Py_ssize_t fbpe_win_take(const FbpeWin* win, Py_ssize_t p)

@@ -42,11 +42,17 @@
 #ifndef FASTBPE_SPLIT_FILL_H
 #define FASTBPE_SPLIT_FILL_H
 
+#include <stdint.h>
+#include "_unicode_tables.h"
 #include "_split_fast.h"
 
-/* SSE2 is part of x86-64; elsewhere (or without GCC/Clang builtins) there are no
-   windows, and every chunk goes to the scalar splitter. */
-#if defined(__GNUC__) && defined(__SSE2__) && FBPE_SWAR
+#define FBPE_MARGIN 4         /* bytes before an unhandled char that no start may use */
+#define FBPE_SCALAR_LOG 8     /* after misses, up to 2**8 - 1 chunks go to the scalar splitter */
+#define FBPE_WIN_GOOD 16      /* a window that decides fewer bytes is a miss */
+
+/* SSE2 is part of x86-64 (little-endian, as the masks assume); elsewhere, or without
+   GCC/Clang builtins, there are no windows and every chunk goes to the scalar splitter. */
+#if defined(__GNUC__) && defined(__SSE2__)
 #define FBPE_WINDOWS 1
 #include <emmintrin.h>
 #else
@@ -222,17 +228,19 @@ static void fbpe_win_init(void) {}
 
 #endif
 
-/* After fbpe_win_take found nothing at p: the end of the o200k chunk at p from a new
-   window there, or -1 when the scalar splitter must decide it. */
+/* After fbpe_win_take found nothing at p and no chunks are left to the scalar splitter
+   (split_next in _pretokenize.pxd counts those): the end of the o200k chunk at p from a
+   new window there, or -1 when the scalar splitter must decide it. */
 static Py_ssize_t fbpe_o200k_refill(FbpeWin *win, const unsigned char *t, Py_ssize_t p,
                                     Py_ssize_t end) {
 #if FBPE_WINDOWS
     uint64_t rest;
-    if (win->scalar_left > 0) {
-        win->scalar_left--;
+    if (end - p < 64) {
+        /* the segment's last bytes: no window will fit again, so the rest of its
+           chunks go to the scalar splitter without coming back here */
+        win->scalar_left = 1 << 30;
         return -1;
     }
-    if (end - p < 64) return -1;
     win->base = p;
     win->starts = fbpe_o200k_starts(t, p);
     /* A window that decided less than FBPE_WIN_GOOD bytes (an unhandled char near its
