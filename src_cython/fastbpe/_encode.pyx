@@ -90,6 +90,7 @@ cdef extern from *:
     int PyUnicode_KIND(object o)
     void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    uint32_t PyUnicode_READ(int kind, const void* data, Py_ssize_t index) nogil
 
 cdef extern from "<pthread.h>" nogil:
     ctypedef unsigned long pthread_t
@@ -1835,14 +1836,6 @@ def _cut_points(str text):
         cuts.append(i)
 
 
-cdef inline uint32_t code_point_at(const void* data, int kind, Py_ssize_t i) noexcept nogil:
-    if kind == 1:
-        return (<const uint8_t*>data)[i]
-    if kind == 2:
-        return (<const uint16_t*>data)[i]
-    return (<const uint32_t*>data)[i]
-
-
 cdef inline bint plain_char(uint32_t c) noexcept nogil:
     """Surely not whitespace (\\s) in any Unicode version: printable ASCII other than the
     space, or above U+00A0 outside the other places Unicode puts spaces (U+1680, the
@@ -1881,11 +1874,11 @@ cdef Py_ssize_t next_cut(const void* data, int kind, Py_ssize_t i, Py_ssize_t n)
             if hit == NULL:
                 return n
             i = <const uint8_t*>hit - p + 1
-        elif code_point_at(data, kind, i - 1) != 10:
+        elif PyUnicode_READ(kind, data, i - 1) != 10:
             i += 1
             continue
-        if (plain_char(code_point_at(data, kind, i - 2)) and plain_char(code_point_at(data, kind, i))
-                and code_point_at(data, kind, i) != 0x2F):
+        if (plain_char(PyUnicode_READ(kind, data, i - 2)) and plain_char(PyUnicode_READ(kind, data, i))
+                and PyUnicode_READ(kind, data, i) != 0x2F):
             return i
         i += 1
     return n
