@@ -442,6 +442,8 @@ cdef enum:
     MAX_THREADS_C = 1024
     MAX_BLOCKS = 64           # blocks of jobs at most; more threads than that share them
     MANY_JOBS = 8             # jobs per thread from which a batch counts as many texts
+    LIST_RUN = 16             # streaming: own jobs run between two rounds of list
+                              # building (see run_streaming)
 
 #: Chunks longer than this (in bytes) are merged with the heap; shorter ones by the simple
 #: lowest-rank scan, which is faster when n is small. Both give identical output. Measured:
@@ -2862,9 +2864,13 @@ cdef class CoreBPE:
         as soon as it and the pieces before it are finished.
 
         Many jobs (at least 8 per thread): this thread is one of the num_threads. It
-        takes a job, then builds the lists of every job finished so far, and so on; no
-        thread waits for the GIL, and no extra thread competes for the cores (on 2
-        cores, that made short-document batches 4-34% faster). Few jobs (a handful of
+        runs LIST_RUN jobs, then builds the lists of every job finished so far, and so
+        on; no thread waits for the GIL, and no extra thread competes for the cores (on
+        2 cores, that made short-document batches 4-34% faster). Lists are built in
+        runs, not one job at a time, because the lists of each block then get item
+        arrays side by side in memory: alternating between blocks at every list, the
+        caller's later freeing of them (glibc merging each freed array with its
+        neighbours) took 3.5 ms instead of 2.9 for 2,000 lists. Few jobs (a handful of
         long texts): num_threads workers encode and this thread only builds lists, so
         that a long job of its own does not hold back the lists of the others."""
         cdef pthread_t tids[MAX_THREADS_C]
@@ -2876,7 +2882,7 @@ cdef class CoreBPE:
         cdef Py_ssize_t want = min(<Py_ssize_t>num_threads, n_jobs)
         cdef list results = [None] * n_texts
         cdef CacheEntry* cache = NULL
-        cdef Py_ssize_t j
+        cdef Py_ssize_t j, since_build = 0
         cdef bint main_encodes = n_jobs >= MANY_JOBS * want
         # per job: its text, and whether this thread has taken it as finished; per text:
         # its next piece to append
@@ -2919,7 +2925,13 @@ cdef class CoreBPE:
                         if j < n_jobs:
                             run_job(ctx, &ctx.jobs[j], cache, &ctx.arenas[0])
                             mark_done(ctx, j)
-                            finished_runs(ctx, built, upto, -1, -1)
+                            since_build += 1
+                            if since_build >= LIST_RUN:
+                                since_build = 0
+                                finished_runs(ctx, built, upto, -1, -1)
+                            else:
+                                for b in range(ctx.n_blocks):
+                                    upto[b] = built[b]
                         else:
                             # nothing left to take: wait for a stretch of the first
                             # block that still has jobs to take
