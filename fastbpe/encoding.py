@@ -17,6 +17,7 @@ import numpy as np
 import regex
 
 from .reference.core import CoreBPE as ReferenceCoreBPE
+from .reference.core import DisallowedSpecial
 
 try:  # the native core lands with the encoder issue; until then the reference serves
     from ._encode import CoreBPE as NativeCoreBPE
@@ -24,6 +25,7 @@ except ImportError:  # pragma: no cover
     NativeCoreBPE = None
 
 _MAX_THREADS = 1024
+_NO_SPECIALS: frozenset[str] = frozenset()
 
 
 def _check_num_threads(num_threads) -> int:
@@ -116,6 +118,7 @@ class Encoding:
         self._pat_str = pat_str
         self._mergeable_ranks = {bytes(k): int(v) for k, v in mergeable_ranks.items()}
         self._special_tokens = {k: int(v) for k, v in special_tokens.items()}
+        self._all_specials = frozenset(self._special_tokens)   # the default disallowed set
         self.max_token_value = max(seen)
         if explicit_n_vocab is not None:
             if len(seen) != explicit_n_vocab:
@@ -153,9 +156,12 @@ class Encoding:
         as ordinary text.
         """
         _check_text(text)
-        allowed = self._allowed(allowed_special)
-        self._check_disallowed(text, allowed, disallowed_special)
-        return self._core_bpe.encode(text, allowed)
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        try:
+            return self._core_bpe.encode(text, allowed, disallowed)
+        except DisallowedSpecial:
+            pass
+        self._raise_disallowed(text, disallowed)   # outside the except: no chained error
 
     def encode_to_numpy(
         self,
@@ -168,9 +174,12 @@ class Encoding:
         """Like ``encode``, as a numpy array (uint32, or uint16 when every id fits)."""
         _check_text(text)
         dtype = self._check_dtype(dtype)
-        allowed = self._allowed(allowed_special)
-        self._check_disallowed(text, allowed, disallowed_special)
-        return self._core_bpe.encode_to_numpy(text, allowed, dtype)
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        try:
+            return self._core_bpe.encode_to_numpy(text, allowed, dtype, disallowed)
+        except DisallowedSpecial:
+            pass
+        self._raise_disallowed(text, disallowed)   # outside the except: no chained error
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
         """Encode many texts (no special tokens), in parallel native threads."""
@@ -188,10 +197,12 @@ class Encoding:
         """Encode many texts with ``encode``'s special-token rules, in parallel."""
         texts = self._check_batch(text)
         num_threads = _check_num_threads(num_threads)
-        allowed = self._allowed(allowed_special)
-        for t in texts:
-            self._check_disallowed(t, allowed, disallowed_special)
-        return self._core_bpe.encode_batch(texts, allowed, num_threads)
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        try:
+            return self._core_bpe.encode_batch(texts, allowed, num_threads, disallowed)
+        except DisallowedSpecial as found:
+            index = found.index
+        self._raise_disallowed(texts[index], disallowed)
 
     def encode_batch_to_numpy(
         self,
@@ -207,10 +218,12 @@ class Encoding:
         texts = self._check_batch(text)
         num_threads = _check_num_threads(num_threads)
         dtype = self._check_dtype(dtype)
-        allowed = self._allowed(allowed_special)
-        for t in texts:
-            self._check_disallowed(t, allowed, disallowed_special)
-        return self._core_bpe.encode_batch_to_numpy(texts, allowed, num_threads, dtype)
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        try:
+            return self._core_bpe.encode_batch_to_numpy(texts, allowed, num_threads, dtype, disallowed)
+        except DisallowedSpecial as found:
+            index = found.index
+        self._raise_disallowed(texts[index], disallowed)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of one whole token (ordinary or special); KeyError if it is none.
@@ -331,17 +344,36 @@ class Encoding:
             raise ValueError(f"allowed_special names tokens that are not special tokens of {self.name!r}: {sorted(unknown)}")
         return allowed
 
-    def _check_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
-        if disallowed_special == "all":
-            disallowed = frozenset(self._special_tokens) - allowed
-        elif isinstance(disallowed_special, str) or not isinstance(disallowed_special, Iterable):
+    def _special_sets(self, allowed_special, disallowed_special) -> tuple[frozenset[str], frozenset[str]]:
+        """(allowed, disallowed) as the core takes them: tiktoken's "all" resolved and
+        the arguments checked. The core looks for the disallowed ones in every text
+        before encoding it (natively, on the encoding threads) and reports the first
+        text that holds one, which ``_raise_disallowed`` turns into tiktoken's error."""
+        if (
+            type(allowed_special) in (set, frozenset)
+            and not allowed_special
+            and isinstance(disallowed_special, str)
+            and disallowed_special == "all"
+        ):
+            return _NO_SPECIALS, self._all_specials   # the defaults: no set to build
+        allowed = self._allowed(allowed_special)
+        if isinstance(disallowed_special, str) and disallowed_special == "all":
+            return allowed, self._all_specials - allowed
+        if isinstance(disallowed_special, str) or not isinstance(disallowed_special, Iterable):
             raise TypeError(f"disallowed_special must be 'all' or a collection of str, not {disallowed_special!r}")
-        else:
-            disallowed = frozenset(disallowed_special)
-        if disallowed:
-            match = _special_token_regex(disallowed).search(text)
-            if match:
-                raise_disallowed_special_token(match.group(), match.start())
+        disallowed = frozenset(disallowed_special)
+        for token in disallowed:
+            if not isinstance(token, str):
+                raise TypeError(f"disallowed_special must hold str, got {token!r}")
+        return allowed, disallowed
+
+    @staticmethod
+    def _raise_disallowed(text: str, disallowed: frozenset[str]):
+        """tiktoken's error for the first disallowed special token in text (which the
+        core found there)."""
+        match = _special_token_regex(disallowed).search(text)
+        assert match is not None, "the core and the regex module disagree on a special token"
+        raise_disallowed_special_token(match.group(), match.start())
 
     def _check_dtype(self, dtype):
         dtype = np.dtype(dtype)

@@ -31,6 +31,8 @@ from fastbpe._encode import (
 )
 from fastbpe.reference import patterns
 from fastbpe.reference.bpe import bpe_encode_chunk, merge_bytes
+from fastbpe.reference.core import CoreBPE as ReferenceCoreBPE
+from fastbpe.reference.core import DisallowedSpecial, holds_any
 
 VOCABS = ["gpt2", "cl100k_base", "o200k_base"]
 
@@ -198,6 +200,142 @@ def test_lone_surrogates_fixed_up_like_tiktoken(pair):
     assert core.encode_ordinary_batch(texts * 3, 2) == want * 3
     flat, offsets = core.encode_batch_to_numpy(texts, frozenset(), 2)
     assert [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == want
+
+
+# ---- disallowed special tokens -----------------------------------------------------
+
+_DISALLOWED_PIECES = st.sampled_from(
+    ["<|endoftext|>", "<|endofprompt|>", "<|fim_prefix|>", "<|", "|>", "<", "endoftext", "a",
+     " b", "\n", "x\ny", "\ud800", "\ud83d\ude42", "🙂", "é", "中文", "ab\ncd\n"]
+)
+_DISALLOWED_TEXT = st.lists(_DISALLOWED_PIECES, max_size=12).map("".join)
+_NEEDLES = st.frozensets(
+    st.sampled_from(["<|endoftext|>", "<|endofprompt|>", "<|fim_prefix|>", "x\ny", "🙂", "\ud800",
+                     "b\nc", "<", "中文", "[EOS]"]),
+    max_size=4,
+)
+
+
+def _disallowed_outcome(call):
+    try:
+        result = call()
+    except DisallowedSpecial as found:
+        return ("disallowed", found.index)
+    if isinstance(result, tuple):      # numpy batch: (flat, offsets)
+        flat, offsets = result
+        return ("ids", [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(offsets) - 1)])
+    return ("ids", result.tolist() if isinstance(result, np.ndarray) else result)
+
+
+def _expected_outcome(tk, texts, allowed, disallowed):
+    """tiktoken's rule: the first text (as given) holding a disallowed string fails;
+    otherwise tiktoken's ids with the allowed specials."""
+    for i, text in enumerate(texts):
+        if holds_any(text, disallowed):
+            return ("disallowed", i)
+    return ("ids", [tk.encode(t, allowed_special=allowed, disallowed_special=()) for t in texts])
+
+
+@pytest.mark.parametrize("name", VOCABS)
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_DISALLOWED_TEXT, min_size=1, max_size=5), disallowed=_NEEDLES,
+       allowed=st.frozensets(st.sampled_from(["<|endoftext|>", "<|endofprompt|>"]), max_size=2),
+       threads=st.sampled_from([1, 2, 3]))
+def test_disallowed_check_matches_the_rule(pair, name, texts, disallowed, allowed, threads):
+    """Every way to encode with a disallowed set reports the first text that holds one
+    of its strings (checked on the text as given, lone surrogates and all), before any
+    other result: as the reference core and tiktoken's Encoding do. Texts are cut at
+    every allowed place, so a string near a cut is still found."""
+    core, tk = pair(name)
+    allowed = allowed & tk.special_tokens_set
+    for i, text in enumerate(texts):
+        want = _expected_outcome(tk, [text], allowed, disallowed)
+        if want[0] == "ids":
+            want = ("ids", want[1][0])
+        assert _disallowed_outcome(lambda: core.encode(text, allowed, disallowed)) == want
+        assert _disallowed_outcome(lambda: core.encode_to_numpy(text, allowed, np.uint32, disallowed)) == want
+    want = _expected_outcome(tk, texts, allowed, disallowed)
+    with tiny_pieces():
+        assert _disallowed_outcome(lambda: core.encode_batch(texts, allowed, threads, disallowed)) == want
+        assert _disallowed_outcome(
+            lambda: core.encode_batch_to_numpy(texts, allowed, threads, np.uint32, disallowed)) == want
+
+
+def test_disallowed_check_on_the_reference_core(tiktoken_encoding):
+    """The pure-Python twin takes the same argument and reports the same texts."""
+    tk = tiktoken_encoding("gpt2")
+    ref = ReferenceCoreBPE(tk._mergeable_ranks, tk._special_tokens, tk._pat_str)
+    eot = "<|endoftext|>"
+    texts = ["fine", f"a{eot}", "x\ud800" + eot, eot]
+    assert _disallowed_outcome(lambda: ref.encode_batch(texts, set(), 1, {eot})) == ("disallowed", 1)
+    assert _disallowed_outcome(lambda: ref.encode_batch_to_numpy(texts[2:], set(), 1, np.uint32, {eot})) == (
+        "disallowed", 0)
+    assert _disallowed_outcome(lambda: ref.encode("x\ud83d\ude42", set(), {"🙂"})) == (
+        "ids", tk.encode("x\ud83d\ude42", disallowed_special={"🙂"}))
+    assert ref.encode(f"a{eot}", {eot}, frozenset()) == tk.encode(f"a{eot}", allowed_special={eot})
+
+
+def test_disallowed_check_in_many_texts_and_long_ones(pair):
+    """On 2 and 3 threads, with blocks of texts and long texts cut into pieces, the
+    text reported is the first that holds a disallowed string, wherever it is."""
+    core, tk = pair("cl100k_base")
+    eot = "<|endoftext|>"
+    docs = [f"document {i}\nwith lines\n" * 3 for i in range(200)]
+    long_doc = "\n".join(t for t in TEXTS if t.strip()).replace("<|", "<") * 40
+    for where in (0, 57, 150, 199):
+        texts = list(docs)
+        texts[where] += eot
+        texts[min(where + 20, 199)] += eot
+        for threads in (1, 2, 3):
+            with pytest.raises(DisallowedSpecial) as found:
+                core.encode_batch(texts, frozenset(), threads, {eot})
+            assert found.value.index == where
+    for offset in (0, len(long_doc) // 3, len(long_doc) - 1):
+        text = long_doc[:offset] + "\n" + eot + long_doc[offset:]
+        for threads in (2, 3):
+            with pytest.raises(DisallowedSpecial) as found:
+                core.encode_batch(["short", long_doc, text], frozenset(), threads, {eot})
+            assert found.value.index == 2
+    assert core.encode_batch([long_doc] * 3, frozenset(), 2, {eot}) == [tk.encode_ordinary(long_doc)] * 3
+
+
+@pytest.mark.usefixtures("tiny_pieces_fixture")
+def test_no_cuts_when_a_disallowed_string_holds_a_newline(pair):
+    """A disallowed string with "\n" can span a cut point (here every "b\nc" is one), so
+    texts are not cut then and the check still sees it."""
+    core, tk = pair("gpt2")
+    text = "ab\ncd\n" * 50
+    assert len(_cut_points(text)) >= 49
+    for threads in (2, 3):
+        with pytest.raises(DisallowedSpecial):
+            core.encode_batch([text], frozenset(), threads, {"b\nc"})
+        assert core.encode_batch([text], frozenset(), threads, {"b\nx"}) == [tk.encode_ordinary(text)]
+
+
+def test_disallowed_argument_edge_cases(pair):
+    """"" is in every text (as in tiktoken, whose regex then matches at 0); strings that
+    start with different bytes take the table scan instead of memchr; sets are kept per
+    encoder but any number of distinct ones works; items must be str."""
+    core, tk = pair("gpt2")
+    with pytest.raises(DisallowedSpecial):
+        core.encode("", frozenset(), {""})
+    assert core.encode_batch([], frozenset(), 2, {""}) == []
+    mixed = {"[EOS]", "<s>", "§"}
+    for text, bad in [("a [EOS] b", True), ("x <s>", True), ("§", True), ("[EO S] <x> s", False)]:
+        if bad:
+            with pytest.raises(DisallowedSpecial):
+                core.encode(text, frozenset(), mixed)
+        else:
+            assert core.encode(text, frozenset(), mixed) == tk.encode_ordinary(text)
+    for i in range(200):
+        needle = f"<tok{i}>"
+        with pytest.raises(DisallowedSpecial):
+            core.encode(f"x {needle} y", frozenset(), [needle, "<other>"])
+        assert core.encode("x y", frozenset(), (needle,)) == tk.encode_ordinary("x y")
+    with pytest.raises(TypeError, match="must be str"):
+        core.encode("x", frozenset(), {b"<|endoftext|>"})
+    with pytest.raises(TypeError, match="collection of str"):
+        core.encode("x", frozenset(), "all")
 
 
 # ---- merge paths -------------------------------------------------------------------

@@ -4,6 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
+import regex
 
 import fastbpe
 from fastbpe.reference import patterns
@@ -90,6 +91,67 @@ def test_special_token_rules_match_tiktoken(pair):
         ours.encode_batch(["fine", text])
     with pytest.raises(ValueError, match="not special tokens"):
         ours.encode("x", allowed_special={"<|nope|>"})
+
+
+_DISALLOWED_CASES = [
+    ("a<|endoftext|>b", {}),
+    ("a<|endoftext|>b", {"allowed_special": {"<|endoftext|>"}}),
+    ("<|endoftext|> then <|endofprompt|>", {"allowed_special": {"<|endoftext|>"}}),
+    ("x <|fim_prefix|> <|endoftext|>", {"disallowed_special": {"<|fim_prefix|>"}}),
+    ("plain text", {"disallowed_special": {"text"}}),
+    ("a<|endoftext|>b", {"allowed_special": "all", "disallowed_special": {"<|endoftext|>"}}),
+    ("x\ud800<|endoftext|>", {}),
+    ("x\ud83d\ude42y", {"disallowed_special": {"🙂"}}),
+    ("x\ud800y", {"disallowed_special": {"\ud800"}}),
+    ("line\nnext\n" * 50, {"disallowed_special": {"e\nn"}}),
+    ("no specials here", {}),
+]
+
+
+def _second_of(flat_offsets):
+    flat, offsets = flat_offsets
+    return flat[offsets[1] : offsets[2]].tolist()
+
+
+@pytest.mark.parametrize("text, kwargs", _DISALLOWED_CASES)
+def test_disallowed_special_tokens_as_tiktoken(pair, text, kwargs):
+    """encode, encode_to_numpy and both batches accept or refuse a text exactly when
+    tiktoken does (any string can be disallowed; text is checked as given), and the
+    error names the token and its position, with nothing chained to it."""
+    ours, tk = pair
+    try:
+        want = tk.encode(text, **kwargs)
+    except ValueError:
+        want = None
+    calls = [
+        lambda: ours.encode(text, **kwargs),
+        lambda: ours.encode_to_numpy(text, **kwargs).tolist(),
+        lambda: ours.encode_batch(["fine", text, text], num_threads=2, **kwargs)[1],
+        lambda: _second_of(ours.encode_batch_to_numpy(["fine", text], num_threads=2, **kwargs)),
+    ]
+    if want is not None:
+        for call in calls:
+            assert call() == want
+        return
+    disallowed = kwargs.get("disallowed_special", "all")
+    if disallowed == "all":
+        allowed = kwargs.get("allowed_special", set())
+        disallowed = tk.special_tokens_set - (tk.special_tokens_set if allowed == "all" else allowed)
+    found = regex.search("|".join(regex.escape(t) for t in sorted(disallowed, key=lambda t: (-len(t), t))), text)
+    for call in calls:
+        with pytest.raises(ValueError, match=regex.escape(f"token {found.group()!r} at position {found.start()}")) as err:
+            call()
+        assert err.value.__context__ is None and err.value.__cause__ is None
+
+
+def test_disallowed_special_argument_errors(pair):
+    ours, _ = pair
+    with pytest.raises(TypeError, match="disallowed_special must be 'all' or a collection"):
+        ours.encode("x", disallowed_special="<|endoftext|>")
+    with pytest.raises(TypeError, match="disallowed_special must hold str"):
+        ours.encode("x", disallowed_special={b"<|endoftext|>"})
+    with pytest.raises(TypeError, match="disallowed_special"):
+        ours.encode_batch(["x"], disallowed_special=5)
 
 
 def test_single_tokens(pair):

@@ -23,6 +23,28 @@ def fix_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+class DisallowedSpecial(ValueError):
+    """A core's report that text ``index`` of a call holds a disallowed special token.
+
+    Cores only say which text; ``Encoding`` finds the token and its position with the
+    regex module and raises tiktoken's message."""
+
+    def __init__(self, index: int):
+        super().__init__(f"text {index} holds a disallowed special token")
+        self.index = index
+
+
+def holds_any(text: str, tokens: Iterable[str]) -> bool:
+    """Whether any of tokens occurs in text: tiktoken's disallowed-special check, whose
+    regex (the tokens as alternative literals) matches exactly where one occurs. The
+    text is checked as given, before any surrogate fix-up; "" occurs in every text.
+
+    >>> holds_any("a <|x|> b", {"<|x|>"}), holds_any("a b", {"<|x|>"})
+    (True, False)
+    """
+    return any(tok in text for tok in tokens)
+
+
 def _retry_without_surrogates(encode):
     # Encoding tries the text as it is and fixes it only if it has no UTF-8 form, so
     # ordinary text pays nothing for this rule.
@@ -56,21 +78,42 @@ class CoreBPE:
     def encode_ordinary(self, text: str) -> list[int]:
         return bpe.encode_ordinary(text, self._ranks, self._pat_str)
 
+    def encode(self, text: str, allowed_special: Iterable[str], disallowed_special=frozenset()) -> list[int]:
+        """Ids of text with allowed special tokens as their ids; DisallowedSpecial(0) if
+        text holds one of disallowed_special."""
+        self._check_disallowed([text], disallowed_special)
+        return self._encode_allowed(text, allowed_special)
+
     @_retry_without_surrogates
-    def encode(self, text: str, allowed_special: Iterable[str]) -> list[int]:
+    def _encode_allowed(self, text: str, allowed_special: Iterable[str]) -> list[int]:
         return bpe.encode(text, self._ranks, self._pat_str, self._special, allowed_special)
+
+    @staticmethod
+    def _check_disallowed(texts: Sequence[str], disallowed_special) -> None:
+        # every text is checked before any is encoded, as tiktoken's encode_batch does
+        if disallowed_special:
+            for i, text in enumerate(texts):
+                if holds_any(text, disallowed_special):
+                    raise DisallowedSpecial(i)
 
     def encode_ordinary_batch(self, texts: Sequence[str], num_threads: int = 1) -> list[list[int]]:
         return [self.encode_ordinary(t) for t in texts]
 
-    def encode_batch(self, texts: Sequence[str], allowed_special, num_threads: int = 1) -> list[list[int]]:
-        return [self.encode(t, allowed_special) for t in texts]
+    def encode_batch(
+        self, texts: Sequence[str], allowed_special, num_threads: int = 1, disallowed_special=frozenset()
+    ) -> list[list[int]]:
+        self._check_disallowed(texts, disallowed_special)
+        return [self._encode_allowed(t, allowed_special) for t in texts]
 
-    def encode_to_numpy(self, text: str, allowed_special, dtype=np.uint32) -> np.ndarray:
-        return np.asarray(self.encode(text, allowed_special), dtype=dtype)
+    def encode_to_numpy(
+        self, text: str, allowed_special, dtype=np.uint32, disallowed_special=frozenset()
+    ) -> np.ndarray:
+        return np.asarray(self.encode(text, allowed_special, disallowed_special), dtype=dtype)
 
-    def encode_batch_to_numpy(self, texts, allowed_special, num_threads: int = 1, dtype=np.uint32):
-        encoded = self.encode_batch(texts, allowed_special)
+    def encode_batch_to_numpy(
+        self, texts, allowed_special, num_threads: int = 1, dtype=np.uint32, disallowed_special=frozenset()
+    ):
+        encoded = self.encode_batch(texts, allowed_special, disallowed_special=disallowed_special)
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         flat = np.fromiter((i for e in encoded for i in e), dtype=dtype, count=int(offsets[-1]))

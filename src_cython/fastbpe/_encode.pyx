@@ -58,6 +58,8 @@ threads as evenly as many short ones and their lists are built while the rest en
 """
 import gc as _gc
 
+from fastbpe.reference.core import DisallowedSpecial, holds_any
+
 import numpy as np
 cimport numpy as cnp
 
@@ -439,6 +441,7 @@ cdef enum:
     ERR_BYTE = 2       # a byte that is not a token (tiktoken would panic)
     ERR_SURROGATE = 3  # the str holds a lone surrogate: the caller fixes it up and retries
     ERR_TOO_LONG = 4   # a single pre-tokenized chunk of 4 GiB or more
+    ERR_DISALLOWED = 5 # the text holds a disallowed special token (see NeedleSet)
     MAX_THREADS_C = 1024
     MAX_BLOCKS = 64           # blocks of jobs at most; more threads than that share them
     MANY_JOBS = 8             # jobs per thread from which a batch counts as many texts
@@ -1643,19 +1646,40 @@ cdef struct SpecialSet:
     Special* items
     Py_ssize_t count
     bint first_byte[256]
+    int common_first          # the first byte of every item, or -1 if they differ
+
+
+cdef void special_set_index(SpecialSet* ss) noexcept nogil:
+    """Fill first_byte and common_first from the items."""
+    cdef Py_ssize_t k
+    memset(ss.first_byte, 0, sizeof(ss.first_byte))
+    ss.common_first = ss.items[0].text[0] if ss.count else -1
+    for k in range(ss.count):
+        ss.first_byte[ss.items[k].text[0]] = True
+        if ss.items[k].text[0] != ss.common_first:
+            ss.common_first = -1
 
 
 cdef bint find_special(const SpecialSet* ss, const unsigned char* text, Py_ssize_t start,
                        Py_ssize_t n, Py_ssize_t* found_start, Py_ssize_t* found_end,
                        uint32_t* found_token) noexcept nogil:
-    """Leftmost allowed special token in text[start:n] (longest one if several start at
-    the same place); False if there is none."""
-    cdef Py_ssize_t i, k, best_len
+    """Leftmost item of ss in text[start:n] (longest one if several start at the same
+    place); False if there is none. When all items start with the same byte (tiktoken's
+    all start with "<"), libc's memchr finds the candidates: a pass over the text costs
+    a fraction of a byte-by-byte loop."""
+    cdef Py_ssize_t i = start, k, best_len
     cdef uint32_t best_tok = 0
+    cdef const unsigned char* q
     if ss == NULL or ss.count == 0:
         return False
-    for i in range(start, n):
-        if not ss.first_byte[text[i]]:
+    while i < n:
+        if ss.common_first >= 0:
+            q = <const unsigned char*>memchr(text + i, ss.common_first, n - i)
+            if q == NULL:
+                return False
+            i = q - text
+        elif not ss.first_byte[text[i]]:
+            i += 1
             continue
         best_len = 0
         for k in range(ss.count):
@@ -1668,6 +1692,7 @@ cdef bint find_special(const SpecialSet* ss, const unsigned char* text, Py_ssize
             found_end[0] = i + best_len
             found_token[0] = best_tok
             return True
+        i += 1
     return False
 
 
@@ -1687,11 +1712,15 @@ cdef struct Job:
     OutBuf out
     int err
     Py_ssize_t err_pos        # byte offset in text for ERR_BYTE
+    bint no_check             # the disallowed check is not this job's: its text is a
+                              # surrogate fix-up (the caller checks the text as given),
+                              # or the caller has checked it already
 
 
 cdef struct Context:
     const Vocab* vocab
     const SpecialSet* specials
+    const SpecialSet* disallowed  # no text may hold one of these (NULL: no check)
     int pattern               # native pre-tokenizer id, or -1 when spans are given
     Job* jobs
     Py_ssize_t n_jobs
@@ -1774,11 +1803,20 @@ cdef void run_job(const Context* ctx, Job* job, CacheEntry* cache,
     # The output grows in a local copy, stored back once: neighbouring jobs' fields can
     # share a cache line, and another thread may be writing its job right next to it.
     cdef OutBuf out = job.out
+    cdef Py_ssize_t s, e
+    cdef uint32_t tok
     out.arena = arena
     if job.text == NULL:
         job.err = job_to_utf8(job)
         if job.err != ERR_NONE:
             return
+    # tiktoken checks for disallowed special tokens before encoding. On valid UTF-8 a
+    # byte match is a match of the str (no character's bytes start inside another's).
+    if (ctx.disallowed != NULL and not job.no_check
+            and find_special(ctx.disallowed, job.text, 0, job.n, &s, &e, &tok)):
+        job.err = ERR_DISALLOWED
+        job.err_pos = s
+        return
     job.err = encode_job(ctx, job, &out, cache)
     job.out = out
 
@@ -1910,6 +1948,25 @@ cdef Py_ssize_t cut_job(Job* jobs, Py_ssize_t target) noexcept nogil:
         if cut == n:
             return count
         start = cut
+
+
+cdef bint texts_hold_disallowed(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Whether a job of jobs[a:b] (one text's) found a disallowed special token."""
+    cdef Py_ssize_t k
+    for k in range(a, b):
+        if jobs[k].err == ERR_DISALLOWED:
+            return True
+    return False
+
+
+cdef bint texts_had_surrogates(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Whether a job of jobs[a:b] met a lone surrogate, or encodes a fixed-up text (the
+    regex path fixes texts up in prepare_job)."""
+    cdef Py_ssize_t k
+    for k in range(a, b):
+        if jobs[k].err == ERR_SURROGATE or jobs[k].no_check:
+            return True
+    return False
 
 
 cdef bint specials_hold_newline(const SpecialSet* ss) noexcept nogil:
@@ -2386,6 +2443,49 @@ def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, st
     return core
 
 
+cdef class NeedleSet:
+    """Strings that no text of a call may hold (the disallowed special tokens), as a
+    SpecialSet over their UTF-8 for the jobs' check (find_special). Built once per set
+    and kept by the CoreBPE (needle_set), so a call pays no set-up."""
+    cdef SpecialSet ss
+    cdef bytes items_buf      # ss.items
+    cdef list utf8            # the bytes ss.items point into
+    cdef frozenset strings    # as given: the check of texts with lone surrogates
+    cdef bint has_empty       # "" is in the set: every text holds it (as in tiktoken)
+    cdef bint has_newline     # an item holds "\n": texts must not be cut (next_cut)
+
+    def __cinit__(self, frozenset strings):
+        cdef Py_ssize_t k = 0
+        cdef bytes b
+        self.strings = strings
+        self.utf8 = []
+        for text in strings:
+            if not isinstance(text, str):
+                raise TypeError(f"disallowed special tokens must be str, got {text!r}")
+            if not text:
+                self.has_empty = True
+                continue
+            try:
+                b = text.encode("utf-8")
+            except UnicodeEncodeError:
+                continue     # a lone surrogate: only a text with one can hold it
+            self.utf8.append(b)
+            self.has_newline = self.has_newline or b"\n" in b
+        self.items_buf = PyBytes_FromStringAndSize(NULL, max(1, len(self.utf8)) * sizeof(Special))
+        self.ss.items = <Special*>PyBytes_AS_STRING(self.items_buf)
+        for b in self.utf8:
+            self.ss.items[k].text = <const unsigned char*>PyBytes_AS_STRING(b)
+            self.ss.items[k].length = len(b)
+            self.ss.items[k].token = 0
+            k += 1
+        self.ss.count = k
+        special_set_index(&self.ss)
+
+
+#: NeedleSets a CoreBPE keeps, by set (an Encoding passes the same few sets every call)
+cdef Py_ssize_t NEEDLE_CACHE_MAX = 64
+
+
 cdef class CoreBPE:
     """Immutable byte-level BPE encoder/decoder (tiktoken's ``CoreBPE`` semantics).
 
@@ -2412,6 +2512,7 @@ cdef class CoreBPE:
     cdef uint32_t* sorted_ids      # sparse fallback: ids ascending, with their entries
     cdef int64_t* sorted_entry
     cdef dict special_bytes         # special text -> (offset in arena, length, id)
+    cdef dict needle_sets           # frozenset -> NeedleSet (see needle_set)
     cdef Py_ssize_t n_shared_ints   # ids below this have a shared int (see _id_block)
     cdef void* cache_pool[CACHE_POOL]   # chunk caches kept between calls (new_chunk_cache)
 
@@ -2433,6 +2534,7 @@ cdef class CoreBPE:
         self.sorted_ids = NULL
         self.sorted_entry = NULL
         self.pattern_id = -1
+        self.needle_sets = {}
         for i in range(CACHE_POOL):
             self.cache_pool[i] = NULL
 
@@ -2667,6 +2769,7 @@ cdef class CoreBPE:
         """Build the C view of the allowed special tokens that exist in this vocabulary."""
         ss.count = 0
         ss.items = NULL
+        ss.common_first = -1
         for i in range(256):
             ss.first_byte[i] = False
         if not allowed_special:
@@ -2686,15 +2789,16 @@ cdef class CoreBPE:
             ss.items[k].text = self.vocab.arena + <int64_t>off
             ss.items[k].length = length
             ss.items[k].token = <uint32_t>tok
-            ss.first_byte[ss.items[k].text[0]] = True
             k += 1
         ss.count = k
+        special_set_index(ss)
         return 0
 
     cdef int prepare_job(self, Job* job, object text, const SpecialSet* ss, list keep) except -1:
         """Point a job at the text's UTF-8 buffer; on the regex path, pre-tokenize now."""
         cdef Py_ssize_t size
         job.owned = NULL
+        job.no_check = False
         job.src = NULL
         job.src_kind = 0
         job.src_len = 0
@@ -2710,7 +2814,9 @@ cdef class CoreBPE:
                 job.src_kind = PyUnicode_KIND(text)
                 job.src_len = PyUnicode_GET_LENGTH(text)
         else:
-            text = as_valid_str(text)
+            valid = as_valid_str(text)
+            job.no_check = valid is not text
+            text = valid
             keep.append(text)
             job.text = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &size)
             job.n = size
@@ -2745,10 +2851,32 @@ cdef class CoreBPE:
             raise RuntimeError("CoreBPE was not initialised (use CoreBPE(ranks, specials, pattern))")
         return 0
 
+    cdef NeedleSet needle_set(self, object disallowed_special):
+        """The NeedleSet of disallowed_special (any collection of str), or None if it is
+        empty; kept for the next call with an equal set."""
+        if not disallowed_special:
+            return None
+        if isinstance(disallowed_special, str):
+            raise TypeError("disallowed_special must be a collection of str (the Python "
+                            "layer maps 'all')")
+        key = (disallowed_special if type(disallowed_special) is frozenset
+               else frozenset(disallowed_special))
+        needles = self.needle_sets.get(key)
+        if needles is None:
+            needles = NeedleSet(key)
+            if len(self.needle_sets) >= NEEDLE_CACHE_MAX:
+                self.needle_sets.clear()
+            self.needle_sets[key] = needles
+        return needles
+
     cdef object run(self, list texts, object allowed_special, int num_threads, int mode,
-                    object dtype):
-        """mode 0: list of lists; 1: one list (single text); 2: numpy (flat, offsets)."""
+                    object dtype, object disallowed_special=None):
+        """mode 0: list of lists; 1: one list (single text); 2: numpy (flat, offsets).
+
+        disallowed_special: strings no text may hold, as tiktoken checks before encoding;
+        the first text (in order) that holds one raises DisallowedSpecial(index)."""
         self.check_ready()
+        cdef NeedleSet needles = self.needle_set(disallowed_special)
         cdef Py_ssize_t n_texts = len(texts), n_jobs = 0, cap, i, t, k, total = 0
         cdef Py_ssize_t target = 0
         cdef list keep = []
@@ -2759,11 +2887,19 @@ cdef class CoreBPE:
         cdef Py_ssize_t* first = NULL     # text t is jobs[first[t]:first[t + 1]]
         cdef Py_ssize_t n_arenas = 0
         ctx.arenas = NULL
+        ctx.disallowed = NULL
+        if needles is not None:
+            if needles.has_empty and n_texts:
+                raise DisallowedSpecial(0)
+            if needles.ss.count:
+                ctx.disallowed = &needles.ss
         # 1. the allowed special tokens, and whether long texts may be cut into pieces:
-        #    only where threads can share them, and where the cut rule holds (next_cut)
+        #    only where threads can share them, and where the cut rule holds (next_cut;
+        #    a special token, allowed or not, could span a cut only if it holds "\n")
         self.fill_specials(&ss, allowed_special, keep)
         if (num_threads > 1 and mode != 1 and self.pattern_id >= 0
-                and not specials_hold_newline(&ss)):
+                and not specials_hold_newline(&ss)
+                and not (needles is not None and needles.has_newline)):
             for t in range(n_texts):
                 total += len(<str>texts[t])
             target = max(piece_min, total // (num_threads * pieces_per_thread))
@@ -2807,9 +2943,18 @@ cdef class CoreBPE:
                 results = None
                 with nogil:
                     run_jobs(&ctx, num_threads)
-            # 4. errors: a cut text with a failed piece is redone whole (so that the
-            #    error, or tiktoken's surrogate fix-up, is about the whole text); then
-            #    the job of each text holds its only possible error
+            # 4. disallowed special tokens first, text by text, as tiktoken checks every
+            #    text before it encodes any. A text with lone surrogates (its job failed
+            #    or was fixed up) is checked here, as given.
+            if needles is not None:
+                for t in range(n_texts):
+                    if texts_hold_disallowed(jobs, first[t], first[t + 1]) or (
+                            texts_had_surrogates(jobs, first[t], first[t + 1])
+                            and holds_any(texts[t], needles.strings)):
+                        raise DisallowedSpecial(t)
+            # 5. other errors: a cut text with a failed piece is redone whole (so that
+            #    the error, or tiktoken's surrogate fix-up, is about the whole text);
+            #    then the job of each text holds its only possible error
             for t in range(n_texts):
                 if first[t + 1] - first[t] > 1 and pieces_failed(jobs, first[t], first[t + 1]):
                     for k in range(first[t], first[t + 1]):
@@ -2818,6 +2963,7 @@ cdef class CoreBPE:
                     if results is not None:
                         results[t] = None
                     self.prepare_job(&jobs[first[t]], texts[t], &ss, keep)
+                    jobs[first[t]].no_check = True     # checked in step 4
                     with nogil:
                         run_job(&ctx, &jobs[first[t]], no_cache, NULL)
                 i = first[t]
@@ -2827,10 +2973,11 @@ cdef class CoreBPE:
                     keep.append(fixed)
                     job_free(&jobs[i])
                     self.prepare_job(&jobs[i], fixed, &ss, keep)
+                    jobs[i].no_check = True
                     with nogil:
                         run_job(&ctx, &jobs[i], no_cache, NULL)
                 self.raise_job_error(&jobs[i])
-            # 5. results, one per text
+            # 6. results, one per text
             if mode == 1:
                 return outbuf_to_list(&jobs[0].out, self.n_shared_ints)
             if mode == 0:
@@ -3049,30 +3196,37 @@ cdef class CoreBPE:
         """Token ids of text, with special-token text encoded as ordinary text."""
         return self.run([check_str(text)], None, 1, 1, None)
 
-    def encode(self, text, allowed_special):
-        """Token ids of text; occurrences of allowed special tokens become their ids."""
-        return self.run([check_str(text)], allowed_special, 1, 1, None)
+    def encode(self, text, allowed_special, disallowed_special=frozenset()):
+        """Token ids of text; occurrences of allowed special tokens become their ids.
+        DisallowedSpecial(0) if text holds one of disallowed_special (strings)."""
+        return self.run([check_str(text)], allowed_special, 1, 1, None, disallowed_special)
 
     def encode_ordinary_batch(self, texts, num_threads=8):
         check_threads(num_threads)
         return self.run(_texts_list(texts), None, num_threads, 0, None)
 
-    def encode_batch(self, texts, allowed_special, num_threads=8):
+    def encode_batch(self, texts, allowed_special, num_threads=8,
+                     disallowed_special=frozenset()):
+        """encode of each text, on num_threads threads; DisallowedSpecial(i) for the
+        first text i that holds one of disallowed_special."""
         check_threads(num_threads)
-        return self.run(_texts_list(texts), allowed_special, num_threads, 0, None)
+        return self.run(_texts_list(texts), allowed_special, num_threads, 0, None,
+                        disallowed_special)
 
-    def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32):
+    def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32,
+                        disallowed_special=frozenset()):
         """Token ids as a 1-D numpy array (uint32, or uint16 when every id fits)."""
         dt = self.check_dtype(dtype)
-        flat, _ = self.run([check_str(text)], allowed_special, 1, 2, dt)
+        flat, _ = self.run([check_str(text)], allowed_special, 1, 2, dt, disallowed_special)
         return flat
 
     def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8,
-                              dtype=np.uint32):
+                              dtype=np.uint32, disallowed_special=frozenset()):
         """(flat ids, offsets): text i is flat[offsets[i]:offsets[i + 1]]."""
         check_threads(num_threads)
         dt = self.check_dtype(dtype)
-        return self.run(_texts_list(texts), allowed_special, num_threads, 2, dt)
+        return self.run(_texts_list(texts), allowed_special, num_threads, 2, dt,
+                        disallowed_special)
 
     def encode_single_token(self, piece):
         """Id of a token given its bytes (or a special token's text/bytes); KeyError if none."""
