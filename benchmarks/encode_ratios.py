@@ -12,8 +12,9 @@ calls it), both encoders in CPU time; the ratio is tiktoken's time over ours.
 fastbpe's encoder keeps chunk caches between calls; every timed fastbpe call or pass
 starts with them dropped (untimed), so repeats of the same text are never timed warm.
 
-Batch: ``CoreBPE.encode_ordinary_batch`` on 2 threads vs 1 thread (wall time), over
-many short documents (~2 KB each) and over 4 long ones; and ``encode_batch_to_numpy``
+Batch: ``fastbpe.Encoding.encode_batch`` (the public call, which also checks every
+text for special tokens) on 2 threads vs 1 thread (wall time), over many short
+documents (~2 KB each) and over 4 long ones; and ``CoreBPE.encode_batch_to_numpy``
 over the short documents, which shows the native code's scaling without the Python
 lists (built by the calling thread under the GIL). The last column is the process's CPU
 time on 2 threads over that on 1 (short documents, lists): near 1.00 means threading
@@ -55,17 +56,24 @@ SPECIALS = {
 }
 
 
-def build(name: str):
-    """(fastbpe CoreBPE, tiktoken.Encoding) over the same ranks and pattern."""
+def build(name: str, encoding: bool = False):
+    """(fastbpe CoreBPE, tiktoken.Encoding) over the same ranks and pattern; with
+    encoding=True, fastbpe's public Encoding instead of its core (which it holds as
+    ``_core_bpe``)."""
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
+    import fastbpe
     from fastbpe._encode import CoreBPE
     from fastbpe.reference import patterns
 
     pat = {"gpt2": patterns.GPT2, "cl100k_base": patterns.CL100K, "o200k_base": patterns.O200K}[name]
     ranks = load_tiktoken_bpe(str(VOCAB_DIR / f"{name}.tiktoken"))
     tk = tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens=SPECIALS[name])
+    if encoding:
+        enc = fastbpe.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens=SPECIALS[name])
+        assert isinstance(enc._core_bpe, CoreBPE), "the native core is not built"
+        return enc, tk
     return CoreBPE(ranks, SPECIALS[name], pat), tk
 
 
@@ -120,7 +128,8 @@ def main() -> None:
           "| numpy batch2/1 short docs | CPU 2 threads / 1, short docs |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.vocab:
-        core, tk = build(name)
+        enc, tk = build(name, encoding=True)
+        core = enc._core_bpe
         for lang in args.lang:
             text = corpus(lang)
             mb = len(text.encode()) / 1e6
@@ -151,7 +160,9 @@ def main() -> None:
             short = documents(lang, 2000)
             longs = long_documents(text)
             speedups = []
-            runs = [(short, core.encode_ordinary_batch), (longs, core.encode_ordinary_batch),
+            # the public encode_batch, with its default check for special tokens
+            runs = [(short, lambda d, t: enc.encode_batch(d, num_threads=t)),
+                    (longs, lambda d, t: enc.encode_batch(d, num_threads=t)),
                     (short, lambda d, t: core.encode_batch_to_numpy(d, frozenset(), t))]
             cpu_growth = None
             for docs, fn in runs:
