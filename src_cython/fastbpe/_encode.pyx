@@ -3011,7 +3011,7 @@ cdef class CoreBPE:
         as soon as it and the pieces before it are finished.
 
         Many jobs (at least 8 per thread): this thread is one of the num_threads. It
-        runs LIST_RUN jobs, then builds the lists of every job finished so far, and so
+        runs list_run jobs, then builds the lists of every job finished so far, and so
         on; no thread waits for the GIL, and no extra thread competes for the cores (on
         2 cores, that made short-document batches 4-34% faster). Lists are built in
         runs, not one job at a time, because the lists of each block then get item
@@ -3031,6 +3031,10 @@ cdef class CoreBPE:
         cdef CacheEntry* cache = NULL
         cdef Py_ssize_t j, since_build = 0
         cdef bint main_encodes = n_jobs >= MANY_JOBS * want
+        # own jobs between two rounds of list building: up to LIST_RUN with many short
+        # texts, down to 1 with few jobs per thread (pieces of long texts), whose lists
+        # must be built as they finish or they are all built after the last job
+        cdef Py_ssize_t list_run = max(1, min(<Py_ssize_t>LIST_RUN, n_jobs // (64 * want)))
         # per job: its text, and whether this thread has taken it as finished; per text:
         # its next piece to append
         cdef Py_ssize_t* text_of = <Py_ssize_t*>malloc(n_jobs * sizeof(Py_ssize_t))
@@ -3073,7 +3077,7 @@ cdef class CoreBPE:
                             run_job(ctx, &ctx.jobs[j], cache, &ctx.arenas[0])
                             mark_done(ctx, j)
                             since_build += 1
-                            if since_build >= LIST_RUN:
+                            if since_build >= list_run:
                                 since_build = 0
                                 finished_runs(ctx, built, upto, -1, -1)
                             else:
