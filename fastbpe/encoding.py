@@ -334,8 +334,8 @@ class Encoding:
 
     # ----------------------------------------------------------------------- helpers
     def _allowed(self, allowed_special) -> frozenset[str]:
-        if allowed_special == "all":
-            return frozenset(self._special_tokens)
+        if isinstance(allowed_special, str) and allowed_special == "all":
+            return self._all_specials
         if isinstance(allowed_special, str) or not isinstance(allowed_special, Iterable):
             raise TypeError(f"allowed_special must be 'all' or a set of str, not {allowed_special!r}")
         allowed = frozenset(allowed_special)
