@@ -5,7 +5,8 @@
 
 Each case encodes a whole corpus (benchmarks/corpus.py says where the text comes from)
 as one string with ``encode_ordinary``; the batch cases encode ~2 KB documents with
-``encode_ordinary_batch`` on 1 and 2 threads. For a side-by-side ratio table (CPU time,
+``encode_ordinary_batch`` on 1 and 2 threads; the decode cases decode lists of ids
+with ``decode`` and ``decode_batch``. For a side-by-side ratio table (CPU time,
 robust to a busy machine) run ``python benchmarks/encode_ratios.py``.
 """
 from __future__ import annotations
@@ -68,6 +69,27 @@ def test_encode_batch(benchmark, threads, lang):
     benchmark.group = f"encode_ordinary_batch cl100k_base {lang}"
     out = _run(benchmark, lambda: core.encode_ordinary_batch(docs, threads), core)
     assert len(out) == len(docs)
+
+
+@pytest.mark.parametrize("call", ["decode", "decode_batch"])
+@pytest.mark.parametrize("impl", ["fastbpe", "tiktoken"])
+def test_decode(benchmark, impl, call):
+    """Decoding Python lists of ids (what encode returns) through the public classes:
+    one list of the English corpus, or one per ~2 KB document."""
+    _, tk = _pair("o200k_base")
+    if "enc" not in _BUILT:
+        from encode_ratios import build
+
+        _BUILT["enc"] = build("o200k_base", encoding=True)[0]
+    enc = _BUILT["enc"] if impl == "fastbpe" else tk
+    benchmark.group = f"{call} o200k_base english"
+    if call == "decode":
+        ids = tk.encode_ordinary(corpus("english"))
+        out = _run(benchmark, lambda: enc.decode(ids))
+    else:
+        batch = tk.encode_ordinary_batch(documents("english", 2000))
+        out = _run(benchmark, lambda: enc.decode_batch(batch))
+    assert len(out) > 0
 
 
 def test_ab_encode_arguments(tmp_path):

@@ -154,6 +154,56 @@ def test_disallowed_special_argument_errors(pair):
         ours.encode_batch(["x"], disallowed_special=5)
 
 
+_DECODE_INPUTS = [
+    [1, 2, 3],
+    (1, 2, 3),
+    [],
+    [1, np.int64(2), np.uint16(3)],
+    np.array([1, 2, 3], dtype=np.uint32),
+    iter([1, 2]),
+    range(5),
+]
+_DECODE_BAD_ITEMS = [   # (tokens, error, what the message names)
+    ([1, 2.5, 3], TypeError, "2.5 at index 1"),
+    ([1, True], TypeError, "True at index 1"),
+    (["1"], TypeError, "'1' at index 0"),
+    ([1, None], TypeError, "None at index 1"),
+    ([10**9], KeyError, "1000000000"),
+    ([1, -1, 2.5], TypeError, "2.5 at index 2"),   # a non-int before any unknown id
+    ([1, 2**70, 10**9], KeyError, str(2**70)),     # then the first unknown id
+    ((5, 10**9), KeyError, "1000000000"),
+    (np.array([7, 2**64 - 1, 10**9], dtype=np.uint64), KeyError, str(2**64 - 1)),
+    (np.array([-3, 1]), KeyError, "-3"),
+    (np.array([1.0]), TypeError, "float64"),
+]
+
+
+@pytest.mark.parametrize("tokens", _DECODE_INPUTS, ids=repr)
+def test_decode_takes_any_sequence_of_ints(pair, tokens):
+    ours, tk = pair
+    items = list(tokens) if not isinstance(tokens, np.ndarray) else tokens.tolist()
+    if isinstance(tokens, type(iter([]))):
+        tokens = iter(items)
+    assert ours.decode_bytes(tokens) == tk.decode_bytes([int(t) for t in items])
+    assert ours.decode_batch([items, items[::-1]]) == tk.decode_batch([items, items[::-1]])
+
+
+@pytest.mark.parametrize("tokens, error, names", _DECODE_BAD_ITEMS, ids=repr)
+def test_decode_names_the_first_bad_item(pair, tokens, error, names):
+    """Both cores check the items (the Encoding only the container) and name the first
+    bad one, whether it comes before or after a run of good ids."""
+    ours, _ = pair
+    longer = np.concatenate([np.arange(100, dtype=tokens.dtype), tokens]) if isinstance(
+        tokens, np.ndarray) else list(range(100)) + list(tokens)
+    for seq in (tokens, longer):
+        with pytest.raises(error) as err:
+            ours.decode(seq)
+        if seq is tokens:
+            assert names in str(err.value)
+        with pytest.raises(error):
+            ours.decode_batch([[1, 2], seq])
+
+
 def test_single_tokens(pair):
     ours, tk = pair
     for piece in [b"hello", b" the", b"!"]:

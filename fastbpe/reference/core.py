@@ -129,7 +129,14 @@ class CoreBPE:
 
     # decoding ------------------------------------------------------------------------
     def decode_bytes(self, tokens: Iterable[int]) -> bytes:
-        return bpe.decode_bytes(tokens, self._decoder)
+        """The tokens' bytes; TypeError names the first item that is not an int (bool is
+        not one), KeyError the first unknown id."""
+        ids = []
+        for i, t in enumerate(tokens):
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+                raise TypeError(f"token ids must be ints, got {t!r} at index {i}")
+            ids.append(int(t))
+        return bpe.decode_bytes(ids, self._decoder)
 
     def decode_batch_bytes(self, batch: Sequence[Sequence[int]], num_threads: int = 1) -> list[bytes]:
         return [self.decode_bytes(t) for t in batch]

@@ -74,6 +74,9 @@ cnp.import_array()
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    PyObject** PySequence_Fast_ITEMS(object o)
+    bint fbe_long_check_exact "PyLong_CheckExact"(PyObject* o) noexcept
+    long long fbe_long_as_ll "PyLong_AsLongLongAndOverflow"(PyObject* o, int* overflow) noexcept
     PyObject* PyLong_FromUnsignedLong(unsigned long v)
     void PyList_SET_ITEM(object lst, Py_ssize_t i, PyObject* item)
     object PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
@@ -3337,7 +3340,9 @@ cdef class CoreBPE:
 
     # ---- decoding --------------------------------------------------------------------
 
-    cdef bytes decode_array(self, cnp.ndarray arr):
+    cdef bytes decode_array(self, cnp.ndarray arr, object given=None):
+        """Bytes of the ids in arr; KeyError names the first unknown one (as given[i]
+        when given, the sequence arr was made from: ids out of range are -1 in arr)."""
         self.check_ready()
         cdef const int64_t[::1] ids = arr
         cdef Py_ssize_t n = ids.shape[0], i, total = 0, bad = -1
@@ -3350,7 +3355,7 @@ cdef class CoreBPE:
                     break
                 total += self.entry_len[e]
         if bad >= 0:
-            raise KeyError(int(ids[bad]))
+            raise KeyError(int(ids[bad]) if given is None else int(given[bad]))
         cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
         cdef char* dst = PyBytes_AS_STRING(out)
         cdef const char* src = <const char*>self.vocab.arena
@@ -3361,17 +3366,72 @@ cdef class CoreBPE:
                 dst += self.entry_len[e]
         return out
 
+    cdef object decode_sequence(self, object tokens):
+        """decode_array of a list or tuple whose items are all exact ints, reading them in
+        place: numpy's conversion of a list costs about 30 ns an item, which made decode
+        slower than tiktoken's. None as soon as an item is anything else (then the caller
+        checks the items one by one, so that the error names the culprit); KeyError for
+        the first unknown id when all are ints (see _ids_array for the order)."""
+        self.check_ready()
+        cdef Py_ssize_t n = len(tokens), i, total = 0
+        cdef PyObject** items = PySequence_Fast_ITEMS(tokens)
+        cdef int64_t* entries
+        cdef int64_t e
+        cdef long long v
+        cdef int overflow = 0
+        cdef Py_ssize_t bad = -1
+        cdef char* dst
+        cdef const char* src = <const char*>self.vocab.arena
+        if n == 0:
+            return b""
+        entries = <int64_t*>malloc(n * sizeof(int64_t))
+        if entries == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                if not fbe_long_check_exact(items[i]):
+                    return None
+                v = fbe_long_as_ll(items[i], &overflow)
+                e = self.entry_of(v) if overflow == 0 and 0 <= v < NO_RANK else -1
+                if e < 0:
+                    if bad < 0:
+                        bad = i     # reported once every item is known to be an int
+                    e = 0
+                entries[i] = e
+                total += self.entry_len[e]
+            if bad >= 0:
+                raise KeyError(<object>items[bad])
+            out = PyBytes_FromStringAndSize(NULL, total)
+            dst = PyBytes_AS_STRING(out)
+            with nogil:
+                for i in range(n):
+                    memcpy(dst, src + self.entry_off[entries[i]], self.entry_len[entries[i]])
+                    dst += self.entry_len[entries[i]]
+            return out
+        finally:
+            free(entries)
+
+    cdef bytes decode_any(self, object tokens):
+        if type(tokens) is list or type(tokens) is tuple:
+            out = self.decode_sequence(tokens)
+            if out is not None:
+                return out
+        return self.decode_array(_ids_array(tokens), tokens)
+
     def decode_bytes(self, tokens):
         """Bytes of a sequence of ids (list, tuple or integer numpy array); KeyError names
-        the first unknown id."""
-        return self.decode_array(_ids_array(tokens))
+        the first unknown id, TypeError the first item that is not an int."""
+        return self.decode_any(tokens)
 
     def decode_batch_bytes(self, batch, num_threads=8):
+        """decode_bytes of each sequence. num_threads is checked and otherwise unused:
+        decoding is a copy per token, and the time goes to reading the Python ints, which
+        needs the GIL."""
         check_threads(num_threads)
         if isinstance(batch, (str, bytes)) or not hasattr(batch, "__iter__"):
             raise TypeError(f"batch must be a sequence of token sequences, not "
                             f"{type(batch).__name__}")
-        return [self.decode_array(_ids_array(t)) for t in batch]
+        return [self.decode_any(t) for t in batch]
 
     def decode_single_token_bytes(self, token):
         self.check_ready()
@@ -3581,7 +3641,10 @@ cdef list _texts_list(object texts):
 
 
 cdef cnp.ndarray _ids_array(object tokens):
-    """Token ids as a contiguous int64 array; TypeError for anything but integers."""
+    """Token ids as a contiguous int64 array, ids out of range as -1 (unknown, like an id
+    in range that is no token). TypeError names the first item that is not an int; only
+    when all are ints does decoding report an unknown id (KeyError): one order for both
+    cores, whatever the items' positions."""
     if isinstance(tokens, np.ndarray):
         arr = tokens
         if arr.dtype.kind not in "iu":
@@ -3589,27 +3652,20 @@ cdef cnp.ndarray _ids_array(object tokens):
         if arr.ndim != 1:
             raise ValueError(f"token ids must be a 1-D array, got shape {arr.shape}")
         if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
-            raise KeyError(int(arr[arr > np.iinfo(np.int64).max][0]))
+            arr = np.where(arr > np.iinfo(np.int64).max, np.uint64(NO_RANK), arr)
         return np.ascontiguousarray(arr, dtype=np.int64)
     if not isinstance(tokens, (list, tuple)):
         raise TypeError(f"tokens must be a list, tuple or numpy array of ints, not "
                         f"{type(tokens).__name__}")
-    if not tokens:
-        return np.zeros(0, dtype=np.int64)
-    try:
-        arr = np.asarray(tokens)
-    except (ValueError, TypeError, OverflowError):
-        arr = None
-    if arr is not None and arr.ndim == 1 and arr.dtype.kind in "iu" and arr.dtype != np.uint64:
-        return np.ascontiguousarray(arr, dtype=np.int64)
-    # Mixed, huge or non-int items: check one by one so the error names the culprit.
+    # Lists and tuples of exact ints take CoreBPE.decode_sequence; what comes here has
+    # other items (numpy ints, bools, anything): check one by one so that the error
+    # names the culprit (numpy's conversion would take True as 1).
     out = np.empty(len(tokens), dtype=np.int64)
     for i, t in enumerate(tokens):
         if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
             raise TypeError(f"token ids must be ints, got {t!r} at index {i}")
-        if t < 0 or t >= NO_RANK:
-            raise KeyError(int(t))
-        out[i] = t
+    for i, t in enumerate(tokens):
+        out[i] = t if 0 <= t < NO_RANK else -1
     return out
 
 
