@@ -270,6 +270,9 @@ for coverage in (0.9995, 0.995, 0.98, 0.95):
     except RuntimeError as exc:
         if "character_coverage" not in str(exc) and "required_chars" not in str(exc):
             raise
+else:
+    raise SystemExit(f"vocab_size {VOCAB} is too small for sentencepiece: it keeps more "
+                     "characters than that even at 95% character coverage")
 secs = time.perf_counter() - t0
 n = spm.SentencePieceProcessor(model_file=OUT + "/spm.model").get_piece_size()
 """,
