@@ -16,10 +16,12 @@ Batch: ``fastbpe.Encoding.encode_batch`` (the public call, which also checks eve
 text for special tokens) on 2 threads vs 1 thread (wall time), over many short
 documents (~2 KB each) and over 4 long ones; and ``CoreBPE.encode_batch_to_numpy``
 over the short documents, which shows the native code's scaling without the Python
-lists (built by the calling thread under the GIL). The last column is the process's CPU
+lists (built by the calling thread under the GIL). The CPU column is the process's CPU
 time on 2 threads over that on 1 (short documents, lists): near 1.00 means threading
 adds no work, so a batch ratio well under 2x then comes from the machine (the other
-core busy, or two busy cores slowing each other), not from the encoder.
+core busy, or two busy cores slowing each other), not from the encoder. A row whose CPU
+column is over 1.08 is measured again (``--batch-attempts``, default 3); the table gives
+the attempt with the lowest CPU column and the number of attempts made.
 
 HF ``tokenizers`` (gpt2 only, from gpt2.tokenizer.json): ``encode_batch`` over the ~2 KB
 documents on one thread. Ids are checked equal to tiktoken's before timing.
@@ -110,6 +112,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--vocab", nargs="*", default=list(VOCABS))
     ap.add_argument("--lang", nargs="*", default=list(LANGUAGES))
+    ap.add_argument("--batch-attempts", type=int, default=3,
+                    help="measure a row's batches up to this many times while other load "
+                    "shows in the CPU column (see batch_speedups)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from corpus import documents
@@ -125,8 +130,8 @@ def main() -> None:
 
     print("| vocab | corpus | MB | tiktoken MB/s | fastbpe MB/s | ratio | per-doc ratio "
           "| HF MB/s | batch2/1 short docs | batch2/1 4 long docs "
-          "| numpy batch2/1 short docs | CPU 2 threads / 1, short docs |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| numpy batch2/1 short docs | CPU 2 threads / 1, short docs | batch attempts |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.vocab:
         enc, tk = build(name, encoding=True)
         core = enc._core_bpe
@@ -159,29 +164,55 @@ def main() -> None:
                 hf_col = f"{mb / t_hf:.1f}"
             short = documents(lang, 2000)
             longs = long_documents(text)
-            speedups = []
             # the public encode_batch, with its default check for special tokens
             runs = [(short, lambda d, t: enc.encode_batch(d, num_threads=t)),
                     (longs, lambda d, t: enc.encode_batch(d, num_threads=t)),
                     (short, lambda d, t: core.encode_batch_to_numpy(d, frozenset(), t))]
-            cpu_growth = None
-            for docs, fn in runs:
-                # interleaved, best of 5: a burst of load elsewhere hits both sides
-                best = {1: float("inf"), 2: float("inf")}
-                cpu = {1: float("inf"), 2: float("inf")}
-                for _ in range(max(5, args.repeat)):
-                    for threads in (1, 2):
-                        c0 = time.process_time()   # all threads of the process
-                        best[threads] = min(best[threads], best_time(
-                            lambda: fn(docs, threads), 1, setup=cold(core)))
-                        cpu[threads] = min(cpu[threads], time.process_time() - c0)
-                speedups.append(best[1] / best[2])
-                if cpu_growth is None:
-                    cpu_growth = cpu[2] / cpu[1]
+            speedups, cpu_growth, attempts = batch_speedups(core, runs, args)
             print(f"| {name} | {lang} | {mb:.2f} | {mb / t_tk:.1f} | {mb / t_us:.1f} "
                   f"| {t_tk / t_us:.1f}x | {t_tk_doc / t_us_doc:.1f}x | {hf_col} | {speedups[0]:.2f}x | {speedups[1]:.2f}x "
-                  f"| {speedups[2]:.2f}x | {cpu_growth:.2f} |",
+                  f"| {speedups[2]:.2f}x | {cpu_growth:.2f} | {attempts} |",
                   flush=True)
+
+
+#: Batch measurements whose CPU time grew more than this on 2 threads are repeated (see
+#: batch_speedups).
+CPU_GROWTH_MAX = 1.08
+
+
+def batch_speedups(core, runs, args) -> tuple[list[float], float, int]:
+    """2/1 speedups of runs [(docs, fn(docs, threads))], the CPU growth of the first,
+    and how many attempts that took.
+
+    The CPU growth is the process's CPU time on 2 threads over that on 1. Encoding adds
+    no work on 2 threads (about 1.02-1.05 on a quiet machine), so growth above
+    CPU_GROWTH_MAX means the cores were shared with other load while we measured (on a
+    shared VM, time stolen from a running thread counts as its CPU time), and the
+    speedup says more about the neighbours than about the encoder. Then all runs are
+    measured again, up to --batch-attempts times; the attempt with the least growth is
+    reported, with that growth and the number of attempts, so a busy table says so."""
+    kept = None
+    attempt = 0
+    for attempt in range(1, max(1, args.batch_attempts) + 1):
+        speedups, growth = [], None
+        for docs, fn in runs:
+            # interleaved, best of 5: a burst of load elsewhere hits both sides
+            best = {1: float("inf"), 2: float("inf")}
+            cpu = {1: float("inf"), 2: float("inf")}
+            for _ in range(max(5, args.repeat)):
+                for threads in (1, 2):
+                    c0 = time.process_time()   # all threads of the process
+                    best[threads] = min(best[threads], best_time(
+                        lambda: fn(docs, threads), 1, setup=cold(core)))
+                    cpu[threads] = min(cpu[threads], time.process_time() - c0)
+            speedups.append(best[1] / best[2])
+            if growth is None:
+                growth = cpu[2] / cpu[1]
+        if kept is None or growth < kept[1]:
+            kept = (speedups, growth)
+        if growth <= CPU_GROWTH_MAX:
+            break
+    return kept[0], kept[1], attempt
 
 
 if __name__ == "__main__":
