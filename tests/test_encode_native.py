@@ -19,6 +19,7 @@ from fastbpe._encode import (
     _IMMORTAL_REFCNT,
     CoreBPE,
     _equal_short,
+    _find_pair,
     _output_pool_bytes,
     _set_by_chars,
     _set_heap_threshold,
@@ -310,6 +311,25 @@ def test_no_cuts_when_a_disallowed_string_holds_a_newline(pair):
         with pytest.raises(DisallowedSpecial):
             core.encode_batch([text], frozenset(), threads, {"b\nc"})
         assert core.encode_batch([text], frozenset(), threads, {"b\nx"}) == [tk.encode_ordinary(text)]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=st.binary(max_size=70).map(lambda b: b.replace(b"\x00", b"<")), start=st.integers(0, 70),
+       pair_=st.sampled_from([b"<|", b"<<", b"||", b"\xff\x00"]))
+def test_find_pair_matches_bytes_find(text, start, pair_):
+    """The SSE2 scan for a two-byte prefix finds what bytes.find finds, from any start,
+    across its 16-byte steps and in the scalar tail."""
+    start = min(start, len(text))
+    want = text.find(pair_, start)
+    assert _find_pair(text, start, pair_[0], pair_[1]) == (len(text) if want < 0 else want)
+
+
+@pytest.mark.parametrize("where", [0, 14, 15, 16, 17, 31, 32, 62])
+def test_find_pair_at_every_step_boundary(where):
+    text = bytearray(b"a<" * 32)
+    text[where : where + 2] = b"<|"
+    assert _find_pair(bytes(text), 0, ord("<"), ord("|")) == where
+    assert _find_pair(bytes(text[: where + 1]), 0, ord("<"), ord("|")) == where + 1   # cut in two
 
 
 def test_disallowed_argument_edge_cases(pair):
