@@ -192,7 +192,6 @@ def batch_speedups(core, runs, args) -> tuple[list[float], float, int]:
     measured again, up to --batch-attempts times; the attempt with the least growth is
     reported, with that growth and the number of attempts, so a busy table says so."""
     kept = None
-    attempt = 0
     for attempt in range(1, max(1, args.batch_attempts) + 1):
         speedups, growth = [], None
         for docs, fn in runs:

@@ -2005,27 +2005,9 @@ cdef Py_ssize_t cut_job(Job* jobs, Py_ssize_t target) noexcept nogil:
         start = cut
 
 
-cdef bint texts_hold_disallowed(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-    """Whether a job of jobs[a:b] (one text's) found a disallowed special token."""
-    cdef Py_ssize_t k
-    for k in range(a, b):
-        if jobs[k].err == ERR_DISALLOWED:
-            return True
-    return False
-
-
-cdef bint texts_had_surrogates(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-    """Whether a job of jobs[a:b] met a lone surrogate, or encodes a fixed-up text (the
-    regex path fixes texts up in prepare_job)."""
-    cdef Py_ssize_t k
-    for k in range(a, b):
-        if jobs[k].err == ERR_SURROGATE or jobs[k].no_check:
-            return True
-    return False
-
-
 cdef bint specials_hold_newline(const SpecialSet* ss) noexcept nogil:
-    """Whether an allowed special token contains "\\n" (then no text is cut: see next_cut)."""
+    """Whether a special token of ss (allowed or disallowed) contains "\\n": then no text
+    is cut (see next_cut), as the token could span a cut."""
     cdef Py_ssize_t k
     for k in range(ss.count):
         if memchr(ss.items[k].text, 10, ss.items[k].length) != NULL:
@@ -2507,7 +2489,6 @@ cdef class NeedleSet:
     cdef list utf8            # the bytes ss.items point into
     cdef frozenset strings    # as given: the check of texts with lone surrogates
     cdef bint has_empty       # "" is in the set: every text holds it (as in tiktoken)
-    cdef bint has_newline     # an item holds "\n": texts must not be cut (next_cut)
 
     def __cinit__(self, frozenset strings):
         cdef Py_ssize_t k = 0
@@ -2525,7 +2506,6 @@ cdef class NeedleSet:
             except UnicodeEncodeError:
                 continue     # a lone surrogate: only a text with one can hold it
             self.utf8.append(b)
-            self.has_newline = self.has_newline or b"\n" in b
         self.items_buf = PyBytes_FromStringAndSize(NULL, max(1, len(self.utf8)) * sizeof(Special))
         self.ss.items = <Special*>PyBytes_AS_STRING(self.items_buf)
         for b in self.utf8:
@@ -2935,6 +2915,7 @@ cdef class CoreBPE:
         cdef NeedleSet needles = self.needle_set(disallowed_special)
         cdef Py_ssize_t n_texts = len(texts), n_jobs = 0, cap, i, t, k, total = 0
         cdef Py_ssize_t target = 0
+        cdef bint surrogates
         cdef list keep = []
         cdef CacheEntry* no_cache = NULL
         cdef SpecialSet ss
@@ -2955,7 +2936,7 @@ cdef class CoreBPE:
         self.fill_specials(&ss, allowed_special, keep)
         if (num_threads > 1 and mode != 1 and self.pattern_id >= 0
                 and not specials_hold_newline(&ss)
-                and not (needles is not None and needles.has_newline)):
+                and not (needles is not None and specials_hold_newline(&needles.ss))):
             for t in range(n_texts):
                 total += len(<str>texts[t])
             target = max(piece_min, total // (num_threads * pieces_per_thread))
@@ -3004,9 +2985,12 @@ cdef class CoreBPE:
             #    or was fixed up) is checked here, as given.
             if needles is not None:
                 for t in range(n_texts):
-                    if texts_hold_disallowed(jobs, first[t], first[t + 1]) or (
-                            texts_had_surrogates(jobs, first[t], first[t + 1])
-                            and holds_any(texts[t], needles.strings)):
+                    surrogates = False    # a piece met one, or the regex path fixed it up
+                    for k in range(first[t], first[t + 1]):
+                        if jobs[k].err == ERR_DISALLOWED:
+                            raise DisallowedSpecial(t)
+                        surrogates = surrogates or jobs[k].err == ERR_SURROGATE or jobs[k].no_check
+                    if surrogates and holds_any(texts[t], needles.strings):
                         raise DisallowedSpecial(t)
             # 5. other errors: a cut text with a failed piece is redone whole (so that
             #    the error, or tiktoken's surrogate fix-up, is about the whole text);
@@ -3393,12 +3377,13 @@ cdef class CoreBPE:
 
     # ---- decoding --------------------------------------------------------------------
 
-    cdef bytes decode_array(self, cnp.ndarray arr, object given=None):
-        """Bytes of the ids in arr; KeyError names the first unknown one (as given[i]
-        when given, the sequence arr was made from: ids out of range are -1 in arr)."""
+    cdef bytes decode_ids(self, int64_t* ids, Py_ssize_t n, object given, bint scratch):
+        """Bytes of ids[0:n]; KeyError names the first unknown id as given[i], the
+        sequence the ids were read from (ids out of range are -1 there). scratch: ids is
+        the caller's own buffer, and the first pass replaces each id by its entry, which
+        the copy then reads instead of looking it up again."""
         self.check_ready()
-        cdef const int64_t[::1] ids = arr
-        cdef Py_ssize_t n = ids.shape[0], i, total = 0, bad = -1
+        cdef Py_ssize_t i, total = 0, bad = -1
         cdef int64_t e
         with nogil:
             for i in range(n):
@@ -3406,70 +3391,54 @@ cdef class CoreBPE:
                 if e < 0:
                     bad = i
                     break
+                if scratch:
+                    ids[i] = e
                 total += self.entry_len[e]
         if bad >= 0:
-            raise KeyError(int(ids[bad]) if given is None else int(given[bad]))
+            raise KeyError(int(given[bad]))
         cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
         cdef char* dst = PyBytes_AS_STRING(out)
         cdef const char* src = <const char*>self.vocab.arena
         with nogil:
             for i in range(n):
-                e = self.entry_of(ids[i])
+                e = ids[i] if scratch else self.entry_of(ids[i])
                 memcpy(dst, src + self.entry_off[e], self.entry_len[e])
                 dst += self.entry_len[e]
         return out
 
     cdef object decode_sequence(self, object tokens):
-        """decode_array of a list or tuple whose items are all exact ints, reading them in
+        """decode_ids of a list or tuple whose items are all exact ints, reading them in
         place: numpy's conversion of a list costs about 30 ns an item, which made decode
         slower than tiktoken's. None as soon as an item is anything else (then the caller
-        checks the items one by one, so that the error names the culprit); KeyError for
-        the first unknown id when all are ints (see _ids_array for the order)."""
-        self.check_ready()
-        cdef Py_ssize_t n = len(tokens), i, total = 0
+        checks the items one by one, so that the error names the culprit: a non-int
+        before any unknown id, see _ids_array)."""
+        cdef Py_ssize_t n = len(tokens), i
         cdef PyObject** items = PySequence_Fast_ITEMS(tokens)
-        cdef int64_t* entries
-        cdef int64_t e
+        cdef int64_t* ids
         cdef long long v
         cdef int overflow = 0
-        cdef Py_ssize_t bad = -1
-        cdef char* dst
-        cdef const char* src = <const char*>self.vocab.arena
         if n == 0:
             return b""
-        entries = <int64_t*>malloc(n * sizeof(int64_t))
-        if entries == NULL:
+        ids = <int64_t*>malloc(n * sizeof(int64_t))
+        if ids == NULL:
             raise MemoryError()
         try:
             for i in range(n):
                 if not fbe_long_check_exact(items[i]):
                     return None
                 v = fbe_long_as_ll(items[i], &overflow)
-                e = self.entry_of(v) if overflow == 0 and 0 <= v < NO_RANK else -1
-                if e < 0:
-                    if bad < 0:
-                        bad = i     # reported once every item is known to be an int
-                    e = 0
-                entries[i] = e
-                total += self.entry_len[e]
-            if bad >= 0:
-                raise KeyError(<object>items[bad])
-            out = PyBytes_FromStringAndSize(NULL, total)
-            dst = PyBytes_AS_STRING(out)
-            with nogil:
-                for i in range(n):
-                    memcpy(dst, src + self.entry_off[entries[i]], self.entry_len[entries[i]])
-                    dst += self.entry_len[entries[i]]
-            return out
+                ids[i] = v if overflow == 0 and 0 <= v < NO_RANK else -1
+            return self.decode_ids(ids, n, tokens, True)
         finally:
-            free(entries)
+            free(ids)
 
     cdef bytes decode_any(self, object tokens):
         if type(tokens) is list or type(tokens) is tuple:
             out = self.decode_sequence(tokens)
             if out is not None:
                 return out
-        return self.decode_array(_ids_array(tokens), tokens)
+        cdef cnp.ndarray arr = _ids_array(tokens)
+        return self.decode_ids(<int64_t*>cnp.PyArray_DATA(arr), arr.shape[0], tokens, False)
 
     def decode_bytes(self, tokens):
         """Bytes of a sequence of ids (list, tuple or integer numpy array); KeyError names
