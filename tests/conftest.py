@@ -72,3 +72,21 @@ def tiktoken_encoding():
         return _TIKTOKEN_CACHE[name]
 
     return get
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _threads_as_asked():
+    """Batch calls run on exactly the threads a test asks for.
+
+    The native core otherwise uses about one thread per 16,384 characters and no more
+    than the CPUs it may run on (``_encode.batch_threads``), which would put almost every
+    test batch (small on purpose) on one thread and leave the threaded paths untested.
+    ``test_encode_native.py`` tests that rule with it switched back on."""
+    try:
+        from fastbpe import _encode
+    except ImportError:  # the reference core has no threads
+        yield
+        return
+    old = _encode._set_thread_policy(0, False)
+    yield
+    _encode._set_thread_policy(*old)

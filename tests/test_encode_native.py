@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing as mp
+import os
 import pickle
 import random
 import sys
@@ -25,11 +26,14 @@ from fastbpe._encode import (
     _set_heap_threshold,
     _cut_points,
     _set_id_int_top_up,
+    _batch_threads,
     _set_piece_size,
+    _set_thread_policy,
     _set_utf8_simd,
     _shared_int_address,
     _utf8_of,
 )
+from fastbpe.encoding import get_toy_encoding
 from fastbpe.reference import patterns
 from fastbpe.reference.bpe import bpe_encode_chunk, merge_bytes
 from fastbpe.reference.core import CoreBPE as ReferenceCoreBPE
@@ -866,6 +870,52 @@ def test_numpy_dtypes(pair):
         core.encode_to_numpy("hi", frozenset(), np.float32)
     flat, off = core.encode_batch_to_numpy(["a b", "", "c"], frozenset(), 2, np.uint16)
     assert flat.dtype == np.uint16 and off.tolist()[0] == 0 and off[2] == off[1]
+
+
+@contextlib.contextmanager
+def thread_policy(min_points, to_cpus):
+    old = _set_thread_policy(min_points, to_cpus)
+    try:
+        yield
+    finally:
+        _set_thread_policy(*old)
+
+
+def _usable_cpus():
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def test_batch_threads_follow_text_size_and_cpus():
+    """num_threads is an upper bound: about one thread per 16,384 code points of text,
+    and no more than the CPUs this process may run on."""
+    cpus = _usable_cpus()
+    with thread_policy(1 << 14, True):
+        assert _batch_threads(8, 0) == 1
+        assert _batch_threads(8, 16383) == 1         # one small batch: no thread started
+        assert _batch_threads(8, 2 * 16384) == min(2, cpus)
+        assert _batch_threads(1, 10**9) == 1
+        assert _batch_threads(1024, 10**12) == cpus
+    with thread_policy(1 << 14, False):
+        assert _batch_threads(8, 3 * 16384 + 5) == 3
+        assert _batch_threads(8, 10**9) == 8
+    with thread_policy(0, True):
+        assert _batch_threads(1024, 5) == cpus
+    with thread_policy(0, False):                     # as the tests run: as asked
+        assert _batch_threads(7, 0) == 7
+    with pytest.raises(ValueError, match="min_points"):
+        _set_thread_policy(-1, True)
+
+
+def test_batch_ids_do_not_depend_on_the_thread_rule():
+    enc = get_toy_encoding()
+    texts = ["hello world, hi there " * k for k in range(40)] + ["x" * 70000, "", "hi"]
+    want = [enc.encode_ordinary(t) for t in texts]
+    for policy in [(1 << 14, True), (0, False), (1, False)]:
+        with thread_policy(*policy):
+            for threads in (1, 2, 3, 8):
+                assert enc.encode_ordinary_batch(texts, num_threads=threads) == want
+                flat, offsets = enc.encode_batch_to_numpy(texts, num_threads=threads)
+                assert [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == want
 
 
 def test_num_threads_validation(pair):
