@@ -296,3 +296,23 @@ def test_constructor_validates():
     assert enc.n_vocab == 256
     with pytest.raises(KeyError):
         enc.eot_token
+
+
+@pytest.mark.parametrize("core", ["native", "reference"])
+def test_batch_items_that_are_not_str_are_named(monkeypatch, core):
+    """The Encoding leaves the item check to the native core (in C); both cores name the
+    item the same way, for every batch method."""
+    if core == "reference":
+        monkeypatch.setenv("FASTBPE_REFERENCE_CORE", "1")
+    enc = fastbpe.encoding.get_toy_encoding()
+    is_native = type(enc._core_bpe).__module__ == "fastbpe._encode"
+    assert is_native == (core == "native")
+    for method in (enc.encode_ordinary_batch, enc.encode_batch, enc.encode_batch_to_numpy):
+        for bad, name in [(["ok", None], "NoneType"), (("ok", "fine", b"x"), "bytes"),
+                          (iter(["ok", 3]), "int")]:
+            index = 2 if name == "bytes" else 1
+            with pytest.raises(TypeError, match=f"^text {index} of the batch is {name}, expected str$"):
+                method(bad)
+    if is_native:
+        with pytest.raises(TypeError, match="^text 0 of the batch is float, expected str$"):
+            enc._core_bpe.encode_ordinary_batch([1.5], 1)

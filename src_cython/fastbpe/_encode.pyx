@@ -3704,13 +3704,15 @@ def _native_pattern_id(str pat_str):
 
 
 cdef list _texts_list(object texts):
+    """A new list of the texts (the caller's may change while the GIL is released), each
+    checked to be a str."""
     if isinstance(texts, (str, bytes)) or not hasattr(texts, "__iter__"):
         raise TypeError(f"texts must be a list of str, not {type(texts).__name__}")
-    out = []
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] must be a str, not {type(t).__name__}")
-        out.append(t)
+    cdef list out = list(texts)
+    cdef Py_ssize_t i
+    for i in range(len(out)):
+        if not isinstance(out[i], str):
+            raise TypeError(f"text {i} of the batch is {type(out[i]).__name__}, expected str")
     return out
 
 
