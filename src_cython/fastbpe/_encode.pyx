@@ -389,6 +389,11 @@ cdef extern from *:
     static inline Py_ssize_t fbe_atomic_load(Py_ssize_t* counter) {
         return __atomic_load_n(counter, __ATOMIC_RELAXED);
     }
+    /* Sequentially consistent flags: a worker's "job j is done" and the caller's "I am
+       about to sleep" are a store then a load on each side, so at least one side sees
+       the other's store (see mark_done). */
+    static inline void fbe_flag_store(char* flag, char v) { __atomic_store_n(flag, v, __ATOMIC_SEQ_CST); }
+    static inline char fbe_flag_load(const char* flag) { return __atomic_load_n(flag, __ATOMIC_SEQ_CST); }
     /* A pointer from one of n slots (emptying it), or NULL if all are empty. Lock-free,
        so a process forked at any moment inherits no held lock. */
     static inline void* fbe_slot_take(void** slots, int n) {
@@ -423,6 +428,8 @@ cdef extern from *:
     bint fbe_equal_short(const unsigned char* a, const unsigned char* b, size_t n) noexcept nogil
     Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept nogil
     Py_ssize_t fbe_atomic_load(Py_ssize_t* counter) noexcept nogil
+    void fbe_flag_store(char* flag, char v) noexcept nogil
+    char fbe_flag_load(const char* flag) noexcept nogil
     void* fbe_slot_take(void** slots, int n) noexcept nogil
     bint fbe_slot_give(void** slots, int n, void* p) noexcept nogil
     void* table_alloc "fbe_table_alloc"(size_t size) noexcept nogil
@@ -449,6 +456,7 @@ cdef enum:
     MAX_THREADS_C = 1024
     MAX_BLOCKS = 64           # blocks of jobs at most; more threads than that share them
     MANY_JOBS = 8             # jobs per thread from which a batch counts as many texts
+    CURSOR_STRIDE = 8         # Py_ssize_t per 64-byte line (see Context.block_next)
     LIST_RUN = 16             # streaming: own jobs run between two rounds of list
                               # building (see run_streaming)
 
@@ -1785,15 +1793,17 @@ cdef struct Context:
     Py_ssize_t n_blocks
     Py_ssize_t block_start[MAX_BLOCKS]
     Py_ssize_t block_end[MAX_BLOCKS]
-    Py_ssize_t block_next[MAX_BLOCKS]     # atomic cursor per block
+    # atomic cursor of block b at block_next[b * CURSOR_STRIDE]: a cache line each, as
+    # every thread moves its own at every job
+    Py_ssize_t block_next[MAX_BLOCKS * CURSOR_STRIDE]
     void** cache_pool         # the encoder's chunk caches (see new_chunk_cache)
     OutArena* arenas          # per thread slot: where its jobs' ids go (see OutArena)
     # Streaming mode: workers flag each finished job so that the caller can build its
     # Python list (which needs the GIL, so only one thread can) while they go on.
     bint notify
-    char* done                # per job, written and read under `lock`
-    bint waiting              # the caller sleeps on `cond` (under `lock`) until jobs
-    Py_ssize_t wait_first     # wait_first and wait_last are both done
+    char* done                # per job: fbe_flag_store once it is finished
+    char waiting              # fbe_flag: the caller sleeps on `cond` (under `lock`)
+    Py_ssize_t wait_first     # until jobs wait_first and wait_last are both done
     Py_ssize_t wait_last
     pthread_mutex_t lock
     pthread_cond_t cond
@@ -2078,7 +2088,7 @@ cdef void deal_blocks(Context* ctx, Py_ssize_t threads) noexcept nogil:
     for b in range(n_blocks):
         ctx.block_start[b] = ctx.n_jobs * b // n_blocks
         ctx.block_end[b] = ctx.n_jobs * (b + 1) // n_blocks
-        ctx.block_next[b] = ctx.block_start[b]
+        ctx.block_next[b * CURSOR_STRIDE] = ctx.block_start[b]
 
 
 cdef Py_ssize_t claim_job(Context* ctx, Py_ssize_t slot) noexcept nogil:
@@ -2087,8 +2097,8 @@ cdef Py_ssize_t claim_job(Context* ctx, Py_ssize_t slot) noexcept nogil:
     cdef Py_ssize_t k, b, j
     for k in range(ctx.n_blocks):
         b = (slot + k) % ctx.n_blocks
-        if fbe_atomic_load(&ctx.block_next[b]) < ctx.block_end[b]:  # skip exhausted blocks
-            j = fbe_atomic_next(&ctx.block_next[b])
+        if fbe_atomic_load(&ctx.block_next[b * CURSOR_STRIDE]) < ctx.block_end[b]:
+            j = fbe_atomic_next(&ctx.block_next[b * CURSOR_STRIDE])   # (exhausted: skipped)
             if j < ctx.block_end[b]:
                 return j
     return ctx.n_jobs
@@ -2100,12 +2110,20 @@ cdef struct WorkerArg:
 
 
 cdef void mark_done(Context* ctx, Py_ssize_t j) noexcept nogil:
-    """Streaming mode: flag job j finished, waking the caller if it waits for j."""
-    pthread_mutex_lock(&ctx.lock)
-    ctx.done[j] = 1
-    if ctx.waiting and (j == ctx.wait_first or j == ctx.wait_last):
-        pthread_cond_signal(&ctx.cond)
-    pthread_mutex_unlock(&ctx.lock)
+    """Streaming mode: flag job j finished, waking the caller if it waits for j.
+
+    Without a lock while the caller is awake: a lock taken at every job moved its cache
+    line between the cores 2,000 times a call. The flag is stored before `waiting` is
+    read, and the caller stores `waiting` before it reads the flags (all sequentially
+    consistent), so either this thread sees the caller waiting or the caller sees the
+    job done. The signal is sent under the lock, which the caller holds until it
+    sleeps, so it cannot come between the caller's last look and its sleep."""
+    fbe_flag_store(&ctx.done[j], 1)
+    if fbe_flag_load(&ctx.waiting):
+        pthread_mutex_lock(&ctx.lock)
+        if ctx.waiting and (j == ctx.wait_first or j == ctx.wait_last):
+            pthread_cond_signal(&ctx.cond)
+        pthread_mutex_unlock(&ctx.lock)
 
 
 cdef void* worker_main(void* arg) noexcept nogil:
@@ -2144,20 +2162,20 @@ cdef void finished_runs(Context* ctx, const Py_ssize_t* built, Py_ssize_t* upto,
     both finished: waiting for a stretch of jobs, not each one, keeps the number of
     wake-ups (and GIL hand-overs) small."""
     cdef Py_ssize_t b, i
-    pthread_mutex_lock(&ctx.lock)
     if wait_first >= 0:
-        while not (ctx.done[wait_first] and ctx.done[wait_last]):
-            ctx.wait_first = wait_first
-            ctx.wait_last = wait_last
-            ctx.waiting = True
+        pthread_mutex_lock(&ctx.lock)
+        ctx.wait_first = wait_first
+        ctx.wait_last = wait_last
+        fbe_flag_store(&ctx.waiting, 1)
+        while not (fbe_flag_load(&ctx.done[wait_first]) and fbe_flag_load(&ctx.done[wait_last])):
             pthread_cond_wait(&ctx.cond, &ctx.lock)
-            ctx.waiting = False
+        fbe_flag_store(&ctx.waiting, 0)
+        pthread_mutex_unlock(&ctx.lock)
     for b in range(ctx.n_blocks):
         i = built[b]
-        while i < ctx.block_end[b] and ctx.done[i]:
+        while i < ctx.block_end[b] and fbe_flag_load(&ctx.done[i]):
             i += 1
         upto[b] = i
-    pthread_mutex_unlock(&ctx.lock)
 
 
 cdef void run_jobs(Context* ctx, int num_threads) noexcept nogil:
@@ -3147,7 +3165,7 @@ cdef class CoreBPE:
         pthread_mutex_init(&ctx.lock, NULL)
         pthread_cond_init(&ctx.cond, NULL)
         ctx.notify = True
-        ctx.waiting = False
+        ctx.waiting = 0
         deal_blocks(ctx, want)       # many jobs: a block per thread, this one's first
         for b in range(ctx.n_blocks):
             built[b] = ctx.block_start[b]
