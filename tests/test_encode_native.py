@@ -894,12 +894,12 @@ def test_batch_threads_follow_text_size_and_cpus():
         assert _batch_threads(8, 16383) == 1         # one small batch: no thread started
         assert _batch_threads(8, 2 * 16384) == min(2, cpus)
         assert _batch_threads(1, 10**9) == 1
-        assert _batch_threads(1024, 10**12) == cpus
+        assert _batch_threads(1024, 10**12) == min(1024, cpus)
     with thread_policy(1 << 14, False):
         assert _batch_threads(8, 3 * 16384 + 5) == 3
         assert _batch_threads(8, 10**9) == 8
     with thread_policy(0, True):
-        assert _batch_threads(1024, 5) == cpus
+        assert _batch_threads(1024, 5) == min(1024, cpus)
     with thread_policy(0, False):                     # as the tests run: as asked
         assert _batch_threads(7, 0) == 7
     with pytest.raises(ValueError, match="min_points"):

@@ -2097,8 +2097,9 @@ cdef Py_ssize_t claim_job(Context* ctx, Py_ssize_t slot) noexcept nogil:
     cdef Py_ssize_t k, b, j
     for k in range(ctx.n_blocks):
         b = (slot + k) % ctx.n_blocks
+        # a block whose cursor is past its end is skipped without an atomic add
         if fbe_atomic_load(&ctx.block_next[b * CURSOR_STRIDE]) < ctx.block_end[b]:
-            j = fbe_atomic_next(&ctx.block_next[b * CURSOR_STRIDE])   # (exhausted: skipped)
+            j = fbe_atomic_next(&ctx.block_next[b * CURSOR_STRIDE])
             if j < ctx.block_end[b]:
                 return j
     return ctx.n_jobs
