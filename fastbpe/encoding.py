@@ -219,7 +219,8 @@ class Encoding:
         dtype=np.uint32,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Encode many texts into one flat array plus ``offsets`` (len n+1, int64):
-        text ``i`` is ``ids[offsets[i]:offsets[i+1]]``."""
+        text ``i`` is ``ids[offsets[i]:offsets[i+1]]`` (``num_threads`` as in
+        ``encode_ordinary_batch``)."""
         texts = self._check_batch(text)
         num_threads = _check_num_threads(num_threads)
         dtype = self._check_dtype(dtype)
