@@ -3759,8 +3759,7 @@ cdef cnp.ndarray _ids_array(object tokens):
     for i, t in enumerate(tokens):
         if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
             raise TypeError(f"token ids must be ints, got {t!r} at index {i}")
-    for i, t in enumerate(tokens):
-        out[i] = t if 0 <= t < NO_RANK else -1
+        out[i] = t if 0 <= t < NO_RANK else -1     # unknown ids are reported after
     return out
 
 
