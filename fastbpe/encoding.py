@@ -18,6 +18,7 @@ import regex
 
 from .reference.core import CoreBPE as ReferenceCoreBPE
 from .reference.core import DisallowedSpecial
+from .special import check_no_disallowed, resolve_special_sets
 
 try:  # the native core lands with the encoder issue; until then the reference serves
     from ._encode import CoreBPE as NativeCoreBPE
@@ -25,7 +26,6 @@ except ImportError:  # pragma: no cover
     NativeCoreBPE = None
 
 _MAX_THREADS = 1024
-_NO_SPECIALS: frozenset[str] = frozenset()
 
 
 def _check_num_threads(num_threads) -> int:
@@ -40,22 +40,6 @@ def _check_text(text, what: str = "text") -> None:
     if not isinstance(text, str):
         hint = " (decode bytes to str first)" if isinstance(text, (bytes, bytearray)) else ""
         raise TypeError(f"{what} must be a str, not {type(text).__name__}{hint}")
-
-
-@functools.lru_cache(maxsize=128)
-def _special_token_regex(tokens: frozenset[str]) -> regex.Pattern:
-    return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
-
-
-def raise_disallowed_special_token(token: str, position: int) -> None:
-    raise ValueError(
-        f"Encountered text corresponding to disallowed special token {token!r} at position {position}.\n"
-        f"If you want this text to be encoded as a special token, pass it to `allowed_special`, "
-        f"e.g. `allowed_special={{{token!r}, ...}}`.\n"
-        f"If you want this text to be encoded as normal text, disable the check for this token "
-        f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-        f"To disable this check for all special tokens, pass `disallowed_special=()`.\n"
-    )
 
 
 class Encoding:
@@ -207,7 +191,7 @@ class Encoding:
             return self._core_bpe.encode_batch(texts, allowed, num_threads, disallowed)
         except DisallowedSpecial as found:
             index = found.index
-        self._raise_disallowed(texts[index], disallowed)
+        self._raise_disallowed(texts[index], disallowed, index)
 
     def encode_batch_to_numpy(
         self,
@@ -229,7 +213,7 @@ class Encoding:
             return self._core_bpe.encode_batch_to_numpy(texts, allowed, num_threads, dtype, disallowed)
         except DisallowedSpecial as found:
             index = found.index
-        self._raise_disallowed(texts[index], disallowed)
+        self._raise_disallowed(texts[index], disallowed, index)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of one whole token (ordinary or special); KeyError if it is none.
@@ -339,47 +323,19 @@ class Encoding:
         self.__init__(**{k: v for k, v in state.items() if k != "name"}, name=state["name"])
 
     # ----------------------------------------------------------------------- helpers
-    def _allowed(self, allowed_special) -> frozenset[str]:
-        if isinstance(allowed_special, str) and allowed_special == "all":
-            return self._all_specials
-        if isinstance(allowed_special, str) or not isinstance(allowed_special, Iterable):
-            raise TypeError(f"allowed_special must be 'all' or a set of str, not {allowed_special!r}")
-        allowed = frozenset(allowed_special)
-        unknown = allowed - self._special_tokens.keys()
-        if unknown:
-            raise ValueError(f"allowed_special names tokens that are not special tokens of {self.name!r}: {sorted(unknown)}")
-        return allowed
-
     def _special_sets(self, allowed_special, disallowed_special) -> tuple[frozenset[str], frozenset[str]]:
-        """(allowed, disallowed) as the core takes them: tiktoken's "all" resolved and
-        the arguments checked. The core looks for the disallowed ones in every text
-        before encoding it (natively, on the encoding threads) and reports the first
-        text that holds one, which ``_raise_disallowed`` turns into tiktoken's error."""
-        if (
-            type(allowed_special) in (set, frozenset)
-            and not allowed_special
-            and isinstance(disallowed_special, str)
-            and disallowed_special == "all"
-        ):
-            return _NO_SPECIALS, self._all_specials   # the defaults: no set to build
-        allowed = self._allowed(allowed_special)
-        if isinstance(disallowed_special, str) and disallowed_special == "all":
-            return allowed, self._all_specials - allowed
-        if isinstance(disallowed_special, str) or not isinstance(disallowed_special, Iterable):
-            raise TypeError(f"disallowed_special must be 'all' or a collection of str, not {disallowed_special!r}")
-        disallowed = frozenset(disallowed_special)
-        for token in disallowed:
-            if not isinstance(token, str):
-                raise TypeError(f"disallowed_special must hold str, got {token!r}")
-        return allowed, disallowed
+        """(allowed, disallowed) as the core takes them (``fastbpe.special`` holds the
+        rule). The core looks for the disallowed ones in every text before encoding it
+        (natively, on the encoding threads) and reports the first text that holds one,
+        which ``_raise_disallowed`` turns into tiktoken's error."""
+        return resolve_special_sets(allowed_special, disallowed_special, self._all_specials)
 
     @staticmethod
-    def _raise_disallowed(text: str, disallowed: frozenset[str]):
+    def _raise_disallowed(text: str, disallowed: frozenset[str], index: int | None = None):
         """tiktoken's error for the first disallowed special token in text (which the
-        core found there)."""
-        match = _special_token_regex(disallowed).search(text)
-        assert match is not None, "the core and the regex module disagree on a special token"
-        raise_disallowed_special_token(match.group(), match.start())
+        core found there); ``index`` names the text of a batch."""
+        check_no_disallowed(text, disallowed, index)
+        raise AssertionError("the core and the regex module disagree on a special token")
 
     def _check_dtype(self, dtype):
         dtype = np.dtype(dtype)
