@@ -64,6 +64,12 @@ def test_sizes_and_explicit_n_vocab_as_tiktoken():
     assert accepted == [None, 258]
 
 
+def test_o200k_harmony_decodes_its_shared_id_as_tiktoken():
+    enc = fastbpe.get_encoding("o200k_harmony")
+    assert enc.encode("<|endofprompt|><|reserved_200018|>", allowed_special="all") == [200018, 200018]
+    assert enc.decode_single_token_bytes(200018) == b"<|endofprompt|>"   # what tiktoken 0.14 gives
+
+
 def test_a_special_id_that_is_an_ordinary_rank_is_still_an_error():
     with pytest.raises(ValueError, match=r"special token '<\|a\|>' has id 97, already used by b'a'"):
         fastbpe.Encoding("x", pat_str=".", mergeable_ranks=BYTES, special_tokens={"<|a|>": 97})
