@@ -287,6 +287,23 @@ class Encoding:
         save_encoding(self, path, format=format)
 
     # ----------------------------------------------------------------------- pickling
+    def __reduce_ex__(self, protocol):
+        """An encoding from ``get_encoding`` pickles as its name (~60 bytes, as in
+        tiktoken) and unpickles as the receiving process's own cached object, so pool
+        workers get it without 2 MB of ranks per task; any other encoding pickles by
+        value (``__getstate__``).
+
+        >>> import pickle, fastbpe
+        >>> enc = fastbpe.get_encoding("gpt2")
+        >>> pickle.loads(pickle.dumps(enc)) is enc, len(pickle.dumps(enc)) < 100
+        (True, True)
+        """
+        from . import registry
+
+        if registry.is_registered(self):
+            return (registry.get_encoding, (self.name,))
+        return super().__reduce_ex__(protocol)
+
     def __getstate__(self) -> dict:
         return {
             "name": self.name,
