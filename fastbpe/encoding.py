@@ -384,7 +384,7 @@ def get_toy_encoding() -> Encoding:
 def _checked_ranks(mergeable_ranks: dict) -> dict[bytes, int]:
     """``mergeable_ranks`` as a plain ``dict[bytes, int]``, or an error naming the first
     bad entry. The item loop is the rule; exact bytes/int types are first checked in
-    bulk (same rule, ~10 ms for o200k_base's 200k entries against ~120 ms item by
+    bulk (same rule, ~20 ms for o200k_base's 200k entries against ~85 ms item by
     item), and the loop runs only when that fails: to name the problem, or to convert
     subclasses and numpy ints."""
     values = mergeable_ranks.values()
