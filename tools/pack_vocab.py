@@ -3,7 +3,7 @@ files, xz-compressed, each checked against the sha256 tiktoken expects.
 
     python tools/pack_vocab.py ../shared/vocab
 
-Why xz: the four files are 7 MB as text, 3.1 MB gzipped and 2.3 MB as xz; a wheel
+Why xz: the four files are 7 MB as text, 3.2 MB gzipped and 2.3 MB as xz; a wheel
 (a zip) does not shrink them further. Unpacking o200k_base costs ~60 ms against ~20 ms
 for gzip, paid once per process and small beside parsing the file. The output is
 reproducible: the same input gives the same bytes (no timestamps in the xz format).
