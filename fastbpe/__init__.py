@@ -9,6 +9,7 @@ from . import _native  # noqa: F401  (fails early, with build instructions)
 from .distributed import encode_files
 from .encoding import Encoding
 from .formats import load
+from .model import encoding_for_model, encoding_name_for_model
 from .reference.patterns import CL100K, GPT2, O200K
 from .registry import get_encoding, list_encoding_names
 from .train import train_bpe
@@ -22,6 +23,8 @@ __all__ = [
     "O200K",
     "Encoding",
     "encode_files",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "get_encoding",
     "list_encoding_names",
     "load",

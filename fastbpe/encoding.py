@@ -75,40 +75,16 @@ class Encoding:
             raise TypeError(f"mergeable_ranks must be a dict of bytes -> int, not {type(mergeable_ranks).__name__}")
         if not isinstance(special_tokens, dict):
             raise TypeError(f"special_tokens must be a dict of str -> int, not {type(special_tokens).__name__}")
-        seen: dict[int, object] = {}
-        for tok, rank in mergeable_ranks.items():
-            if not isinstance(tok, bytes):
-                raise TypeError(f"mergeable_ranks keys must be bytes, got {tok!r}")
-            if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
-                raise ValueError(f"rank of {tok!r} must be a non-negative int, got {rank!r}")
-            if rank in seen:
-                raise ValueError(f"rank {rank} is used twice: {seen[rank]!r} and {tok!r}")
-            seen[rank] = tok
-        for tok, rank in special_tokens.items():
-            if not isinstance(tok, str):
-                raise TypeError(f"special_tokens keys must be str, got {tok!r}")
-            if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
-                raise ValueError(f"id of special token {tok!r} must be a non-negative int, got {rank!r}")
-            if rank in seen:
-                raise ValueError(f"special token {tok!r} has id {rank}, already used by {seen[rank]!r}")
-            seen[rank] = tok
-        missing = [b for b in range(256) if bytes([b]) not in mergeable_ranks]
-        if missing:
-            raise ValueError(
-                f"mergeable_ranks lacks {len(missing)} single-byte tokens (e.g. byte {missing[0]}); "
-                "byte-level BPE needs all 256 so that any text can be encoded"
-            )
+        ranks = _checked_ranks(mergeable_ranks)
+        specials = _checked_specials(special_tokens, ranks)
         self.name = name
         self._pat_str = pat_str
-        self._mergeable_ranks = {bytes(k): int(v) for k, v in mergeable_ranks.items()}
-        self._special_tokens = {k: int(v) for k, v in special_tokens.items()}
+        self._mergeable_ranks = ranks
+        self._special_tokens = specials
         self._all_specials = frozenset(self._special_tokens)   # the default disallowed set
-        self.max_token_value = max(seen)
+        self.max_token_value = max(max(ranks.values()), max(specials.values(), default=0))
         if explicit_n_vocab is not None:
-            if len(seen) != explicit_n_vocab:
-                raise ValueError(f"explicit_n_vocab={explicit_n_vocab} but there are {len(seen)} tokens")
-            if self.max_token_value != explicit_n_vocab - 1:
-                raise ValueError(f"explicit_n_vocab={explicit_n_vocab} but the largest id is {self.max_token_value}")
+            _check_explicit_n_vocab(explicit_n_vocab, len(ranks) + len(specials), self.max_token_value)
         # 2. build the core once
         self._core_bpe = _make_core(self._mergeable_ranks, self._special_tokens, pat_str)
 
@@ -311,6 +287,23 @@ class Encoding:
         save_encoding(self, path, format=format)
 
     # ----------------------------------------------------------------------- pickling
+    def __reduce_ex__(self, protocol):
+        """An encoding from ``get_encoding`` pickles as its name (~60 bytes, as in
+        tiktoken) and unpickles as the receiving process's own cached object, so pool
+        workers get it without 2 MB of ranks per task; any other encoding pickles by
+        value (``__getstate__``).
+
+        >>> import pickle, fastbpe
+        >>> enc = fastbpe.get_encoding("gpt2")
+        >>> pickle.loads(pickle.dumps(enc)) is enc, len(pickle.dumps(enc)) < 100
+        (True, True)
+        """
+        from . import registry
+
+        if registry.is_registered(self):
+            return (registry.get_encoding, (self.name,))
+        return super().__reduce_ex__(protocol)
+
     def __getstate__(self) -> dict:
         return {
             "name": self.name,
@@ -385,3 +378,69 @@ def get_toy_encoding() -> Encoding:
         mergeable_ranks={bytes([i]): i for i in range(256)} | {b"hi": 256},
         special_tokens={"<|eot|>": 257},
     )
+
+
+# --------------------------------------------------------------------------- validation
+def _checked_ranks(mergeable_ranks: dict) -> dict[bytes, int]:
+    """``mergeable_ranks`` as a plain ``dict[bytes, int]``, or an error naming the first
+    bad entry. The item loop is the rule; exact bytes/int types are first checked in
+    bulk (same rule, ~20 ms for o200k_base's 200k entries against ~85 ms item by
+    item), and the loop runs only when that fails: to name the problem, or to convert
+    subclasses and numpy ints."""
+    values = mergeable_ranks.values()
+    if (
+        all(type(tok) is bytes for tok in mergeable_ranks)
+        and all(type(rank) is int for rank in values)
+        and min(values, default=0) >= 0
+        and len(set(values)) == len(values)
+    ):
+        ranks = dict(mergeable_ranks)
+    else:
+        ranks, seen = {}, {}
+        for tok, rank in mergeable_ranks.items():
+            if not isinstance(tok, bytes):
+                raise TypeError(f"mergeable_ranks keys must be bytes, got {tok!r}")
+            if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
+                raise ValueError(f"rank of {tok!r} must be a non-negative int, got {rank!r}")
+            if rank in seen:
+                raise ValueError(f"rank {rank} is used twice: {seen[rank]!r} and {tok!r}")
+            seen[rank] = tok
+            ranks[bytes(tok)] = int(rank)
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise ValueError(
+            f"mergeable_ranks lacks {len(missing)} single-byte tokens (e.g. byte {missing[0]}); "
+            "byte-level BPE needs all 256 so that any text can be encoded"
+        )
+    return ranks
+
+
+def _checked_specials(special_tokens: dict, ranks: dict[bytes, int]) -> dict[str, int]:
+    """``special_tokens`` as a plain ``dict[str, int]``, or an error naming the first bad
+    entry. Special tokens may share an id, as in tiktoken (o200k_harmony gives
+    ``<|endofprompt|>`` and ``<|reserved_200018|>`` both 200018): each encodes to it, and
+    ``reference.core.CoreBPE`` says which bytes it decodes to. An id that is also an
+    ordinary token's rank is an error: decoding it could not give both."""
+    specials: dict[str, int] = {}
+    for tok, token_id in special_tokens.items():
+        if not isinstance(tok, str):
+            raise TypeError(f"special_tokens keys must be str, got {tok!r}")
+        if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)) or token_id < 0:
+            raise ValueError(f"id of special token {tok!r} must be a non-negative int, got {token_id!r}")
+        specials[str(tok)] = int(token_id)
+    clash = set(specials.values()).intersection(ranks.values())
+    if clash:
+        tok, token_id = next((t, i) for t, i in specials.items() if i in clash)
+        ordinary = next(b for b, r in ranks.items() if r == token_id)
+        raise ValueError(f"special token {tok!r} has id {token_id}, already used by {ordinary!r}")
+    return specials
+
+
+def _check_explicit_n_vocab(explicit_n_vocab: int, n_tokens: int, max_token_value: int) -> None:
+    """tiktoken's check: ``n_tokens`` (ordinary tokens plus special token *names*, so
+    two names sharing an id count twice) equals ``explicit_n_vocab``, and the largest id
+    is ``explicit_n_vocab - 1``."""
+    if n_tokens != explicit_n_vocab:
+        raise ValueError(f"explicit_n_vocab={explicit_n_vocab} but there are {n_tokens} tokens")
+    if max_token_value != explicit_n_vocab - 1:
+        raise ValueError(f"explicit_n_vocab={explicit_n_vocab} but the largest id is {max_token_value}")

@@ -1,6 +1,6 @@
 """The ``.tiktoken`` format: one ``base64(token bytes) rank`` pair per line.
 
-It holds only the mergeable ranks. The split pattern and special tokens of the three
+It holds only the mergeable ranks. The split pattern and special tokens of the four
 public OpenAI files are recognised by the file's sha256 (the hashes tiktoken checks).
 """
 from __future__ import annotations
@@ -11,28 +11,14 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..reference import patterns
+from .._openai_public import ENCODINGS, RANKS_FILES
 from ._atomic import atomic_write_bytes
 
-#: sha256 of the public files -> (name, pattern, special tokens), as tiktoken_ext defines.
+#: sha256 of the public files -> (name, pattern, special tokens) of the encoding a bare
+#: file loads as (the definitions live in ``fastbpe._openai_public``).
 KNOWN_FILES = {
-    "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930": (
-        "gpt2", patterns.GPT2, {"<|endoftext|>": 50256},
-    ),
-    "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7": (
-        "cl100k_base",
-        patterns.CL100K,
-        {
-            "<|endoftext|>": 100257,
-            "<|fim_prefix|>": 100258,
-            "<|fim_middle|>": 100259,
-            "<|fim_suffix|>": 100260,
-            "<|endofprompt|>": 100276,
-        },
-    ),
-    "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d": (
-        "o200k_base", patterns.O200K, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
-    ),
+    f.sha256: (f.loads_as, ENCODINGS[f.loads_as].pat_str, dict(ENCODINGS[f.loads_as].special_tokens))
+    for f in RANKS_FILES.values()
 }
 
 

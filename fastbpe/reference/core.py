@@ -61,6 +61,15 @@ def _retry_without_surrogates(encode):
 class CoreBPE:
     """Encode and decode with tiktoken's rules.
 
+    Special tokens may share an id (tiktoken's o200k_harmony has ``<|endofprompt|>`` and
+    ``<|reserved_200018|>`` at 200018). Each name encodes to the id. Decision: the id
+    decodes to the bytes of the *first* name with it in ``special_tokens`` (an ordinary
+    token with the id would win over both; ``Encoding`` rejects that case). tiktoken
+    decodes it to the last name its Rust hash map iterates over, an order that is fixed
+    by the hash function, not by the dict (``{"<|a|>": 256, "<|b|>": 256, "<|c|>": 256}``
+    and its reverse both decode 256 to ``<|b|>`` in tiktoken 0.14); first-in-dict is a
+    rule a user can read, and it agrees with tiktoken on o200k_harmony.
+
     >>> core = CoreBPE({bytes([i]): i for i in range(256)} | {b"ab": 256}, {"<s>": 257}, r".+")
     >>> core.encode("ab<s>", {"<s>"})
     [256, 257]
@@ -71,7 +80,8 @@ class CoreBPE:
         self._special = dict(special_tokens)
         self._pat_str = pat_str
         self._decoder = {rank: tok for tok, rank in self._ranks.items()}
-        self._decoder.update({i: s.encode("utf-8") for s, i in self._special.items()})
+        for s, i in self._special.items():   # the first name of a shared id wins (see above)
+            self._decoder.setdefault(i, s.encode("utf-8"))
 
     # encoding ------------------------------------------------------------------------
     @_retry_without_surrogates
