@@ -216,11 +216,12 @@ class SpecialRule:
             return
         token, pos = found
         at = _line_column(text, pos) if line is None else f"line {line}, column {pos + 1}"
-        if wordpiece and self.disallowed_special == ():
-            raise CLIError(f"{where}, {at}: special-token text {token!r}: a WordPiece tokenizer cannot encode "
-                           f"it as ordinary text; pass --allow-special {shlex.quote(token)} or remove it")
-        raise CLIError(f"{where}, {at}: special-token text {token!r}; pass --allow-special {shlex.quote(token)} "
-                       f"to encode it as its id, or --special-as-text to encode it as ordinary text")
+        allow = f"pass --allow-special {shlex.quote(token)} to encode it as its id"
+        if wordpiece:  # no --special-as-text for WordPiece (yet): its encode has no such mode
+            as_text = " (a WordPiece tokenizer cannot encode it as ordinary text)" if self.disallowed_special == () else ""
+            raise CLIError(f"{where}, {at}: special-token text {token!r}{as_text}; {allow}, or remove it")
+        raise CLIError(f"{where}, {at}: special-token text {token!r}; {allow}, "
+                       f"or --special-as-text to encode it as ordinary text")
 
     @contextlib.contextmanager
     def guard(self, tok, items: list[tuple[str, str]]):
@@ -529,6 +530,18 @@ def cmd_count(args) -> int:
     return 0
 
 
+def _argv_text(text: str, errors: str) -> str:
+    """``--text`` as typed: bytes that were not UTF-8 reach Python as lone surrogates."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError as exc:
+        if errors == "replace":
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        raise CLIError(f"--text: not valid UTF-8 at character {exc.start}; pass --errors replace "
+                       "to replace invalid bytes") from None
+
+
 def cmd_show(args) -> int:
     from . import show
 
@@ -538,7 +551,8 @@ def cmd_show(args) -> int:
         raise CLIError("give --text or FILE, not both")
     if len(args.files) > 1:
         raise CLIError("show takes one FILE (or --text, or stdin)")
-    text = args.text if args.text is not None else read_input_text(args.files[0] if args.files else None, args.errors)
+    text = _argv_text(args.text, args.errors) if args.text is not None else read_input_text(
+        args.files[0] if args.files else None, args.errors)
     where = "--text" if args.text is not None else args.files[0] if args.files else "stdin"
     with rule.guard(tok, [(where, text)]):
         segs = show.segments(tok, text, **rule.kwargs())

@@ -599,3 +599,26 @@ def test_docstring_examples():
 
     result = doctest.testmod(cli)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_wordpiece_special_token_text_follows_the_rule(corpus, tmp_path):
+    wordpiece = pytest.importorskip("fastbpe.wordpiece")
+    wp = wordpiece.WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "hello": 3, "world": 4})
+    vocab = tmp_path / "vocab.txt"
+    wp.save(vocab)
+    text = b"hello [SEP] world"
+    refused = run("encode", "-t", vocab, stdin=text)
+    assert refused.returncode == 2 and b"stdin, line 1, column 7: special-token text '[SEP]'" in refused.stderr
+    assert b"--special-as-text" not in refused.stderr  # WordPiece has no such mode yet: not offered
+    assert _ids(run("encode", "-t", vocab, "--allow-special", "[SEP]", stdin=text)) == [1, 3, 2, 4, 2]
+    as_text = run("encode", "-t", vocab, "--special-as-text", stdin=text)
+    assert as_text.returncode == 2 and b"cannot encode it as ordinary text" in as_text.stderr
+    assert _count(run("count", "-t", vocab, "--allow-special", "all", stdin=text)) == 3
+    assert _count(run("count", "-t", vocab, "--special-as-text", stdin=b"hello world")) == 2
+
+
+def test_show_text_that_is_not_utf8(tok):
+    bad = os.fsdecode(b"a\xffb")  # what argv gives Python for bytes that are not UTF-8
+    proc = run("show", "-t", tok, "--text", bad)
+    assert proc.returncode == 2 and b"--text: not valid UTF-8 at character 1; pass --errors replace" in proc.stderr
+    assert "\ufffd" in ok(run("show", "-t", tok, "--text", bad, "--errors", "replace", "--color", "never"))
