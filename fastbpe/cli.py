@@ -440,7 +440,10 @@ def _encode_shards(args, tok, rule: SpecialRule) -> int:
     if not args.files:
         raise CLIError("--shards needs input FILEs (each file is one document unless --jsonl-field or --doc-sep-lines)")
     check_files(args.files)
-    total = sum(os.path.getsize(f) for f in args.files)
+    from . import _data
+
+    # the bar counts text bytes: a .gz file's size on disk is not its text's
+    total = None if any(_data.is_gzip(Path(f)) for f in args.files) else sum(os.path.getsize(f) for f in args.files)
     how = {"jsonl_field": args.jsonl_field, "doc_sep_lines": args.doc_sep_lines, "errors": args.errors}
     try:
         summary = shards.write_shards(
@@ -459,18 +462,18 @@ def _encode_shards(args, tok, rule: SpecialRule) -> int:
 
 def _decode_bytes(tok, ids: list[int]) -> bytes:
     """The bytes of ``ids``; an id outside the vocabulary is a one-line error naming it."""
-    if _is_wordpiece(tok):
-        return tok.decode(ids).encode("utf-8")
+    wordpiece = _is_wordpiece(tok)
     try:
-        return tok.decode_bytes(ids)
+        return tok.decode(ids).encode("utf-8") if wordpiece else tok.decode_bytes(ids)
     except (KeyError, OverflowError, ValueError):
         pass
+    one = tok.id_to_token if wordpiece else tok.decode_single_token_bytes
     for i in ids:  # outside the except: no chained error
         try:
-            tok.decode_single_token_bytes(i)
+            one(i)
         except (KeyError, OverflowError, ValueError):
-            raise CLIError(f"unknown token id {i} (vocabulary has {tok.n_vocab})") from None
-    raise CLIError(f"cannot decode the ids of {tok.name!r}")
+            raise CLIError(f"unknown token id {i} (vocabulary has {len(tok) if wordpiece else tok.n_vocab})") from None
+    raise CLIError("cannot decode these ids")
 
 
 def cmd_decode(args) -> int:

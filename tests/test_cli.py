@@ -303,6 +303,7 @@ def test_wordpiece_train_encode_stats(corpus, tmp_path):
         (["encode", "-t", "TOK", "--shards", "out", "--doc-sep-lines", "-q", "bad.txt"], b"pass --errors replace"),
         (["decode", "-t", "TOK", "ids.txt"], b"unknown token id 999999 (vocabulary has 280)"),
         (["decode", "-t", "TOK", "neg.txt"], b"unknown token id -1 (vocabulary has 280)"),
+        (["decode", "-t", "WP", "ids.txt"], b"unknown token id 999999 (vocabulary has 5)"),
         (["train", "corpus.txt", "--vocab-size", "300", "-o", "x.bin"], b"-o x.bin: cannot tell the format"),
         (["train", "corpus.txt", "--vocab-size", "300", "-o", "x.txt"], b"a .txt name is a WordPiece vocab.txt"),
         (["train", "corpus.txt", "--vocab-size", "300", "-o", "no/such/dir/x.json"], b"does not exist"),
@@ -331,7 +332,11 @@ def test_errors_are_one_line_without_traceback(args, message, tmp_path, tok):
     (tmp_path / "corpus.txt").write_text("hello world\n" * 50)
     (tmp_path / "ids.txt").write_text("1 2 999999")
     (tmp_path / "neg.txt").write_text("1 -1")
-    args = [str(tok) if a == "TOK" else str(plain) if a == "PLAIN" else a for a in args]
+    if "WP" in args:
+        wordpiece = pytest.importorskip("fastbpe.wordpiece")
+        wordpiece.WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##fair": 4}).save(tmp_path / "vocab.txt")
+    args = [str(tok) if a == "TOK" else str(plain) if a == "PLAIN" else str(tmp_path / "vocab.txt") if a == "WP" else a
+            for a in args]
     proc = run(*args, stdin=b"a\xffc\n" if args[:1] == ["encode"] else b"abc\n", cwd=tmp_path,
                env_extra={"FASTBPE_VOCAB_DIR": str(tmp_path)})
     assert proc.returncode == 2, proc.stderr
