@@ -18,15 +18,34 @@ GPT-2 ``vocab.bpe``) or a built-in name (``gpt2``, ``cl100k_base``, ``o200k_base
 resolved offline as ``fastbpe.get_encoding`` does.
 
 Errors are one line on stderr and exit code 2, never a traceback.
+
+Decisions, each made once here for every command:
+
+- **Special-token text** (``<|endoftext|>`` typed in the input) follows the library's
+  rule (``fastbpe.special``): ``encode``, ``count``, ``show``, ``stats`` and ``encode
+  --shards`` refuse it with an error naming the token, the file, line and column, unless
+  ``--allow-special TOKEN`` (repeatable, or ``all``) makes it its id or
+  ``--special-as-text`` encodes it as ordinary text. So all commands count the same
+  ids. The separator that ``--shards`` puts between documents is the writer's, never
+  the text's (``fastbpe.shards``).
+- **The terminal never receives raw control characters** from a file or a vocabulary:
+  every command escapes them (``\\x1b``, ``\\u202e``) in what it prints, as
+  ``fastbpe.show`` defines. ``decode`` prints the exact bytes into a pipe or a file (its
+  job), and escapes only when stdout is a terminal, unless ``--raw``.
+- **Input files** may be ``.gz``; invalid UTF-8 is an error naming the file and byte,
+  unless ``--errors replace`` (U+FFFD).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shlex
 import sys
 import sysconfig
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 #: ``fastbpe demo`` defaults (MB of sources, vocabulary size): small enough to finish in
@@ -99,19 +118,31 @@ def check_files(files) -> None:
             raise CLIError(f"input is a directory, not a file: {f}")
 
 
-def read_input_text(file: str | None) -> str:
-    """A file's text, or stdin's; invalid UTF-8 is an error naming where."""
+def read_input_text(file: str | None, errors: str = "strict") -> str:
+    """A file's text (``.gz`` too), or stdin's; invalid UTF-8 is an error naming where."""
+    from . import _data
+
     if file and file != "-":
         check_files([file])
-        data = Path(file).read_bytes()
-        where = file
-    else:
-        data = sys.stdin.buffer.read()
-        where = "stdin"
+        return "".join(_data.iter_file_blocks(Path(file), errors=errors))
+    data = sys.stdin.buffer.read()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as exc:
-        raise CLIError(f"{where}: invalid UTF-8 at byte {exc.start}") from None
+        raise _data.utf8_error("stdin", 0, exc) from None
+
+
+def cli_message(message: str, keep: str = "") -> str:
+    """A library message as the command line says it: ``errors='replace'`` is the
+    ``--errors replace`` flag here; hidden characters but ``keep`` escaped
+    (``show.terminal_safe``).
+
+    >>> cli_message("a.txt: not valid UTF-8; pass errors='replace' to replace invalid bytes")
+    'a.txt: not valid UTF-8; pass --errors replace to replace invalid bytes'
+    """
+    from .show import terminal_safe
+
+    return terminal_safe(message.replace("errors='replace'", "--errors replace"), keep=keep)
 
 
 def _positive(name):
@@ -131,6 +162,108 @@ def _is_wordpiece(tok) -> bool:
     from .show import is_wordpiece
 
     return is_wordpiece(tok)
+
+
+def _special_names(tok) -> frozenset[str]:
+    return frozenset(tok.special_tokens if _is_wordpiece(tok) else tok.special_tokens_set)
+
+
+def _line_column(text: str, pos: int) -> str:
+    line_start = text.rfind("\n", 0, pos) + 1
+    line = text.count("\n", 0, pos) + 1
+    return f"line {line}, column {pos - line_start + 1}"
+
+
+@dataclass(frozen=True)
+class SpecialRule:
+    """What special-token text in the input becomes (see the module docstring): the
+    library's ``allowed_special`` / ``disallowed_special``, from the flags."""
+
+    allowed_special: frozenset[str] | str = frozenset()
+    disallowed_special: str | tuple = "all"
+
+    @classmethod
+    def from_args(cls, args, toks) -> SpecialRule:
+        names = args.allow_special or []
+        if "all" in names:
+            allowed = "all"
+        else:
+            # tiktoken ignores names that are not special tokens; a command line more
+            # likely has a typo, so a name no tokenizer knows is an error
+            allowed = frozenset(names)
+            known = frozenset().union(*map(_special_names, toks))
+            unknown = sorted(allowed - known)
+            if unknown:
+                raise CLIError(f"--allow-special {unknown[0]!r}: not a special token here "
+                               f"(the tokenizer has {sorted(known) or 'none'})")
+        as_text = args.special_as_text or getattr(args, "no_special", False)
+        return cls(allowed, () if as_text else "all")
+
+    def kwargs(self) -> dict:
+        return {"allowed_special": self.allowed_special, "disallowed_special": self.disallowed_special}
+
+    def refuse(self, tok, where: str, text: str, line: int | None = None) -> None:
+        """The one-line error if ``text`` holds special-token text the rule refuses
+        (``line``: the text is that line of ``where``)."""
+        from .special import find_disallowed, resolve_special_sets
+
+        wordpiece = _is_wordpiece(tok)
+        # WordPiece.encode always makes special-token text its id: refuse all it may not
+        disallowed = resolve_special_sets(self.allowed_special, "all" if wordpiece else self.disallowed_special,
+                                          _special_names(tok))[1]
+        found = find_disallowed(text, disallowed)
+        if found is None:
+            return
+        token, pos = found
+        at = _line_column(text, pos) if line is None else f"line {line}, column {pos + 1}"
+        allow = f"pass --allow-special {shlex.quote(token)} to encode it as its id"
+        if wordpiece:  # no --special-as-text for WordPiece (yet): its encode has no such mode
+            as_text = " (a WordPiece tokenizer cannot encode it as ordinary text)" if self.disallowed_special == () else ""
+            raise CLIError(f"{where}, {at}: special-token text {token!r}{as_text}; {allow}, or remove it")
+        raise CLIError(f"{where}, {at}: special-token text {token!r}; {allow}, "
+                       f"or --special-as-text to encode it as ordinary text")
+
+    @contextlib.contextmanager
+    def guard(self, tok, items: list[tuple[str, str]]):
+        """Run a library call on ``items`` (``(where, text)``) under the rule; a refusal
+        becomes ``refuse``'s error naming the file and position."""
+        if _is_wordpiece(tok):  # the library has no rule for WordPiece text: check first
+            for where, text in items:
+                self.refuse(tok, where, text)
+        try:
+            yield
+        except ValueError:
+            for where, text in items:
+                self.refuse(tok, where, text)
+            raise
+
+
+def add_special_flags(parser) -> None:
+    g = parser.add_argument_group(
+        "special-token text",
+        "Text such as <|endoftext|> in the input is refused by default, as the library refuses it: "
+        "text must not become a control id unless you ask.")
+    g.add_argument("--allow-special", action="append", metavar="TOKEN",
+                   help="encode this special token's text as its id (repeatable; 'all': every special token)")
+    g.add_argument("--special-as-text", action="store_true",
+                   help="encode special-token text that is not allowed as ordinary text")
+
+
+def add_errors_flag(parser) -> None:
+    parser.add_argument("--errors", choices=["strict", "replace"], default="strict",
+                        help="invalid UTF-8 in the input: strict = an error naming the file and byte "
+                             "(default), replace = U+FFFD")
+
+
+def _close_progress_bars() -> None:
+    """Close the progress bars an interrupted or failed command left open, so the error
+    starts on its own line and no bar is redrawn after it."""
+    tqdm_std = sys.modules.get("tqdm.std")
+    if tqdm_std is None:
+        return
+    for bar in list(getattr(tqdm_std.tqdm, "_instances", ())):
+        with contextlib.suppress(Exception):
+            bar.close()
 
 
 # --------------------------------------------------------------------------- demo
@@ -197,9 +330,52 @@ def cmd_demo(args) -> int:
 
 
 # --------------------------------------------------------------------------- train
+def _output_format(args) -> str:
+    """The format ``-o`` will be saved in, decided before training (a name train cannot
+    write fails now, not after an hour of training)."""
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise CLIError(f"-o {args.output}: the folder {out.parent} does not exist")
+    if args.model == "wordpiece":
+        fmt = {"hf": "tokenizer.json", "tokenizer.json": "tokenizer.json", "vocab.txt": "vocab.txt"}.get(args.format)
+        if args.format is not None and fmt is None:
+            raise CLIError(f"--format {args.format} is for BPE; WordPiece saves as vocab.txt or tokenizer.json")
+        fmt = fmt or {".txt": "vocab.txt", ".json": "tokenizer.json"}.get(out.suffix.lower())
+        if fmt is None:
+            raise CLIError(f"-o {args.output}: a WordPiece saves as vocab.txt (.txt) or tokenizer.json (.json); "
+                           "use one of those names or pass --format")
+        return fmt
+    from .formats import _format_from_path
+
+    if args.format == "vocab.txt":
+        raise CLIError("--format vocab.txt is for WordPiece; BPE saves as tiktoken, tokenizer.json (hf) or gpt2")
+    fmt = {"tokenizer.json": "hf"}.get(args.format, args.format)
+    if fmt is None:
+        try:
+            fmt = _format_from_path(out)
+        except ValueError:
+            raise CLIError(f"-o {args.output}: cannot tell the format from the name; use a .tiktoken, .json or "
+                           "vocab.bpe name, or pass --format tiktoken | hf | gpt2") from None
+    if fmt == "vocab.txt":
+        raise CLIError(f"-o {args.output}: a .txt name is a WordPiece vocab.txt; BPE saves as .tiktoken, "
+                       ".json or vocab.bpe (or pass --format)")
+    return fmt
+
+
+def _training_data(args):
+    """Paths (the fast native reader), or the documents as str when the bytes need
+    replacing or come from stdin (each line a document, as in a file)."""
+    from . import _data
+
+    if not args.files:
+        return _data.iter_binary_lines(sys.stdin.buffer, "stdin", 0, None, args.errors)
+    if args.errors != "strict" and args.model == "wordpiece":  # train_wordpiece reads strictly
+        return _data.iter_documents([Path(f) for f in args.files], errors=args.errors)
+    return [str(f) for f in args.files]
+
+
 def cmd_train(args) -> int:
     check_files(args.files)
-    data = [str(f) for f in args.files] if args.files else (line for line in sys.stdin)
     if args.model == "wordpiece":
         try:
             from .wordpiece import train_wordpiece
@@ -207,86 +383,114 @@ def cmd_train(args) -> int:
             raise CLIError("WordPiece training is not available in this build of fastbpe") from None
         if args.pattern != "cl100k":
             raise CLIError("--pattern applies to BPE only (WordPiece splits words as BERT does)")
+        fmt = _output_format(args)
         kwargs = {"lowercase": not args.cased, "progress": not args.quiet}
         if args.special:
             kwargs["special_tokens"] = args.special
         if args.min_frequency:
             kwargs["min_frequency"] = args.min_frequency
-        tok = train_wordpiece(data, args.vocab_size, **kwargs)
-        fmt = {"hf": "tokenizer.json", "tokenizer.json": "tokenizer.json", "vocab.txt": "vocab.txt", None: None}.get(args.format)
-        if fmt is None and args.format is not None:
-            raise CLIError(f"--format {args.format} is for BPE; WordPiece saves as vocab.txt or tokenizer.json")
+        tok = train_wordpiece(_training_data(args), args.vocab_size, **kwargs)
         tok.save(args.output, format=fmt)
-        print(f"saved a {len(tok)}-token WordPiece to {args.output}", file=sys.stderr)
+        print(f"saved a {len(tok)}-token WordPiece to {cli_message(args.output)}", file=sys.stderr)
         return 0
     import fastbpe
 
     if args.cased:
         raise CLIError("--cased applies to WordPiece only (byte-level BPE never changes the text)")
-    fmt = {"tokenizer.json": "hf", "vocab.txt": None}.get(args.format, args.format)
-    if args.format == "vocab.txt":
-        raise CLIError("--format vocab.txt is for WordPiece; BPE saves as tiktoken, tokenizer.json (hf) or gpt2")
+    fmt = _output_format(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        enc = fastbpe.train_bpe(data, args.vocab_size, pattern=args.pattern, special_tokens=args.special or [],
-                                min_frequency=args.min_frequency, num_threads=args.threads, progress=not args.quiet)
+        enc = fastbpe.train_bpe(_training_data(args), args.vocab_size, pattern=args.pattern,
+                                special_tokens=args.special or [], min_frequency=args.min_frequency,
+                                num_threads=args.threads, progress=not args.quiet, errors=args.errors)
         enc.save(args.output, format=fmt)
     for w in caught:  # one line each, no source location
-        print(f"fastbpe train: warning: {w.message}", file=sys.stderr)
-    print(f"saved a {enc.n_vocab}-token BPE to {args.output}", file=sys.stderr)
+        print(f"fastbpe train: warning: {cli_message(str(w.message))}", file=sys.stderr)
+    print(f"saved a {enc.n_vocab}-token BPE to {cli_message(args.output)}", file=sys.stderr)
     return 0
 
 
 # --------------------------------------------------------------------------- encode / decode
 def cmd_encode(args) -> int:
     tok = load_tokenizer(args.tokenizer)
+    rule = SpecialRule.from_args(args, [tok])
     if args.shards:
-        return _encode_shards(args, tok)
+        return _encode_shards(args, tok, rule)
     for opt in ("jsonl_field", "doc_sep_lines"):
         if getattr(args, opt):
             raise CLIError(f"--{opt.replace('_', '-')} applies to --shards only")
     if len(args.files) > 1:
         raise CLIError("give one FILE (or none for stdin); use --shards DIR to encode many files")
-    text = read_input_text(args.files[0] if args.files else None)
-    if _is_wordpiece(tok):
-        ids = tok.encode(text, add_special_tokens=not args.no_special)
-    elif args.no_special:
-        ids = tok.encode_ordinary(text)
-    else:
-        ids = tok.encode(text, allowed_special="all")
+    where = args.files[0] if args.files else "stdin"
+    text = read_input_text(args.files[0] if args.files else None, args.errors)
+    with rule.guard(tok, [(where, text)]):
+        if _is_wordpiece(tok):
+            ids = tok.encode(text, add_special_tokens=not args.no_special)
+        else:
+            ids = tok.encode(text, **rule.kwargs())
     sys.stdout.write(" ".join(map(str, ids)) + "\n")
     return 0
 
 
-def _encode_shards(args, tok) -> int:
+def _encode_shards(args, tok, rule: SpecialRule) -> int:
+    from itertools import islice
+
     from . import shards
 
     if not args.files:
         raise CLIError("--shards needs input FILEs (each file is one document unless --jsonl-field or --doc-sep-lines)")
     check_files(args.files)
-    total = sum(os.path.getsize(f) for f in args.files)
-    docs = shards.iter_documents(args.files, jsonl_field=args.jsonl_field, doc_sep_lines=args.doc_sep_lines)
-    summary = shards.write_shards(
-        tok, docs, args.shards, fmt=args.format, dtype=args.dtype, shard_tokens=args.shard_tokens,
-        eot_token=args.eot, num_threads=args.threads, progress=not args.quiet,
-        total_bytes=None if args.jsonl_field else total,
-    )
-    print(f"wrote {args.shards}: {summary.line()}")
+    from . import _data
+
+    # the bar counts text bytes: a .gz file's size on disk is not its text's
+    total = None if any(_data.is_gzip(Path(f)) for f in args.files) else sum(os.path.getsize(f) for f in args.files)
+    how = {"jsonl_field": args.jsonl_field, "doc_sep_lines": args.doc_sep_lines, "errors": args.errors}
+    try:
+        summary = shards.write_shards(
+            tok, shards.iter_documents(args.files, **how), args.shards, fmt=args.format, dtype=args.dtype,
+            shard_tokens=args.shard_tokens, eot_token=args.eot, num_threads=args.threads,
+            progress=not args.quiet, total_bytes=None if args.jsonl_field else total, **rule.kwargs(),
+        )
+    except shards.DisallowedSpecialInDocument as exc:
+        # name the file and line of the refused document (read again, on this error path only)
+        f, line, text = next(islice(shards.iter_sourced_documents(args.files, **how), exc.document, None))
+        rule.refuse(tok, f if args.jsonl_field is None else f"{f} (field {args.jsonl_field!r})", text, line)
+        raise
+    print(f"wrote {cli_message(args.shards)}: {summary.line()}")
     return 0
 
 
+def _decode_bytes(tok, ids: list[int]) -> bytes:
+    """The bytes of ``ids``; an id outside the vocabulary is a one-line error naming it."""
+    wordpiece = _is_wordpiece(tok)
+    try:
+        return tok.decode(ids).encode("utf-8") if wordpiece else tok.decode_bytes(ids)
+    except (KeyError, OverflowError, ValueError):
+        pass
+    one = tok.id_to_token if wordpiece else tok.decode_single_token_bytes
+    for i in ids:  # outside the except: no chained error
+        try:
+            one(i)
+        except (KeyError, OverflowError, ValueError):
+            raise CLIError(f"unknown token id {i} (vocabulary has {len(tok) if wordpiece else tok.n_vocab})") from None
+    raise CLIError("cannot decode these ids")
+
+
 def cmd_decode(args) -> int:
+    from .show import terminal_safe
+
     tok = load_tokenizer(args.tokenizer)
     raw = read_input_text(args.file)
     try:
         ids = [int(x) for x in raw.split()]
     except ValueError as exc:
         raise CLIError(f"ids must be whitespace-separated integers: {exc}") from None
-    if _is_wordpiece(tok):
-        data = tok.decode(ids).encode("utf-8")
+    data = _decode_bytes(tok, ids)
+    if sys.stdout.isatty() and not args.raw:
+        # a terminal acts on control characters: show them escaped (module docstring)
+        sys.stdout.write(terminal_safe(data.decode("utf-8", errors="backslashreplace")))
     else:
-        data = tok.decode_bytes(ids)
-    sys.stdout.buffer.write(data)
+        sys.stdout.buffer.write(data)
     sys.stdout.flush()
     return 0
 
@@ -296,54 +500,78 @@ def cmd_count(args) -> int:
     from . import stats
 
     tok = load_tokenizer(args.tokenizer)
+    rule = SpecialRule.from_args(args, [tok])
     if not args.files:
-        text = read_input_text(None)
-        print(len(stats.count_tokens(tok, text)))
+        text = read_input_text(None, args.errors)
+        with rule.guard(tok, [("stdin", text)]):
+            print(len(stats.count_tokens(tok, text, **rule.kwargs())))
         return 0
     check_files(args.files)
     # Files are encoded whole (exact counts), in parallel batches of up to ~64 MB of text
     # so that a long list of big files is never all in memory at once.
     counts: list[int] = []
-    batch: list[str] = []
+    batch: list[tuple[str, str]] = []
     size = 0
+
+    def count_batch():
+        with rule.guard(tok, batch):
+            return stats.count_tokens_batch(tok, [t for _, t in batch], num_threads=args.threads, **rule.kwargs())
+
     for f in args.files:
-        batch.append(stats.read_text(f))
-        size += len(batch[-1])
+        batch.append((f, stats.read_text(f, args.errors)))
+        size += len(batch[-1][1])
         if size >= 64 << 20:
-            counts += stats.count_tokens_batch(tok, batch, num_threads=args.threads)
+            counts += count_batch()
             batch, size = [], 0
     if batch:
-        counts += stats.count_tokens_batch(tok, batch, num_threads=args.threads)
+        counts += count_batch()
     width = max(len(f"{c:,}") for c in [*counts, sum(counts)])
     for f, c in zip(args.files, counts):
-        print(f"{c:>{width},}  {f}")
+        print(f"{c:>{width},}  {cli_message(f)}")
     if len(args.files) > 1:
         print(f"{sum(counts):>{width},}  total")
     return 0
+
+
+def _argv_text(text: str, errors: str) -> str:
+    """``--text`` as typed: bytes that were not UTF-8 reach Python as lone surrogates."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError as exc:
+        if errors == "replace":
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        raise CLIError(f"--text: not valid UTF-8 at character {exc.start}; pass --errors replace "
+                       "to replace invalid bytes") from None
 
 
 def cmd_show(args) -> int:
     from . import show
 
     tok = load_tokenizer(args.tokenizer)
+    rule = SpecialRule.from_args(args, [tok])
     if args.text is not None and args.files:
         raise CLIError("give --text or FILE, not both")
     if len(args.files) > 1:
         raise CLIError("show takes one FILE (or --text, or stdin)")
-    text = args.text if args.text is not None else read_input_text(args.files[0] if args.files else None)
-    segs = show.segments(tok, text)
-    summary = f"{tokenizer_name(args.tokenizer, tok)}: " + show.summary_line(segs, text)
+    text = _argv_text(args.text, args.errors) if args.text is not None else read_input_text(
+        args.files[0] if args.files else None, args.errors)
+    where = "--text" if args.text is not None else args.files[0] if args.files else "stdin"
+    with rule.guard(tok, [(where, text)]):
+        segs = show.segments(tok, text, **rule.kwargs())
+    name = tokenizer_name(args.tokenizer, tok)
+    summary = f"{name}: " + show.summary_line(segs, text)
     if args.html:
-        title = f"{tokenizer_name(args.tokenizer, tok)} tokens" + (f" of {Path(args.files[0]).name}" if args.files else "")
+        title = f"{name} tokens" + (f" of {Path(args.files[0]).name}" if args.files else "")
         page = show.render_html(segs, title=title, summary=summary, ids=True)
         Path(args.html).write_text(page, encoding="utf-8")
-        print(f"wrote {args.html} ({summary})", file=sys.stderr)
+        print(f"wrote {cli_message(args.html)} ({cli_message(summary)})", file=sys.stderr)
         return 0
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     body = show.render_ansi(segs, ids=args.ids) if colour else show.render_plain(segs, ids=args.ids)
     sys.stdout.write(body + "\n")
     if not args.quiet:
-        sys.stdout.write(summary + "\n")
+        sys.stdout.write(cli_message(summary) + "\n")
     return 0
 
 
@@ -361,21 +589,28 @@ def cmd_stats(args) -> int:
         if name in toks:
             name = spec
         toks[name] = load_tokenizer(spec)
+    rule = SpecialRule.from_args(args, toks.values())
     names = list(toks)
     files = list(dict.fromkeys(list(args.files or []) + list(args.parallel or [])))
-    table = stats.file_stats(toks, files)
-    print(stats.format_stats(table, names))
+    table: dict[str, dict] = {}
+    for f in files:  # stats.file_stats, with the rule's errors naming file, line and column
+        text = stats.read_text(f, args.errors)
+        table[f] = {}
+        for name, tok in toks.items():
+            with rule.guard(tok, [(f, text)]):
+                table[f][name] = stats.text_stats(tok, text, **rule.kwargs())
+    print(cli_message(stats.format_stats(table, names), keep="\n"))
     tax = None
     if args.parallel:
         tax = stats.token_tax(table, args.parallel)
         print()
-        print(stats.format_tax(tax, names, args.parallel))
+        print(cli_message(stats.format_tax(tax, names, args.parallel), keep="\n"))
     if args.plot:
         try:
             written = stats.save_plots(table, names, args.plot, tax=tax, tax_files=args.parallel)
         except RuntimeError as exc:
             raise CLIError(str(exc)) from None
-        print(f"\nsaved {', '.join(str(p) for p in written)}", file=sys.stderr)
+        print(f"\nsaved {cli_message(', '.join(str(p) for p in written))}", file=sys.stderr)
     return 0
 
 
@@ -384,16 +619,19 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (plus where to find help), exit code 2."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {cli_message(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fastbpe", description="Exact, fast BPE and WordPiece tokenizers.")
     from . import __version__
 
-    p.add_argument("--version", action="version", version=f"fastbpe {__version__}")
+    p.add_argument("--version", action="version", version=f"fastbpe {__version__}",
+                   help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     tok_help = "a tokenizer file or gpt2 / cl100k_base / o200k_base"
+    threads_help = "native threads for a batch of files (default: CPUs, at most 8)"
+    files_help = "text files (.gz too); stdin when none"
 
     d = sub.add_parser("demo", help="train on the Python standard library and show the result")
     d.add_argument("--vocab-size", type=_positive("--vocab-size"), default=None,
@@ -401,56 +639,74 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--max-mb", type=float, default=None,
                    help=f"MB of standard library sources to train on; default {DEMO_REFERENCE[0]} "
                         f"({DEMO_NATIVE[0]} with the native trainer)")
-    d.add_argument("-o", "--output", default="stdlib-demo.tokenizer.json")
-    d.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    d.add_argument("-o", "--output", default="stdlib-demo.tokenizer.json",
+                   help="where to save the tokenizer (default stdlib-demo.tokenizer.json)")
+    d.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="colour the sample: auto = only when stdout is a terminal")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     d.set_defaults(func=cmd_demo)
 
     t = sub.add_parser("train", help="train BPE or WordPiece from files (or stdin lines)")
-    t.add_argument("files", nargs="*", metavar="FILE", help="text files (.gz too); each line is a document")
-    t.add_argument("--model", choices=["bpe", "wordpiece"], default="bpe")
-    t.add_argument("--vocab-size", type=_positive("--vocab-size"), required=True)
+    t.add_argument("files", nargs="*", metavar="FILE", help="text files (.gz too); each line is a document; "
+                                                            "stdin lines when none")
+    t.add_argument("--model", choices=["bpe", "wordpiece"], default="bpe", help="the model to train (default bpe)")
+    t.add_argument("--vocab-size", type=_positive("--vocab-size"), required=True,
+                   help="tokens in the vocabulary, bytes and special tokens included")
     t.add_argument("--pattern", default="cl100k", help="BPE split pattern: gpt2, cl100k, o200k or a regex")
     t.add_argument("--special", action="append", metavar="TOKEN", help="a special token (repeatable)")
-    t.add_argument("--min-frequency", type=int, default=0)
+    t.add_argument("--min-frequency", type=int, default=0, help="merge only pairs seen at least this often")
     t.add_argument("--cased", action="store_true", help="WordPiece: keep case and accents")
-    t.add_argument("--threads", type=_positive("--threads"), default=None)
-    t.add_argument("-o", "--output", required=True, help=".tiktoken, .json (tokenizer.json) or vocab .txt")
+    t.add_argument("--threads", type=_positive("--threads"), default=None,
+                   help="threads that read and split the text (default: all CPUs)")
+    t.add_argument("-o", "--output", required=True,
+                   help=".tiktoken, .json (tokenizer.json), vocab.bpe (GPT-2 files) or vocab .txt (WordPiece)")
     t.add_argument("--format", choices=["tiktoken", "hf", "tokenizer.json", "gpt2", "vocab.txt"], default=None,
                    help="default: from the output's extension")
+    add_errors_flag(t)
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=cmd_train)
 
     e = sub.add_parser("encode", help="text to ids (stdin when no FILE), or files to token shards")
-    e.add_argument("files", nargs="*", metavar="FILE")
+    e.add_argument("files", nargs="*", metavar="FILE", help=files_help + "; many with --shards")
     e.add_argument("--tokenizer", "-t", required=True, help=tok_help)
     e.add_argument("--no-special", action="store_true",
-                   help="special-token text is ordinary text (BPE); no [CLS]/[SEP] (WordPiece)")
+                   help="no special ids at all: --special-as-text, and no [CLS]/[SEP] around WordPiece ids")
+    add_errors_flag(e)
+    add_special_flags(e)
     g = e.add_argument_group("token shards")
     g.add_argument("--shards", metavar="DIR", help="write shards of ids to DIR instead of printing ids")
-    g.add_argument("--format", choices=["npy", "bin"], default="npy")
-    g.add_argument("--dtype", choices=["uint16", "uint32"], default="uint16")
-    g.add_argument("--shard-tokens", type=_positive("--shard-tokens"), default=100_000_000)
+    g.add_argument("--format", choices=["npy", "bin"], default="npy",
+                   help="npy (np.load) or bin (raw, np.memmap); default npy")
+    g.add_argument("--dtype", choices=["uint16", "uint32"], default="uint16",
+                   help="id type in the shards (uint16 holds vocabularies up to 65,536)")
+    g.add_argument("--shard-tokens", type=_positive("--shard-tokens"), default=100_000_000,
+                   help="tokens per shard (default 100,000,000)")
     g.add_argument("--jsonl-field", metavar="NAME", help="each JSON line's field NAME is a document")
     g.add_argument("--doc-sep-lines", action="store_true", help="each line is a document")
     g.add_argument("--eot", metavar="TOKEN", help="separator between documents (default <|endoftext|>, [SEP])")
-    g.add_argument("--threads", type=_positive("--threads"), default=min(8, os.cpu_count() or 1))
+    g.add_argument("--threads", type=_positive("--threads"), default=min(8, os.cpu_count() or 1),
+                   help=threads_help)
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_encode)
 
     de = sub.add_parser("decode", help="ids to text (stdin when no FILE)")
-    de.add_argument("file", nargs="?", metavar="FILE")
+    de.add_argument("file", nargs="?", metavar="FILE", help="whitespace-separated ids; stdin when none")
     de.add_argument("--tokenizer", "-t", required=True, help=tok_help)
+    de.add_argument("--raw", action="store_true",
+                    help="write the bytes as they are even to a terminal (by default a terminal gets "
+                         "control characters escaped; pipes and files always get the exact bytes)")
     de.set_defaults(func=cmd_decode)
 
     c = sub.add_parser("count", help="token counts of files and their total")
-    c.add_argument("files", nargs="*", metavar="FILE")
+    c.add_argument("files", nargs="*", metavar="FILE", help=files_help)
     c.add_argument("--tokenizer", "-t", default="cl100k_base", help=tok_help + " (default cl100k_base)")
-    c.add_argument("--threads", type=_positive("--threads"), default=min(8, os.cpu_count() or 1))
+    c.add_argument("--threads", type=_positive("--threads"), default=min(8, os.cpu_count() or 1), help=threads_help)
+    add_errors_flag(c)
+    add_special_flags(c)
     c.set_defaults(func=cmd_count)
 
     s = sub.add_parser("show", help="the text with token boundaries coloured (or as an HTML page)")
-    s.add_argument("files", nargs="*", metavar="FILE")
+    s.add_argument("files", nargs="*", metavar="FILE", help="one text file (.gz too); stdin when none")
     s.add_argument("--tokenizer", "-t", default="cl100k_base", help=tok_help + " (default cl100k_base)")
     s.add_argument("--text", help="show this text instead of a file or stdin")
     s.add_argument("--ids", action="store_true", help="print the ids too")
@@ -458,13 +714,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto: colours only when stdout is a terminal")
     s.add_argument("--html", metavar="FILE", help="write a self-contained HTML page instead")
     s.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    add_errors_flag(s)
+    add_special_flags(s)
     s.set_defaults(func=cmd_show)
 
     st = sub.add_parser("stats", help="bytes/token, tokens/word, [UNK] rate and token tax, side by side")
     st.add_argument("tokenizers", nargs="+", metavar="TOKENIZER", help=tok_help)
-    st.add_argument("--files", nargs="+", metavar="F")
+    st.add_argument("--files", nargs="+", metavar="F", help="text files (.gz too) to measure")
     st.add_argument("--parallel", nargs="+", metavar="F", help="parallel text, English first: the token tax")
     st.add_argument("--plot", metavar="DIR", help="save PNG charts to DIR (needs matplotlib)")
+    add_errors_flag(st)
+    add_special_flags(st)
     st.set_defaults(func=cmd_stats)
     return p
 
@@ -480,11 +740,13 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # Python's final flush must not fail again
         return 0
     except (CLIError, FileNotFoundError, ValueError, KeyError, TypeError, OSError, RuntimeError) as exc:
+        _close_progress_bars()
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         msg = str(msg).splitlines()[0] if str(msg) else type(exc).__name__
-        print(f"fastbpe {args.command}: error: {msg}", file=sys.stderr)
+        print(f"fastbpe {args.command}: error: {cli_message(msg)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _close_progress_bars()
         print(f"fastbpe {args.command}: interrupted", file=sys.stderr)
         return 130
 

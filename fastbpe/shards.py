@@ -23,9 +23,17 @@ Decisions:
   whose field ``NAME`` is a document (the usual dump of a web corpus); with
   ``doc_sep_lines=True`` each line (without its ``"\\n"``) is a document. Empty documents
   are kept (they still get a separator), so ``documents`` counts what was read.
-- **Special-token text inside documents is ordinary text** (``encode_ordinary``): a web
-  page that contains the string ``<|endoftext|>`` must not end a document. Only the
-  separator inserted here is the special id.
+- **Special-token text inside a document** (BPE) follows the library's rule, as
+  ``Encoding.encode`` and every other command do (``fastbpe.special``): by default it
+  raises ``DisallowedSpecialInDocument`` (a ValueError naming the document), because a
+  web page that holds the string ``<|endoftext|>`` must not end a document silently,
+  nor be rewritten silently. ``disallowed_special=()`` (``--special-as-text``) encodes
+  it as ordinary text, as nanoGPT's ``encode_ordinary`` does; ``allowed_special``
+  (``--allow-special``) writes its id, for corpora whose documents already carry
+  markers. The separator between documents is the writer's, not the text's: it is
+  always written, whatever the rule.
+- Files may be gzip-compressed (``.gz``); invalid UTF-8 raises ValueError naming the
+  file and where, unless ``errors="replace"``.
 - Every shard is written to a temporary name and renamed, so a shard that exists is whole.
 
 >>> import tempfile, numpy as np
@@ -37,6 +45,7 @@ Decisions:
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import sys
@@ -47,7 +56,9 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _data
 from .show import is_wordpiece
+from .special import find_disallowed, resolve_special_sets
 
 FORMATS = ("npy", "bin")
 DTYPES = {"uint16": np.dtype("<u2"), "uint32": np.dtype("<u4")}
@@ -81,8 +92,17 @@ class ShardSummary:
 
 
 # --------------------------------------------------------------------------- documents
-def iter_documents(files: list[str], *, jsonl_field: str | None = None, doc_sep_lines: bool = False) -> Iterator[str]:
+def iter_documents(files: list[str], *, jsonl_field: str | None = None, doc_sep_lines: bool = False,
+                   errors: str = "strict") -> Iterator[str]:
     """Documents of ``files`` by the rule in the module docstring; errors name file and line."""
+    for _, _, doc in iter_sourced_documents(files, jsonl_field=jsonl_field, doc_sep_lines=doc_sep_lines,
+                                            errors=errors):
+        yield doc
+
+
+def iter_sourced_documents(files: list[str], *, jsonl_field: str | None = None, doc_sep_lines: bool = False,
+                           errors: str = "strict") -> Iterator[tuple[str, int | None, str]]:
+    """``(file, line, document)`` for each document (line is None for whole files)."""
     if jsonl_field is not None and doc_sep_lines:
         raise ValueError("choose one of --jsonl-field and --doc-sep-lines")
     for f in files:
@@ -90,20 +110,17 @@ def iter_documents(files: list[str], *, jsonl_field: str | None = None, doc_sep_
         if not path.is_file():
             raise FileNotFoundError(f"input file not found: {f}")
         if jsonl_field is None and not doc_sep_lines:
-            data = path.read_bytes()
-            try:
-                yield data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{f}: invalid UTF-8 at byte {exc.start}") from None
+            yield f, None, "".join(_data.iter_file_blocks(path, errors=errors))
             continue
-        with open(path, "rb") as fh:
+        with (gzip.open if _data.is_gzip(path) else open)(path, "rb") as fh:
             for lineno, raw in enumerate(fh, 1):
                 try:
-                    line = raw.decode("utf-8")
+                    line = raw.decode("utf-8", errors=errors)
                 except UnicodeDecodeError as exc:
-                    raise ValueError(f"{f}, line {lineno}: invalid UTF-8 at column {exc.start + 1}") from None
+                    raise ValueError(f"{f}, line {lineno}: invalid UTF-8 at column {exc.start + 1}; "
+                                     "pass errors='replace' to replace invalid bytes") from None
                 if doc_sep_lines:
-                    yield line[:-1] if line.endswith("\n") else line
+                    yield f, lineno, line[:-1] if line.endswith("\n") else line
                     continue
                 if not line.strip():
                     continue  # blank lines between JSON objects are not documents
@@ -116,7 +133,19 @@ def iter_documents(files: list[str], *, jsonl_field: str | None = None, doc_sep_
                 value = obj[jsonl_field]
                 if not isinstance(value, str):
                     raise ValueError(f"{f}, line {lineno}: field {jsonl_field!r} is {type(value).__name__}, not a string")
-                yield value
+                yield f, lineno, value
+
+
+class DisallowedSpecialInDocument(ValueError):
+    """Special-token text that the rule refuses, in document ``document`` (0-based, the
+    index of ``doc_offsets.npy``) at character ``position``."""
+
+    def __init__(self, document: int, token: str, position: int):
+        super().__init__(
+            f"document {document}: special-token text {token!r} at character {position}; pass "
+            f"allowed_special={{{token!r}}} to write its id, or disallowed_special=() to encode it as text"
+        )
+        self.document, self.token, self.position = document, token, position
 
 
 def _batches(docs: Iterable[str]) -> Iterator[list[str]]:
@@ -147,6 +176,20 @@ def separator_id(tok, eot_token: str | None) -> int:
         f"the tokenizer has no special token {name!r} to put between documents "
         f"(it has {sorted(specials) or 'none'}); train with --special '<|endoftext|>' or pass --eot TOKEN"
     )
+
+
+def _encode_documents(tok, batch: list[str], first: int, num_threads: int, allowed_special, disallowed_special):
+    """``tok.encode_batch`` under the rule; a refused document is named by its number."""
+    try:
+        return tok.encode_batch(batch, num_threads=num_threads, allowed_special=allowed_special,
+                                disallowed_special=disallowed_special)
+    except ValueError:
+        _, disallowed = resolve_special_sets(allowed_special, disallowed_special, frozenset(tok.special_tokens_set))
+        for i, doc in enumerate(batch):
+            found = find_disallowed(doc, disallowed)
+            if found is not None:
+                raise DisallowedSpecialInDocument(first + i, *found) from None
+        raise
 
 
 # --------------------------------------------------------------------------- writing
@@ -195,8 +238,13 @@ def write_shards(
     num_threads: int = 1,
     progress: bool = True,
     total_bytes: int | None = None,
+    allowed_special=frozenset(),
+    disallowed_special="all",
 ) -> ShardSummary:
-    """Encode ``documents`` and write the shards, index and document offsets to ``out_dir``."""
+    """Encode ``documents`` and write the shards, index and document offsets to ``out_dir``.
+
+    ``allowed_special`` / ``disallowed_special``: the rule for special-token text inside
+    documents (BPE; see the module docstring), as in ``Encoding.encode``."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown shard format {fmt!r}; choose one of {FORMATS}")
     if dtype not in DTYPES:
@@ -228,7 +276,8 @@ def write_shards(
             if is_wordpiece(tok):
                 encoded = [tok.encode(d, add_special_tokens=False) for d in batch]
             else:
-                encoded = tok.encode_ordinary_batch(batch, num_threads=num_threads)
+                encoded = _encode_documents(tok, batch, summary.documents, num_threads,
+                                            allowed_special, disallowed_special)
             n_bytes = 0
             for doc, ids in zip(batch, encoded):
                 if summary.documents:
@@ -282,4 +331,7 @@ def read_shards(out_dir: str | os.PathLike) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
-__all__ = ["ShardSummary", "iter_documents", "read_shards", "separator_id", "write_shards"]
+__all__ = [
+    "DisallowedSpecialInDocument", "ShardSummary", "iter_documents", "iter_sourced_documents", "read_shards",
+    "separator_id", "write_shards",
+]

@@ -9,16 +9,32 @@ or outlined (HTML), telling the reader "these tokens share a character".
 WordPiece tokenizers normalise the text (lower-casing, accents, spaces dropped), so their
 view shows the token strings (``un`` ``##fair``) rather than slices of the input.
 
+Decision (what reaches a terminal): text from a file or a vocabulary is data, never a
+command to the terminal. Every character that a terminal may act on or that the reader
+cannot see is shown as a Python-style escape (``\\x1b``, ``\\u202e``): controls (C0, DEL,
+C1), format characters (bidi overrides and isolates U+202A-U+202E, U+2066-U+2069,
+zero-width joiners, soft hyphen, BOM), line and paragraph separators (U+2028, U+2029),
+lone surrogates and unassigned code points (Unicode categories Cc, Cf, Cs, Cn, Zl, Zp).
+``visible`` does it for the token views (terminal and HTML alike) and ``terminal_safe``
+for everything else the commands print (file names, tokenizer names, error messages).
+Space, newline and tab keep their marks (``·`` ``↵`` ``→``) and ``\\r`` is ``␍``. A literal
+backslash is left alone, so ``\\x1b`` typed in a file looks like an escaped ESC: the
+view is for reading, the ids are what is exact.
+
 >>> from fastbpe.encoding import get_toy_encoding
 >>> [s.text for s in segments(get_toy_encoding(), "hi there")]
 ['hi', ' ', 't', 'h', 'e', 'r', 'e']
 >>> render_plain(segments(get_toy_encoding(), "hi\\n"))
 'hi│↵\\n'
+>>> print(visible("\\x1b]0;PWNED\\x07 \\u202e"))
+\\x1b]0;PWNED\\x07·\\u202e
 """
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+
+import regex
 
 #: Background colours the terminal view cycles through (ANSI 256-colour codes: soft
 #: pastels that keep black text readable on light and dark themes).
@@ -31,6 +47,30 @@ HTML_BACKGROUNDS = ("#c6e2ff", "#d7f5d0", "#ffe3b8", "#ffd1dc", "#e6e6b0", "#dcc
 VISIBLE = {" ": "·", "\n": "↵\n", "\t": "→\t", "\r": "␍"}
 
 SEPARATOR = "│"
+
+#: Characters never written raw to a terminal (see the module docstring).
+HIDDEN = regex.compile(r"[\p{Cc}\p{Cf}\p{Cs}\p{Cn}\p{Zl}\p{Zp}]")
+
+
+def escape_char(c: str) -> str:
+    """``\\xHH``, ``\\uHHHH`` or ``\\UHHHHHHHH``, as Python writes it in a string literal.
+
+    >>> escape_char("\\x1b"), escape_char("\\u2028"), escape_char("\\U000e0001")
+    ('\\\\x1b', '\\\\u2028', '\\\\U000e0001')
+    """
+    o = ord(c)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
+def terminal_safe(text: str, keep: str = "\n\t") -> str:
+    """``text`` with every hidden character escaped except those in ``keep``.
+
+    >>> terminal_safe("a\\x1b[2Jb\\n")
+    'a\\\\x1b[2Jb\\n'
+    """
+    if not HIDDEN.search(text):
+        return text
+    return HIDDEN.sub(lambda m: m.group() if m.group() in keep else escape_char(m.group()), text)
 
 
 @dataclass
@@ -51,8 +91,12 @@ def is_wordpiece(tok) -> bool:
     return hasattr(tok, "tokenize") and not hasattr(tok, "decode_single_token_bytes")
 
 
-def segments(tok, text: str, *, allowed_special="all") -> list[Segment]:
-    """The segments of ``text`` under ``tok`` (an ``Encoding`` or a ``WordPiece``)."""
+def segments(tok, text: str, *, allowed_special=frozenset(), disallowed_special="all") -> list[Segment]:
+    """The segments of ``text`` under ``tok`` (an ``Encoding`` or a ``WordPiece``).
+
+    Special-token text follows ``Encoding.encode``'s rule (``fastbpe.special``): by
+    default it raises ValueError; ``allowed_special`` shows it as its id and
+    ``disallowed_special=()`` as ordinary text."""
     if is_wordpiece(tok):
         vocab = tok.vocab
         unk = getattr(tok, "unk_token", "[UNK]")
@@ -61,7 +105,7 @@ def segments(tok, text: str, *, allowed_special="all") -> list[Segment]:
             idx = vocab.get(t, vocab.get(unk))
             out.append(Segment(t, [idx], [t.encode("utf-8")]))
         return out
-    ids = tok.encode(text, allowed_special=allowed_special)
+    ids = tok.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
     out, pending_ids, pending = [], [], b""
     for idx in ids:
         piece = tok.decode_single_token_bytes(idx)
@@ -83,8 +127,9 @@ def segments(tok, text: str, *, allowed_special="all") -> list[Segment]:
 
 
 def visible(text: str) -> str:
-    """Whitespace made visible: ``·`` for space, ``↵`` before a newline, ``→`` for tab."""
-    return "".join(VISIBLE.get(c, c) for c in text)
+    """Whitespace made visible (``·`` for space, ``↵`` before a newline, ``→`` for tab)
+    and every other hidden character escaped."""
+    return terminal_safe("".join(VISIBLE.get(c, c) for c in text))
 
 
 # --------------------------------------------------------------------------- terminal
@@ -152,6 +197,8 @@ def _html_text(text: str) -> str:
         if c in VISIBLE:
             mark = VISIBLE[c].rstrip("\n\t")
             out.append(f'<span class="ws">{html.escape(mark)}</span>' + ("\n" if c == "\n" else "\t" if c == "\t" else ""))
+        elif HIDDEN.match(c):  # invisible in a page too (and C0 controls are not valid HTML)
+            out.append(f'<span class="ws">{html.escape(escape_char(c))}</span>')
         else:
             out.append(html.escape(c))
     return "".join(out)

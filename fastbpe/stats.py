@@ -13,10 +13,13 @@ Definitions (each a ratio over a whole file, so that long files weigh more):
   1.0 means the language costs the same as English; 2.0 means twice the tokens for the
   same content (so twice the price, half the context window).
 
-Counting rules: BPE text is encoded with ``encode_ordinary`` (special-token text such as
-``<|endoftext|>`` inside a file counts as ordinary text); WordPiece text without
-``[CLS]``/``[SEP]``. Each file is encoded whole, so counts are exact (no block boundary
-changes a pre-tokenizer chunk).
+Counting rules: the text is encoded as ``Encoding.encode`` encodes it, with the same
+special-token rule (``fastbpe.special``): special-token text such as ``<|endoftext|>``
+inside a file raises ValueError unless ``allowed_special`` lists it (it counts as one
+token) or ``disallowed_special=()`` (it counts as ordinary text), so ``stats``, ``count``
+and ``encode`` always agree. WordPiece text is counted without ``[CLS]``/``[SEP]``.
+Each file is encoded whole, so counts are exact (no block boundary changes a
+pre-tokenizer chunk).
 
 >>> from fastbpe.encoding import get_toy_encoding
 >>> s = text_stats(get_toy_encoding(), "hi hi")
@@ -29,6 +32,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _data
 from .show import is_wordpiece
 
 
@@ -57,22 +61,26 @@ class TextStats:
         return self.unknown / self.tokens if self.tokens else 0.0
 
 
-def count_tokens(tok, text: str) -> list[int]:
+def count_tokens(tok, text: str, *, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
     """The ids ``stats`` and ``count`` count (see the module docstring)."""
     if is_wordpiece(tok):
         return tok.encode(text, add_special_tokens=False)
-    return tok.encode_ordinary(text)
+    return tok.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
 
 
-def count_tokens_batch(tok, texts: list[str], num_threads: int = 1) -> list[int]:
+def count_tokens_batch(tok, texts: list[str], num_threads: int = 1, *, allowed_special=frozenset(),
+                       disallowed_special="all") -> list[int]:
     """Token counts of many texts (threads for BPE)."""
     if is_wordpiece(tok):
         return [len(tok.encode(t, add_special_tokens=False)) for t in texts]
-    return [len(ids) for ids in tok.encode_ordinary_batch(texts, num_threads=num_threads)]
+    batch = tok.encode_batch(texts, num_threads=num_threads, allowed_special=allowed_special,
+                             disallowed_special=disallowed_special)
+    return [len(ids) for ids in batch]
 
 
-def text_stats(tok, text: str) -> TextStats:
-    ids = count_tokens(tok, text)
+def text_stats(tok, text: str, **special) -> TextStats:
+    """Counts of ``text``; ``special``: ``allowed_special`` / ``disallowed_special``."""
+    ids = count_tokens(tok, text, **special)
     unknown = None
     if is_wordpiece(tok):
         unk_id = tok.token_to_id(getattr(tok, "unk_token", "[UNK]"))
@@ -80,21 +88,22 @@ def text_stats(tok, text: str) -> TextStats:
     return TextStats(len(text.encode("utf-8")), len(text), len(text.split()), len(ids), unknown)
 
 
-def read_text(path: str | os.PathLike) -> str:
-    """A file's text; ValueError naming the file and byte offset for invalid UTF-8."""
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: invalid UTF-8 at byte {exc.start}") from None
+def read_text(path: str | os.PathLike, errors: str = "strict") -> str:
+    """A file's text (``.gz`` decompressed); ValueError naming the file and byte offset
+    for invalid UTF-8 unless ``errors="replace"``."""
+    return "".join(_data.iter_file_blocks(Path(path), errors=errors))
 
 
-def file_stats(tokenizers: dict[str, object], files: list[str]) -> dict[str, dict[str, TextStats]]:
-    """``{file: {tokenizer name: TextStats}}``."""
+def file_stats(tokenizers: dict[str, object], files: list[str], *, errors: str = "strict",
+               **special) -> dict[str, dict[str, TextStats]]:
+    """``{file: {tokenizer name: TextStats}}``; ``special`` as in ``text_stats``."""
     out: dict[str, dict[str, TextStats]] = {}
     for f in files:
-        text = read_text(f)
-        out[f] = {name: text_stats(tok, text) for name, tok in tokenizers.items()}
+        text = read_text(f, errors)
+        try:
+            out[f] = {name: text_stats(tok, text, **special) for name, tok in tokenizers.items()}
+        except ValueError as exc:  # special-token text: say which file (the position is in exc)
+            raise ValueError(f"{f}: {exc}") from None
     return out
 
 

@@ -70,7 +70,7 @@ def test_demo_trains_saves_and_reports(tmp_path):
 
 def test_train_encode_decode_round_trip(tok, tmp_path):
     original = "hello çok 中文 world\r\n\ttabs  and spaces  <|endoftext|>".encode("utf-8")
-    enc = run("encode", "-t", tok, stdin=original)
+    enc = run("encode", "-t", tok, "--allow-special", "all", stdin=original)
     ids = [int(x) for x in ok(enc).split()]
     import fastbpe
 
@@ -143,15 +143,16 @@ def test_show_plain_ids_and_colour(tok):
     assert never.strip() in ("ab", "a│b")
 
 
-def test_show_colours_a_terminal_by_default(tok):
+def run_in_terminal(*args, cwd, stdin=None):
+    """Run the command with stdout on a pseudo-terminal; (returncode, stdout bytes, stderr)."""
     pty = pytest.importorskip("pty")
     import fastbpe
 
     leader, follower = pty.openpty()
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fastbpe.__file__)))
     try:
-        proc = subprocess.run([sys.executable, "-m", "fastbpe", "show", "-t", str(tok), "--text", "hello"],
-                              stdout=follower, stderr=subprocess.PIPE, env=env, timeout=120, cwd=tok.parent)
+        proc = subprocess.run([sys.executable, "-m", "fastbpe", *map(str, args)], input=stdin,
+                              stdout=follower, stderr=subprocess.PIPE, env=env, timeout=120, cwd=cwd)
         os.close(follower)
         follower = None
         out = b""
@@ -167,7 +168,12 @@ def test_show_colours_a_terminal_by_default(tok):
         if follower is not None:
             os.close(follower)
         os.close(leader)
-    assert proc.returncode == 0, proc.stderr
+    return proc.returncode, out, proc.stderr
+
+
+def test_show_colours_a_terminal_by_default(tok):
+    rc, out, err = run_in_terminal("show", "-t", tok, "--text", "hello", cwd=tok.parent)
+    assert rc == 0, err
     assert b"\x1b[48;5;" in out
 
 
@@ -287,7 +293,24 @@ def test_wordpiece_train_encode_stats(corpus, tmp_path):
         # gpt2 loads from fastbpe's own copy even with no vocabulary files around
         (["count", "-t", "gpt2", "missing.txt"], b"input file not found: missing.txt"),
         (["show", "-t", "TOK", "missing.txt"], b"not found: missing.txt"),
-        (["show", "-t", "TOK", "bad.txt"], b"bad.txt: invalid UTF-8 at byte 1"),
+        (["show", "-t", "TOK", "bad.txt"], b"bad.txt: not valid UTF-8 at byte offset 1"),
+        (["show", "-t", "TOK", "bad.txt"], b"pass --errors replace"),
+        (["encode", "-t", "TOK"], b"stdin: not valid UTF-8 at byte offset 1"),
+        (["count", "-t", "TOK", "bad.txt"], b"pass --errors replace"),
+        (["stats", "TOK", "--files", "bad.txt"], b"pass --errors replace"),
+        (["train", "bad.txt", "--vocab-size", "300", "-o", "x.json", "-q"], b"pass --errors replace"),
+        (["train", "--model", "wordpiece", "bad.txt", "--vocab-size", "300", "-o", "x.txt", "-q"],
+         b"pass --errors replace"),
+        (["encode", "-t", "TOK", "--shards", "out", "--doc-sep-lines", "-q", "bad.txt"], b"pass --errors replace"),
+        (["decode", "-t", "TOK", "ids.txt"], b"unknown token id 999999 (vocabulary has 280)"),
+        (["decode", "-t", "TOK", "neg.txt"], b"unknown token id -1 (vocabulary has 280)"),
+        (["decode", "-t", "WP", "ids.txt"], b"unknown token id 999999 (vocabulary has 5)"),
+        (["train", "corpus.txt", "--vocab-size", "300", "-o", "x.bin"], b"-o x.bin: cannot tell the format"),
+        (["train", "corpus.txt", "--vocab-size", "300", "-o", "x.txt"], b"a .txt name is a WordPiece vocab.txt"),
+        (["train", "corpus.txt", "--vocab-size", "300", "-o", "no/such/dir/x.json"], b"does not exist"),
+        (["train", "--model", "wordpiece", "corpus.txt", "--vocab-size", "300", "-o", "x.tiktoken"],
+         b"WordPiece saves as vocab.txt"),
+        (["encode", "-t", "TOK", "--allow-special", "<|eot|>"], b"--allow-special '<|eot|>': not a special token"),
         (["stats", "TOK"], b"give --files"),
         (["stats", "TOK", "--parallel", "bad.txt"], b"at least one translation"),
         (["encode", "-t", "TOK", "--shards", "out"], b"--shards needs input FILEs"),
@@ -307,9 +330,16 @@ def test_errors_are_one_line_without_traceback(args, message, tmp_path, tok):
         fastbpe.Encoding("p", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
                          special_tokens={}).save(plain)
     (tmp_path / "bad.txt").write_bytes(b"a\xffb")
+    (tmp_path / "corpus.txt").write_text("hello world\n" * 50)
     (tmp_path / "ids.txt").write_text("1 2 999999")
-    args = [str(tok) if a == "TOK" else str(plain) if a == "PLAIN" else a for a in args]
-    proc = run(*args, stdin=b"abc\n", cwd=tmp_path, env_extra={"FASTBPE_VOCAB_DIR": str(tmp_path)})
+    (tmp_path / "neg.txt").write_text("1 -1")
+    if "WP" in args:
+        wordpiece = pytest.importorskip("fastbpe.wordpiece")
+        wordpiece.WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##fair": 4}).save(tmp_path / "vocab.txt")
+    args = [str(tok) if a == "TOK" else str(plain) if a == "PLAIN" else str(tmp_path / "vocab.txt") if a == "WP" else a
+            for a in args]
+    proc = run(*args, stdin=b"a\xffc\n" if args[:1] == ["encode"] else b"abc\n", cwd=tmp_path,
+               env_extra={"FASTBPE_VOCAB_DIR": str(tmp_path)})
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and b"Traceback" not in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -341,3 +371,260 @@ def test_benchmark_report_smoke(tmp_path):
     except ImportError:
         return
     assert (tmp_path / "vocab_size_vs_tokens.png").exists() and (tmp_path / "tokens_by_language.png").exists()
+
+
+# --------------------------------------------------------------------------- special-token text
+def _ids(proc) -> list[int]:
+    return [int(x) for x in ok(proc).split()]
+
+
+def _count(proc) -> int:
+    return int(ok(proc).split()[0].replace(",", ""))
+
+
+def test_special_token_text_is_refused_by_default_in_every_command(tok, tmp_path):
+    """One rule (the library's) in encode, count, show, stats and encode --shards."""
+    f = tmp_path / "in.txt"
+    f.write_text("first line\na <|endoftext|> b\n", encoding="utf-8")
+    commands = {
+        "encode": ["encode", "-t", tok, f],
+        "count": ["count", "-t", tok, f],
+        "count stdin": ["count", "-t", tok],
+        "show": ["show", "-t", tok, f],
+        "stats": ["stats", tok, "--files", f],
+        "shards": ["encode", "-t", tok, "--shards", tmp_path / "out", "-q", f],
+    }
+    for name, args in commands.items():
+        proc = run(*args, stdin=f.read_bytes())
+        where = b"stdin" if name == "count stdin" else str(f).encode()
+        assert proc.returncode == 2, (name, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and b"Traceback" not in proc.stderr, (name, proc.stderr)
+        assert where + b", line 2, column 3: special-token text '<|endoftext|>'" in proc.stderr, (name, proc.stderr)
+        assert b"--allow-special '<|endoftext|>'" in proc.stderr and b"--special-as-text" in proc.stderr
+
+
+@pytest.mark.parametrize("flags", [["--allow-special", "<|endoftext|>"], ["--allow-special", "all"],
+                                   ["--special-as-text"]])
+def test_every_command_counts_the_ids_encode_writes(tok, tmp_path, flags):
+    import fastbpe
+
+    t = fastbpe.load(tok)
+    text = "a <|endoftext|> b"
+    f = tmp_path / "in.txt"
+    f.write_text(text, encoding="utf-8")
+    expected = t.encode_ordinary(text) if flags == ["--special-as-text"] else t.encode(text, allowed_special="all")
+    assert _ids(run("encode", "-t", tok, *flags, stdin=text.encode())) == expected
+    assert _count(run("count", "-t", tok, *flags, f)) == len(expected)
+    assert _count(run("count", "-t", tok, *flags, stdin=text.encode())) == len(expected)
+    stats = ok(run("stats", tok, "--files", f, *flags))
+    assert [ln.split()[-1] for ln in stats.splitlines() if " tokens " in f" {ln} "] == [str(len(expected))]
+    shown = ok(run("show", "-t", tok, "--ids", "--color", "never", *flags, f))
+    assert f"{len(expected)} tokens" in shown.splitlines()[-1]
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "s", "-q", *flags, f, f))
+    from fastbpe.shards import read_shards
+
+    assert read_shards(tmp_path / "s").tolist() == expected + [t.eot_token] + expected
+
+
+def test_cl100k_endoftext_is_not_a_control_id_unless_asked(builtin_env):
+    """Issue 21: `echo 'hello <|endoftext|> world' | fastbpe encode -t cl100k_base`."""
+    text = b"hello <|endoftext|> world"
+    refused = run("encode", "-t", "cl100k_base", stdin=text, env_extra=builtin_env)
+    assert refused.returncode == 2 and b"line 1, column 7: special-token text '<|endoftext|>'" in refused.stderr
+    allowed = _ids(run("encode", "-t", "cl100k_base", "--allow-special", "<|endoftext|>", stdin=text,
+                       env_extra=builtin_env))
+    assert allowed == [15339, 220, 100257, 1917]
+    as_text = _ids(run("encode", "-t", "cl100k_base", "--special-as-text", stdin=text, env_extra=builtin_env))
+    assert 100257 not in as_text
+    # allowing one special token does not allow the others
+    fim = run("encode", "-t", "cl100k_base", "--allow-special", "<|endoftext|>", stdin=b"<|fim_prefix|>",
+              env_extra=builtin_env)
+    assert fim.returncode == 2 and b"'<|fim_prefix|>'" in fim.stderr
+    counts = {tuple(fl): _count(run("count", "-t", "cl100k_base", *fl, stdin=b"a <|endoftext|> b", env_extra=builtin_env))
+              for fl in (["--allow-special", "all"], ["--special-as-text"])}
+    assert counts == {("--allow-special", "all"): 4, ("--special-as-text",): 8}
+
+
+@pytest.mark.parametrize("mode, name, content, where", [
+    ([], "b.txt", "x\nya <|endoftext|>", "b.txt, line 2, column 4"),
+    (["--doc-sep-lines"], "l.txt", "fine\nok <|endoftext|>\n", "l.txt, line 2, column 4"),
+    (["--jsonl-field", "text"], "c.jsonl", '{"text": "fine"}\n\n{"text": "a\\n<|endoftext|>"}\n',
+     "c.jsonl (field 'text'), line 3, column 3"),
+])
+def test_shards_name_the_file_and_line_of_special_token_text(tok, tmp_path, mode, name, content, where):
+    (tmp_path / "a.txt").write_text("first document", encoding="utf-8")
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    files = [tmp_path / name] if mode else [tmp_path / "a.txt", tmp_path / name]
+    proc = run("encode", "-t", tok, "--shards", tmp_path / "out", "-q", *mode, *files)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{tmp_path / where}: special-token text '<|endoftext|>'".encode() in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- files: .gz, --errors
+def test_gzip_inputs_work_in_every_command(tok, corpus, tmp_path):
+    import gzip
+
+    import fastbpe
+
+    t = fastbpe.load(tok)
+    text = "hello world, çok güzel\nsecond line\n"
+    gz = tmp_path / "in.txt.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    assert _ids(run("encode", "-t", tok, gz)) == t.encode(text)
+    assert _count(run("count", "-t", tok, gz)) == len(t.encode(text))
+    assert "hello" in ok(run("show", "-t", tok, gz, "--color", "never"))
+    assert "in.txt.gz" in ok(run("stats", tok, "--files", gz))
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "s", "-q", "--doc-sep-lines", gz))
+    from fastbpe.shards import read_shards
+
+    assert read_shards(tmp_path / "s").tolist() == t.encode("hello world, çok güzel") + [t.eot_token] + t.encode(
+        "second line")
+    big = tmp_path / "corpus.txt.gz"
+    big.write_bytes(gzip.compress(corpus.read_bytes()))
+    ok(run("train", big, "--vocab-size", "270", "-o", tmp_path / "t.json", "-q"))
+    ok(run("train", "--model", "wordpiece", big, "--vocab-size", "120", "-o", tmp_path / "vocab.txt", "-q"))
+
+
+def test_errors_replace_wherever_the_message_suggests_it(tok, tmp_path):
+    import fastbpe
+
+    t = fastbpe.load(tok)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"hello \xff world\n")
+    fixed = "hello \ufffd world\n"
+    assert _ids(run("encode", "-t", tok, "--errors", "replace", bad)) == t.encode(fixed)
+    assert _ids(run("encode", "-t", tok, "--errors", "replace", stdin=bad.read_bytes())) == t.encode(fixed)
+    assert _count(run("count", "-t", tok, "--errors", "replace", bad)) == len(t.encode(fixed))
+    assert "\ufffd" in ok(run("show", "-t", tok, "--errors", "replace", "--color", "never", bad))
+    ok(run("stats", tok, "--files", bad, "--errors", "replace"))
+    for mode in ([], ["--doc-sep-lines"]):
+        ok(run("encode", "-t", tok, "--shards", tmp_path / "s", "-q", "--errors", "replace", *mode, bad))
+    corpus = tmp_path / "c.txt"
+    corpus.write_bytes(b"hello \xff world\n" * 30)
+    ok(run("train", corpus, "--vocab-size", "270", "-o", tmp_path / "t.json", "-q", "--errors", "replace"))
+    ok(run("train", "--vocab-size", "270", "-o", tmp_path / "s.json", "-q", "--errors", "replace",
+           stdin=corpus.read_bytes()))
+    ok(run("train", "--model", "wordpiece", corpus, "--vocab-size", "60", "-o", tmp_path / "vocab.txt", "-q",
+           "--errors", "replace"))
+    # every message that suggests --errors comes from a command that has the flag
+    parser = __import__("fastbpe.cli", fromlist=["build_parser"]).build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    readers = {name for name, p in sub.choices.items() if any("--errors" in a.option_strings for a in p._actions)}
+    assert readers == {"train", "encode", "count", "show", "stats"}
+
+
+# --------------------------------------------------------------------------- the terminal
+EVIL = "\x1b]0;PWNED\x07\x1b[2J"  # retitles the terminal, then clears the screen
+HIDDEN = "\x1b\x07\x7f\x85\x9b\u2028\u202e\u2066"
+
+
+def _no_hidden(out: str, what: str) -> None:
+    import re
+
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)  # show's own colours
+    for c in HIDDEN:
+        assert c not in out, (what, hex(ord(c)), out)
+
+
+def test_terminal_output_never_carries_control_characters(tmp_path):
+    corpus = tmp_path / "evil.txt"
+    corpus.write_text((EVIL + " " + HIDDEN + "\n") * 30, encoding="utf-8")
+    tok = tmp_path / "evil.json"
+    ok(run("train", corpus, "--vocab-size", "270", "-o", tok, "-q"))
+    import fastbpe
+
+    assert any(b"\x1b" in b and len(b) > 1 for b in fastbpe.load(tok).mergeable_ranks)  # ESC in merged tokens
+    text = EVIL + " x " + HIDDEN
+    for colour in ("never", "always"):
+        out = ok(run("show", "-t", tok, "--text", text, "--ids", "--color", colour))
+        _no_hidden(out, f"show --color {colour}")
+        assert "\\x1b]" in out and "\\u202e" in out
+    named = tmp_path / f"a{EVIL}.txt"  # file names are printed too
+    named.write_text("hello", encoding="utf-8")
+    for args in (["count", "-t", tok, named, corpus], ["stats", tok, "--files", named, corpus],
+                 ["count", "-t", tok, tmp_path / f"missing{EVIL}"]):
+        proc = run(*args)
+        _no_hidden(proc.stdout.decode() + proc.stderr.decode(), args[0])
+        assert "\\x1b]0;PWNED\\x07" in proc.stdout.decode() + proc.stderr.decode()
+    # decode into a pipe: the exact bytes (its job); into a terminal: escaped, unless --raw
+    ids = ok(run("encode", "-t", tok, "--special-as-text", stdin=EVIL.encode()))
+    assert run("decode", "-t", tok, stdin=ids.encode()).stdout == EVIL.encode()
+    rc, out, err = run_in_terminal("decode", "-t", tok, stdin=ids.encode(), cwd=tmp_path)
+    assert rc == 0, err
+    assert b"\x1b" not in out and b"\x07" not in out and b"\\x1b]0;PWNED\\x07" in out
+    rc, out, err = run_in_terminal("decode", "-t", tok, "--raw", stdin=ids.encode(), cwd=tmp_path)
+    assert rc == 0 and EVIL.encode() in out
+
+
+# --------------------------------------------------------------------------- parser, progress bars
+def test_every_flag_has_help():
+    from fastbpe.cli import build_parser
+
+    missing = []
+
+    def walk(parser, prog):
+        for action in parser._actions:
+            if isinstance(action, __import__("argparse")._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{prog} {name}")
+            elif not action.help and action.dest != "help":
+                missing.append(f"{prog} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "fastbpe")
+    assert not missing, missing
+
+
+def test_progress_bars_are_closed_when_training_stops(tmp_path, monkeypatch, capsys):
+    """An interrupted or failed command closes the bars it left open before it says so."""
+    pytest.importorskip("fastbpe.wordpiece")
+    import tqdm.std
+
+    from fastbpe import cli, wordpiece
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\n" * 100, encoding="utf-8")
+
+    def interrupted(texts, opts, num_threads):
+        reading = iter(texts)  # held by the traceback, as a real reader's frame holds it
+        next(reading)  # the reading bar has started
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(wordpiece, "_count_words_native", interrupted)
+    rc = cli.main(["train", "--model", "wordpiece", str(corpus), "--vocab-size", "100", "-o", str(tmp_path / "v.txt")])
+    err = capsys.readouterr().err
+    assert rc == 130 and "reading" in err
+    assert err.endswith("\nfastbpe train: interrupted\n")  # on its own line, nothing redrawn after it
+    assert not [b for b in tqdm.std.tqdm._instances if not b.disable]
+
+
+def test_docstring_examples():
+    import doctest
+
+    from fastbpe import cli
+
+    result = doctest.testmod(cli)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_wordpiece_special_token_text_follows_the_rule(corpus, tmp_path):
+    wordpiece = pytest.importorskip("fastbpe.wordpiece")
+    wp = wordpiece.WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "hello": 3, "world": 4})
+    vocab = tmp_path / "vocab.txt"
+    wp.save(vocab)
+    text = b"hello [SEP] world"
+    refused = run("encode", "-t", vocab, stdin=text)
+    assert refused.returncode == 2 and b"stdin, line 1, column 7: special-token text '[SEP]'" in refused.stderr
+    assert b"--special-as-text" not in refused.stderr  # WordPiece has no such mode yet: not offered
+    assert _ids(run("encode", "-t", vocab, "--allow-special", "[SEP]", stdin=text)) == [1, 3, 2, 4, 2]
+    as_text = run("encode", "-t", vocab, "--special-as-text", stdin=text)
+    assert as_text.returncode == 2 and b"cannot encode it as ordinary text" in as_text.stderr
+    assert _count(run("count", "-t", vocab, "--allow-special", "all", stdin=text)) == 3
+    assert _count(run("count", "-t", vocab, "--special-as-text", stdin=b"hello world")) == 2
+
+
+def test_show_text_that_is_not_utf8(tok):
+    bad = os.fsdecode(b"a\xffb")  # what argv gives Python for bytes that are not UTF-8
+    proc = run("show", "-t", tok, "--text", bad)
+    assert proc.returncode == 2 and b"--text: not valid UTF-8 at character 1; pass --errors replace" in proc.stderr
+    assert "\ufffd" in ok(run("show", "-t", tok, "--text", bad, "--errors", "replace", "--color", "never"))

@@ -26,7 +26,8 @@ def test_docstring_examples():
 @pytest.mark.parametrize("shard_tokens", [1, 7, 10_000])
 def test_stream_is_documents_joined_by_one_separator(enc, tmp_path, fmt, dtype, shard_tokens):
     docs = ["hello world", "", "çok güzel 中文 <|endoftext|> is text here", "hello\n\nshards"]
-    summary = shards.write_shards(enc, docs, tmp_path, fmt=fmt, dtype=dtype, shard_tokens=shard_tokens, progress=False)
+    summary = shards.write_shards(enc, docs, tmp_path, fmt=fmt, dtype=dtype, shard_tokens=shard_tokens, progress=False,
+                                  disallowed_special=())
     eot = enc.eot_token
     expected = []
     for i, d in enumerate(docs):
@@ -51,6 +52,37 @@ def test_stream_is_documents_joined_by_one_separator(enc, tmp_path, fmt, dtype, 
         if i:
             assert stream[start - 1] == eot
     assert summary.bytes == sum(len(d.encode()) for d in docs)
+
+
+def test_special_token_text_in_documents_follows_the_library_rule(enc, tmp_path):
+    docs = ["hello", "a <|endoftext|> b", "world"]
+    # default: refused, naming the document (its index in doc_offsets.npy) and the position
+    with pytest.raises(shards.DisallowedSpecialInDocument, match=r"document 1: .*'<\|endoftext\|>' at character 2") as info:
+        shards.write_shards(enc, docs, tmp_path, progress=False)
+    assert (info.value.document, info.value.token, info.value.position) == (1, "<|endoftext|>", 2)
+    eot = enc.eot_token
+    shards.write_shards(enc, docs, tmp_path, progress=False, allowed_special={"<|endoftext|>"})
+    assert shards.read_shards(tmp_path).tolist() == enc.encode("hello") + [eot] + enc.encode(
+        "a <|endoftext|> b", allowed_special="all") + [eot] + enc.encode("world")
+    shards.write_shards(enc, docs, tmp_path, progress=False, disallowed_special=())
+    assert shards.read_shards(tmp_path).tolist() == enc.encode("hello") + [eot] + enc.encode_ordinary(
+        "a <|endoftext|> b") + [eot] + enc.encode("world")
+
+
+def test_gzip_inputs_and_replace(tmp_path):
+    import gzip
+
+    plain, gz = tmp_path / "a.txt", tmp_path / "a.txt.gz"
+    plain.write_bytes("one\ntwo \xff\n".encode("latin-1"))
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    for f in (plain, gz):
+        with pytest.raises(ValueError, match="errors='replace'"):
+            list(shards.iter_documents([str(f)]))
+        with pytest.raises(ValueError, match=r"line 2: invalid UTF-8 at column 5; pass errors='replace'"):
+            list(shards.iter_documents([str(f)], doc_sep_lines=True))
+        assert list(shards.iter_documents([str(f)], errors="replace")) == ["one\ntwo \ufffd\n"]
+        assert list(shards.iter_sourced_documents([str(f)], doc_sep_lines=True, errors="replace")) == [
+            (str(f), 1, "one"), (str(f), 2, "two \ufffd")]
 
 
 def test_rerun_replaces_old_shards(enc, tmp_path):

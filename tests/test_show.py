@@ -66,7 +66,7 @@ def test_docstring_examples():
 
 @pytest.mark.parametrize("text", ["", "hello", "中文字 and é\n\n\t x", "<|endoftext|>a<b>&", "🎉🎉 emoji"])
 def test_segments_cover_the_text_and_all_ids(trained, text):
-    segs = show.segments(trained, text)
+    segs = show.segments(trained, text, allowed_special="all")
     assert "".join(s.text for s in segs) == text
     assert [i for s in segs for i in s.ids] == trained.encode(text, allowed_special="all")
     for s in segs:
@@ -102,7 +102,7 @@ def test_plain_and_ansi_rendering():
 
 def test_html_page_is_well_formed_and_escaped(trained):
     text = "hello <b>&amp; 'quotes' \"dq\"\n中文字\ttab  x <|endoftext|>"
-    segs = show.segments(trained, text)
+    segs = show.segments(trained, text, allowed_special={"<|endoftext|>"})
     page = show.render_html(segs, title="<title & test>", summary="s")
     parsed = parse_page(page)
     assert parsed.doctype
@@ -132,3 +132,44 @@ def test_wordpiece_segments():
     assert [s.text for s in segs] == ["un", "##fair", "[UNK]"]
     assert [s.ids for s in segs] == [[3], [4], [0]]
     assert not parse_page(show.render_html(segs)).errors
+
+
+EVIL = "\x1b]0;PWNED\x07\x1b[2J"  # retitles the terminal, then clears the screen
+HIDDEN_SAMPLES = "\x00\x1b\x07\x7f\x85\x9b\u00ad\u200d\u2028\u2029\u202a\u202e\u2066\u2069\ufeff\U000e0001"
+OUR_SGR = r"\x1b\[[0-9;]*m"  # the colour codes render_ansi writes itself
+
+
+@pytest.fixture(scope="module")
+def evil_vocab():
+    return fastbpe.train_bpe([EVIL * 3, HIDDEN_SAMPLES * 3], 280, pattern="cl100k", progress=False)
+
+
+def test_terminal_views_escape_every_hidden_character(evil_vocab):
+    import re
+
+    text = EVIL + " x " + HIDDEN_SAMPLES
+    segs = show.segments(evil_vocab, text)
+    assert any(len(s.text) > 1 and "\x1b" in s.text for s in segs)  # the vocabulary holds ESC tokens
+    views = {"plain": show.render_plain(segs, ids=True), "ansi": re.sub(OUR_SGR, "", show.render_ansi(segs, ids=True))}
+    for name, view in views.items():
+        for c in HIDDEN_SAMPLES + "\r":
+            assert c not in view, (name, hex(ord(c)))
+        assert "\\x1b]" in view and "\\x07\\x1b" in view
+        assert "\\u202e" in view and "\\U000e0001" in view
+    page = show.render_html(segs)
+    assert not any(c in page for c in HIDDEN_SAMPLES) and "\\x1b" in page and not parse_page(page).errors
+
+
+def test_terminal_safe_keeps_ordinary_text():
+    text = "naïve 中文\u3000\xa0 🎉 \\x1b tab\there\n"
+    assert show.terminal_safe(text) == text  # CJK space, NBSP, emoji, a literal backslash: untouched
+    assert show.terminal_safe("a\u2028b\x1b", keep="") == "a\\u2028b\\x1b"
+
+
+def test_segments_follow_the_special_token_rule(trained):
+    with pytest.raises(ValueError, match="disallowed special token"):
+        show.segments(trained, "a <|endoftext|>")
+    eot = trained.encode_single_token("<|endoftext|>")
+    assert [eot] in [s.ids for s in show.segments(trained, "a <|endoftext|>", allowed_special="all")]
+    as_text = show.segments(trained, "a <|endoftext|>", disallowed_special=())
+    assert [i for s in as_text for i in s.ids] == trained.encode_ordinary("a <|endoftext|>")

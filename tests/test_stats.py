@@ -16,7 +16,10 @@ def test_docstring_examples():
 
 def test_definitions():
     enc = get_toy_encoding()
-    s = stats.text_stats(enc, "hi hi <|eot|>")  # special-token text is ordinary text here
+    with pytest.raises(ValueError, match="disallowed special token '<\\|eot\\|>'"):  # the library's rule
+        stats.text_stats(enc, "hi hi <|eot|>")
+    assert stats.text_stats(enc, "hi hi <|eot|>", allowed_special="all").tokens == len(enc.encode("hi hi ")) + 1
+    s = stats.text_stats(enc, "hi hi <|eot|>", disallowed_special=())  # special-token text as text
     assert s.tokens == len(enc.encode_ordinary("hi hi <|eot|>"))
     assert s.words == 3 and s.bytes == 13 and s.chars == 13
     assert s.bytes_per_token == pytest.approx(13 / s.tokens)
@@ -45,8 +48,21 @@ def test_file_stats_tax_and_table(tmp_path):
 def test_invalid_utf8_names_file(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok\xff")
-    with pytest.raises(ValueError, match=r"bad.txt: invalid UTF-8 at byte 2"):
+    with pytest.raises(ValueError, match=r"bad.txt: not valid UTF-8 at byte offset 2 .*errors='replace'"):
         stats.read_text(bad)
+    assert stats.read_text(bad, errors="replace") == "ok\ufffd"
+
+
+def test_gzip_files_and_special_text_name_the_file(tmp_path):
+    import gzip
+
+    gz = tmp_path / "a.txt.gz"
+    gz.write_bytes(gzip.compress(b"hi <|eot|>"))
+    assert stats.read_text(gz) == "hi <|eot|>"
+    with pytest.raises(ValueError, match=r"a.txt.gz: Encountered text corresponding to disallowed special token"):
+        stats.file_stats({"toy": get_toy_encoding()}, [str(gz)])
+    table = stats.file_stats({"toy": get_toy_encoding()}, [str(gz)], allowed_special={"<|eot|>"})
+    assert table[str(gz)]["toy"].tokens == len(get_toy_encoding().encode("hi ")) + 1
 
 
 def test_wordpiece_unk_rate():
