@@ -199,7 +199,8 @@ def cmd_demo(args) -> int:
 # --------------------------------------------------------------------------- train
 def cmd_train(args) -> int:
     check_files(args.files)
-    data = [str(f) for f in args.files] if args.files else (line for line in sys.stdin)
+    # files, or stdin's lines as documents: the API never guesses which (fastbpe._data)
+    data = {"files": [str(f) for f in args.files]} if args.files else {"documents": sys.stdin}
     if args.model == "wordpiece":
         try:
             from .wordpiece import train_wordpiece
@@ -212,7 +213,7 @@ def cmd_train(args) -> int:
             kwargs["special_tokens"] = args.special
         if args.min_frequency:
             kwargs["min_frequency"] = args.min_frequency
-        tok = train_wordpiece(data, args.vocab_size, **kwargs)
+        tok = train_wordpiece(vocab_size=args.vocab_size, **data, **kwargs)
         fmt = {"hf": "tokenizer.json", "tokenizer.json": "tokenizer.json", "vocab.txt": "vocab.txt", None: None}.get(args.format)
         if fmt is None and args.format is not None:
             raise CLIError(f"--format {args.format} is for BPE; WordPiece saves as vocab.txt or tokenizer.json")
@@ -228,7 +229,7 @@ def cmd_train(args) -> int:
         raise CLIError("--format vocab.txt is for WordPiece; BPE saves as tiktoken, tokenizer.json (hf) or gpt2")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        enc = fastbpe.train_bpe(data, args.vocab_size, pattern=args.pattern, special_tokens=args.special or [],
+        enc = fastbpe.train_bpe(vocab_size=args.vocab_size, **data, pattern=args.pattern, special_tokens=args.special or [],
                                 min_frequency=args.min_frequency, num_threads=args.threads, progress=not args.quiet)
         enc.save(args.output, format=fmt)
     for w in caught:  # one line each, no source location
