@@ -23,9 +23,9 @@ Decisions (each written down once, here; the trainers and the Dask path all use 
   error. **Devices, FIFOs and sockets** are rejected (ValueError): they have no end or
   can't be read twice (sniffing gzip, then counting); stream them as ``documents=``
   (e.g. ``documents=sys.stdin``).
-* **Line length.** A line longer than ``MAX_LINE_BYTES`` (256 MiB) raises ValueError
-  naming the file and the line's byte offset, so an input without newlines can't grow
-  memory without bound.
+* **Line length.** A line longer than ``MAX_LINE_BYTES`` (256 MiB, its newline not
+  counted) raises ValueError naming the file and the line's byte offset, so an input
+  without newlines can't grow memory without bound.
 * **Encoding.** Files are UTF-8: invalid bytes raise ValueError naming the file and the
   byte offset, unless ``errors="replace"`` (U+FFFD for each invalid sequence); only
   ``"strict"`` and ``"replace"`` are accepted. ``.gz`` files (detected by their magic
@@ -51,7 +51,8 @@ from pathlib import Path
 #: Bytes read from a file per block; blocks end at a line boundary.
 BLOCK_SIZE = 1 << 20
 
-#: Longest line (document) of a file, in bytes; a longer one raises ValueError.
+#: Longest line (document) of a file, in bytes, its newline not counted; a longer one
+#: raises ValueError. Checked on the lines that outgrow a block (so never below BLOCK_SIZE).
 MAX_LINE_BYTES = 1 << 28
 
 #: The values ``errors=`` accepts.
@@ -185,19 +186,24 @@ class Corpus:
         else:
             yield from self.iter_items()
 
-    def iter_items(self, fix: bool = True) -> Iterator[str]:
-        """The documents of ``documents=``, type-checked; with ``fix``, surrogates fixed."""
+    def iter_items(self) -> Iterator[str]:
+        """The documents of ``documents=``, type-checked, surrogates fixed."""
         for i, doc in enumerate(self.documents):
             if not isinstance(doc, str):
-                hint = " (a datasets row? pass the column, e.g. ds['text'])" if isinstance(doc, dict) else ""
-                raise TypeError(f"documents item {i} is {type(doc).__name__}, expected str{hint}")
-            yield fix_document(doc) if fix else doc
+                raise not_a_document(i, doc)
+            yield fix_document(doc)
 
     def total_bytes(self) -> int | None:
         """Size of the input files (for a progress bar); None if unknown (gzip, documents)."""
         if self.files is None or any(is_gzip(p) for p in self.files):
             return None
         return sum(p.stat().st_size for p in self.files)
+
+
+def not_a_document(i: int, doc) -> TypeError:
+    """The error for item ``i`` of ``documents=`` that is not a str."""
+    hint = " (a datasets row? pass the column, e.g. ds['text'])" if isinstance(doc, dict) else ""
+    return TypeError(f"documents item {i} is {type(doc).__name__}, expected str{hint}")
 
 
 def fix_document(doc: str) -> str:
@@ -214,14 +220,6 @@ def fix_document(doc: str) -> str:
 
         return fix_surrogates(doc)
     return doc
-
-
-def document_bytes(doc: str) -> bytes:
-    """The UTF-8 of ``fix_document(doc)``, encoding valid text only once."""
-    try:
-        return doc.encode("utf-8")
-    except UnicodeEncodeError:
-        return fix_document(doc).encode("utf-8")
 
 
 def iter_documents(files=None, *, documents=None, errors: str = "strict") -> Iterator[str]:
@@ -307,6 +305,8 @@ def iter_raw_blocks(path: Path, block_size: int = BLOCK_SIZE, start: int = 0,
                     raise line_too_long(path, offset)
                 continue
             if pending:
+                if not last and n_pending + raw.find(b"\n") > MAX_LINE_BYTES:
+                    raise line_too_long(path, offset)
                 pending.append(raw)
                 buf = b"".join(pending)
                 cut = len(buf) if last else n_pending + cut
@@ -427,12 +427,12 @@ def iter_binary_lines(fh, source, offset: int, end: int | None = None, errors: s
     they start before ``end`` (None: to the end); errors name ``source`` and the offset."""
     while end is None or offset < end:
         try:
-            line = fh.readline(MAX_LINE_BYTES + 1)
+            line = fh.readline(MAX_LINE_BYTES + 2)
         except _GZIP_ERRORS as exc:
             raise gzip_error(source, offset, exc) from None
         if not line:
             return
-        if len(line) > MAX_LINE_BYTES:
+        if len(line) - line.endswith(b"\n") > MAX_LINE_BYTES:
             raise line_too_long(source, offset)
         try:
             yield line.decode("utf-8", errors=errors)

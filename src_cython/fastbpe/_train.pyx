@@ -170,8 +170,8 @@ def _set_limits(max_chunks=None, max_chunk_bytes=None, max_pairs=None, max_pool=
 def _limit_message(int status):
     """What an ERR_* status means, with the limit that was hit."""
     if status == ERR_PAIRS:
-        return (f"more than {MAX_PAIRS:,} distinct pairs of tokens, the native trainer's limit "
-                "(pair slots are int32)")
+        return (f"more than {MAX_PAIRS:,} distinct pairs of tokens at once, the native trainer's "
+                "limit (pair slots are int32)")
     if status == ERR_POOL:
         return (f"more than {MAX_POOL:,} (pair, chunk) entries in the pair-to-chunk lists, the "
                 "native trainer's limit (uint32 offsets)")
@@ -1547,9 +1547,15 @@ def _iter_native_blocks(source, errors, block_size=_data.BLOCK_SIZE):
     ends = []
     total = 0
     first = 0
-    document_bytes = _data.document_bytes
-    for i, doc in enumerate(source.iter_items(fix=False)):
-        b = document_bytes(doc)
+    cdef Py_ssize_t i = -1
+    for doc in source.documents:  # Corpus.iter_items's checks, inline: this loop is per document
+        i += 1
+        if not isinstance(doc, str):
+            raise _data.not_a_document(i, doc)
+        try:
+            b = doc.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: _data.fix_document's rule
+            b = _data.fix_document(doc).encode("utf-8")
         parts.append(b)
         total += len(b)
         ends.append(total)
