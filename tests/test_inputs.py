@@ -367,3 +367,26 @@ def test_vocab_tables_are_sized_by_the_corpus():
     assert stats["vocab_cap"] == 256 + 5 + 1 and not stats["wide"]
     assert (merges, vocab) == ref.train_on_chunks(counts, 10**8)
     assert _train.train_merges(counts, len(vocab)) == (merges, vocab)
+
+
+def test_wordpiece_trainer_limits_name_where():
+    # before: pair ids past 2**31 were cast to int32 unchecked, and failures were a bare
+    # MemoryError(); the real checks, reached through the testing knob
+    from fastbpe import _wordpiece_train as W
+
+    docs = ["hug pug pun bun hugs " * 10]
+    old = W._set_limits()
+    try:
+        W._set_limits(max_pairs=5)
+        with pytest.raises(ValueError, match=r"counting the pairs of the words: more than 5 distinct pairs, "
+                                             r"the native WordPiece trainer's limit"):
+            train_wordpiece(documents=docs, vocab_size=60)
+        W._set_limits(max_pairs=8)
+        with pytest.raises(ValueError, match=r"at merge 2: more than 8 distinct pairs"):
+            train_wordpiece(documents=docs, vocab_size=60)
+        W._set_limits(max_words=3)
+        with pytest.raises(ValueError, match=r"the corpus has 5 unique words: more than 3"):
+            train_wordpiece(documents=docs, vocab_size=60)
+    finally:
+        W._set_limits(*old)
+    assert len(train_wordpiece(documents=docs, vocab_size=60)) == 21
