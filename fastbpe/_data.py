@@ -52,7 +52,7 @@ from pathlib import Path
 BLOCK_SIZE = 1 << 20
 
 #: Longest line (document) of a file, in bytes, its newline not counted; a longer one
-#: raises ValueError. Checked on the lines that outgrow a block (so never below BLOCK_SIZE).
+#: raises ValueError. Lines are checked as they outgrow a block: keep it >= BLOCK_SIZE.
 MAX_LINE_BYTES = 1 << 28
 
 #: The values ``errors=`` accepts.

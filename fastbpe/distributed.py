@@ -44,7 +44,9 @@ Encoding a corpus (``encode_files``)
     ``client=None`` or a ``LocalCluster``, a shared filesystem on a real cluster);
     inputs may be any fsspec URL. Two runs must not write the same ``out_dir`` at once.
 
-Inputs: local paths must be readable at the same path on every worker (a shared
+Inputs: files only (a path, a list of paths), checked on the client by ``fastbpe._data``'s
+rules (a missing file is an error naming it, a local directory stands for its files);
+local paths must be readable at the same path on every worker (a shared
 filesystem on a real cluster). Remote inputs (``s3://…``, ``gs://…``, ``https://…``;
 any fsspec URL with its backend installed on the client and the workers): ranges are
 cut at line starts by seeking with fsspec; a gzip file or a file that can't seek is one
@@ -167,7 +169,8 @@ def _check_exists(path) -> None:
     if not fs.exists(p):
         raise FileNotFoundError(f"input file not found: {path}")
     if fs.isdir(p):
-        raise IsADirectoryError(f"input is a directory, not a file: {path}")
+        raise IsADirectoryError(f"input is a directory, not a file: {path} (remote directories are "
+                                "not expanded: list their files)")
 
 
 def _size(path) -> int:
