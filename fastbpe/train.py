@@ -7,7 +7,14 @@ follow and the tests compare them):
    pattern (native pre-tokenizers for the built-in patterns, on ``num_threads`` threads;
    ``regex`` in worker processes for a custom one) and count unique chunks;
 2. merge: learn merges over the unique chunks until ``vocab_size`` is reached
-   (incremental pair counts, lazy max-heap).
+   (incremental pair counts, lazy max-heap). Its tables are sized by the corpus, not by
+   ``vocab_size``: a corpus makes at most sum(len(chunk) - 1) merges, so asking 10**8
+   tokens of a small corpus costs what the corpus can make.
+
+Capacity: the native tables use 32-bit fields (under 2**31 - 1 unique chunks, chunks
+under 2 GiB, under 2**31 pairs alive at once, under 2**32 pair-to-chunk entries). Reaching
+one raises ValueError naming the limit and where (the file and block, the documents, or
+the merge), never a bare "out of memory".
 """
 from __future__ import annotations
 
