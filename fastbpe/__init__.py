@@ -1,7 +1,7 @@
 """fastbpe: exact, fast byte-level BPE and WordPiece tokenizers.
 
 >>> import fastbpe
->>> enc = fastbpe.train_bpe(["low lower lowest"] * 10, 260, progress=False)
+>>> enc = fastbpe.train_bpe(documents=["low lower lowest"] * 10, vocab_size=260, progress=False)
 >>> enc.decode(enc.encode("lowest"))
 'lowest'
 """

@@ -362,20 +362,19 @@ def _output_format(args) -> str:
     return fmt
 
 
-def _training_data(args):
-    """Paths (the fast native reader), or the documents as str when the bytes need
-    replacing or come from stdin (each line a document, as in a file)."""
+def _training_data(args) -> dict:
+    """``files=`` paths (the fast native reader), or ``documents=`` str from stdin (each
+    line a document, as in a file): the API never guesses which (``fastbpe._data``)."""
     from . import _data
 
     if not args.files:
-        return _data.iter_binary_lines(sys.stdin.buffer, "stdin", 0, None, args.errors)
-    if args.errors != "strict" and args.model == "wordpiece":  # train_wordpiece reads strictly
-        return _data.iter_documents([Path(f) for f in args.files], errors=args.errors)
-    return [str(f) for f in args.files]
+        return {"documents": _data.iter_binary_lines(sys.stdin.buffer, "stdin", 0, None, args.errors)}
+    return {"files": [str(f) for f in args.files]}
 
 
 def cmd_train(args) -> int:
     check_files(args.files)
+    data = _training_data(args)
     if args.model == "wordpiece":
         try:
             from .wordpiece import train_wordpiece
@@ -384,12 +383,12 @@ def cmd_train(args) -> int:
         if args.pattern != "cl100k":
             raise CLIError("--pattern applies to BPE only (WordPiece splits words as BERT does)")
         fmt = _output_format(args)
-        kwargs = {"lowercase": not args.cased, "progress": not args.quiet}
+        kwargs = {"lowercase": not args.cased, "progress": not args.quiet, "errors": args.errors}
         if args.special:
             kwargs["special_tokens"] = args.special
         if args.min_frequency:
             kwargs["min_frequency"] = args.min_frequency
-        tok = train_wordpiece(_training_data(args), args.vocab_size, **kwargs)
+        tok = train_wordpiece(vocab_size=args.vocab_size, **data, **kwargs)
         tok.save(args.output, format=fmt)
         print(f"saved a {len(tok)}-token WordPiece to {cli_message(args.output)}", file=sys.stderr)
         return 0
@@ -400,7 +399,7 @@ def cmd_train(args) -> int:
     fmt = _output_format(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        enc = fastbpe.train_bpe(_training_data(args), args.vocab_size, pattern=args.pattern,
+        enc = fastbpe.train_bpe(vocab_size=args.vocab_size, **data, pattern=args.pattern,
                                 special_tokens=args.special or [], min_frequency=args.min_frequency,
                                 num_threads=args.threads, progress=not args.quiet, errors=args.errors)
         enc.save(args.output, format=fmt)

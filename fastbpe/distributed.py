@@ -44,7 +44,9 @@ Encoding a corpus (``encode_files``)
     ``client=None`` or a ``LocalCluster``, a shared filesystem on a real cluster);
     inputs may be any fsspec URL. Two runs must not write the same ``out_dir`` at once.
 
-Inputs: local paths must be readable at the same path on every worker (a shared
+Inputs: files only (a path, a list of paths), checked on the client by ``fastbpe._data``'s
+rules (a missing file is an error naming it, a local directory stands for its files);
+local paths must be readable at the same path on every worker (a shared
 filesystem on a real cluster). Remote inputs (``s3://…``, ``gs://…``, ``https://…``;
 any fsspec URL with its backend installed on the client and the workers): ranges are
 cut at line starts by seeking with fsspec; a gzip file or a file that can't seek is one
@@ -122,23 +124,18 @@ def _local_path(path) -> Path:
 
 
 def _normalize_paths(paths) -> list:
-    """A path or a list of paths (str, PathLike or fsspec URL) as a list of str/Path."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    if isinstance(paths, (bytes, bytearray)) or not isinstance(paths, Iterable):
-        raise TypeError(f"paths must be a path or a list of paths, not {type(paths).__name__}")
-    paths = list(paths)
-    if not paths:
+    """A path or a list of paths (str, PathLike or fsspec URL) as a list of absolute
+    local ``Path``s (checked, directories expanded: ``_data``'s rules) and URL strs."""
+    items = _data.file_list(paths)
+    if not items:
         raise ValueError("no input files given")
     out = []
-    for i, p in enumerate(paths):
-        if not isinstance(p, (str, os.PathLike)):
-            raise TypeError(
-                f"paths[{i}] is {type(p).__name__}; with a Dask client the data must be file paths "
-                "or fsspec URLs (an iterable of str can't be shipped to workers)"
-            )
-        # absolute: a worker's working directory need not be the client's
-        out.append(_local_path(p).absolute() if _is_local(p) else str(p))
+    for p in items:
+        if _is_local(p):
+            # absolute: a worker's working directory need not be the client's
+            out.extend(f.absolute() for f in _data.local_files(_local_path(p)))
+        else:
+            out.append(str(p))
     return out
 
 
@@ -167,16 +164,13 @@ def _open_remote_binary(url: str):
 
 def _check_exists(path) -> None:
     if isinstance(path, Path):
-        if not path.exists():
-            raise FileNotFoundError(f"input file not found: {path}")
-        if path.is_dir():
-            raise IsADirectoryError(f"input is a directory, not a file: {path}")
-        return
+        return  # checked by _normalize_paths (_data.local_files)
     fs, p = _fs(path)
     if not fs.exists(p):
         raise FileNotFoundError(f"input file not found: {path}")
     if fs.isdir(p):
-        raise IsADirectoryError(f"input is a directory, not a file: {path}")
+        raise IsADirectoryError(f"input is a directory, not a file: {path} (remote directories are "
+                                "not expanded: list their files)")
 
 
 def _size(path) -> int:
@@ -210,7 +204,7 @@ def _split_remote(url: str, n_parts: int) -> list[tuple[int, int]]:
             cuts = [0]
             for i in range(1, n_parts):
                 fh.seek(max(size * i // n_parts - 1, cuts[-1]))
-                fh.readline()
+                _data.skip_line(fh)
                 pos = fh.tell()
                 if cuts[-1] < pos < size:
                     cuts.append(pos)
@@ -342,8 +336,7 @@ def count_chunks_distributed(client, paths, pat_str: str, special_tokens: list[s
     _check_client(client, "train_bpe(client=...)")
     if not isinstance(pat_str, str):
         raise TypeError(f"pat_str must be a str, not {type(pat_str).__name__}")
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    _data.check_errors(errors)
     return count_distributed(client, paths, _count_bpe_range, pat_str, list(special_tokens), errors,
                              ranges_per_file=ranges_per_file, split_every=split_every)
 
@@ -352,8 +345,7 @@ def count_lines_distributed(client, paths, count_lines: Callable[[Iterable[str]]
                             ranges_per_file: int | None = None, split_every: int = 4) -> dict:
     """Generic phase 1 for other trainers (e.g. WordPiece word counts):
     ``count_lines(iterable of lines) -> {key: count}`` per range, tree-summed."""
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    _data.check_errors(errors)
     return count_distributed(client, paths, _count_lines_range, count_lines, errors,
                              ranges_per_file=ranges_per_file, split_every=split_every)
 
@@ -604,8 +596,7 @@ def encode_files(paths, encoding, out_dir, client=None, *, dtype=None, docs: str
         raise TypeError(f"encoding must be a fastbpe.Encoding, not {type(encoding).__name__}")
     if docs not in ("lines", "file"):
         raise ValueError(f"docs must be 'lines' or 'file', got {docs!r}")
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    _data.check_errors(errors)
     if not isinstance(eot, bool):
         raise TypeError(f"eot must be a bool, not {type(eot).__name__}")
     if num_workers is not None and (isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1):

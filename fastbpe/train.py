@@ -1,4 +1,4 @@
-"""``fastbpe.train_bpe``: learn a byte-level BPE from files or an iterable of str.
+"""``fastbpe.train_bpe``: learn a byte-level BPE from files or from ``documents=``.
 
 Two phases, both native (``fastbpe._train``; ``reference.bpe`` holds the rules both
 follow and the tests compare them):
@@ -7,7 +7,14 @@ follow and the tests compare them):
    pattern (native pre-tokenizers for the built-in patterns, on ``num_threads`` threads;
    ``regex`` in worker processes for a custom one) and count unique chunks;
 2. merge: learn merges over the unique chunks until ``vocab_size`` is reached
-   (incremental pair counts, lazy max-heap).
+   (incremental pair counts, lazy max-heap). Its tables are sized by the corpus, not by
+   ``vocab_size``: a corpus makes at most sum(len(chunk) - 1) merges, so asking 10**8
+   tokens of a small corpus costs what the corpus can make.
+
+Capacity: the native tables use 32-bit fields (under 2**31 - 1 unique chunks, chunks
+under 2 GiB, under 2**31 pairs alive at once, under 2**32 pair-to-chunk entries). Reaching
+one raises ValueError naming the limit and where (the file and block, the documents, or
+the merge), never a bare "out of memory".
 """
 from __future__ import annotations
 
@@ -49,8 +56,7 @@ def _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_t
 def count_documents(documents: Iterable[str], pat_str: str, special_tokens: list[str],
                     num_threads: int | None = None) -> dict[bytes, int]:
     """Phase 1 over an iterable of documents: ``{chunk bytes: count}``."""
-    # a generator: a list of str must stay documents, never be taken for file names
-    return _train.count_chunks((doc for doc in documents), pat_str, special_tokens,
+    return _train.count_chunks(documents=documents, pattern=pat_str, special_tokens=special_tokens,
                                num_threads=num_threads)
 
 
@@ -86,18 +92,11 @@ def _bar(progress: bool, **kw):
     return tqdm(**kw)
 
 
-def _input_bytes(data) -> int | None:
-    """Total size of the input files (for the reading bar), None if unknown (.gz, str)."""
-    paths = _data.resolve_inputs(data)
-    if paths is None or any(_data.is_gzip(p) for p in paths):
-        return None
-    return sum(p.stat().st_size for p in paths)
-
-
 def train_bpe(
-    data,
-    vocab_size: int,
+    files=None,
+    vocab_size: int | None = None,
     *,
+    documents=None,
     pattern: str = "cl100k",
     special_tokens: Iterable[str] = (),
     min_frequency: int = 0,
@@ -110,8 +109,10 @@ def train_bpe(
 ) -> Encoding:
     """Train a byte-level BPE tokenizer and return it as an ``Encoding``.
 
-    ``data`` is a path, a list of paths (text or ``.gz``; each line is a document) or an
-    iterable of str (each item is a document). ``vocab_size`` counts the 256 byte
+    The corpus is ``files`` (a path or a list of paths, text or ``.gz``, or directories
+    of them; each line is a document) or ``documents=`` (any iterable of str: a list, a
+    generator, a ``datasets`` column; each item is a document), never a guess between
+    the two: see ``fastbpe._data`` for the rules. ``vocab_size`` counts the 256 byte
     tokens, the merges and ``special_tokens`` (which get the last ids). ``pattern`` is
     ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex. If the corpus runs out of pairs
     before ``vocab_size``, training stops early with a warning.
@@ -120,11 +121,14 @@ def train_bpe(
     of the input files (local paths or fsspec URLs; see ``fastbpe.distributed``) and
     only the combined chunk table comes back; the result equals one machine's.
 
-    >>> enc = train_bpe(["aaabdaaabac"], 259, pattern=r"[\\s\\S]+", progress=False)
+    >>> enc = train_bpe(documents=["aaabdaaabac"], vocab_size=259, pattern=r"[\\s\\S]+", progress=False)
     >>> enc.encode_ordinary("aaabdaaabac")
     [258, 100, 258, 97, 99]
     """
+    if vocab_size is None:
+        raise TypeError("train_bpe() needs vocab_size")
     special_tokens = _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_threads)
+    _data.check_errors(errors)
     pat_str = patterns.resolve_pattern(pattern)
     patterns.compile_pattern(pat_str)  # a bad pattern fails before any reading
 
@@ -132,13 +136,16 @@ def train_bpe(
     if client is not None:  # on a Dask cluster: the paths are checked there
         from .distributed import count_chunks_distributed
 
-        counts = count_chunks_distributed(client, data, pat_str, special_tokens, errors=errors)
+        if documents is not None:
+            raise TypeError("train_bpe(client=...) reads files on the workers: pass files, "
+                            "not documents= (an iterable can't be shipped to them)")
+        counts = count_chunks_distributed(client, files, pat_str, special_tokens, errors=errors)
     else:
-        _data.resolve_inputs(data)  # a missing file fails before any work
-        bar = _bar(progress, total=_input_bytes(data), desc="reading", unit="B", unit_scale=True,
+        corpus = _data.Corpus.resolve(files, documents)  # every file checked before any work
+        bar = _bar(progress, total=corpus.total_bytes(), desc="reading", unit="B", unit_scale=True,
                    unit_divisor=1024)
         try:
-            counts = _train.count_chunk_table(data, pat_str, special_tokens, num_threads=num_threads,
+            counts = _train.count_chunk_table(corpus, pat_str, special_tokens, num_threads=num_threads,
                                               errors=errors, progress=bar)
         finally:
             if bar is not None:

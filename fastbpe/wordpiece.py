@@ -512,9 +512,11 @@ def _train_native(texts, vocab_size, opts, *, min_frequency, limit_alphabet, spe
 
 
 def train_wordpiece(
-    data,
-    vocab_size: int,
+    files=None,
+    vocab_size: int | None = None,
     *,
+    documents=None,
+    errors: str = "strict",
     lowercase: bool = True,
     strip_accents: bool | None = None,
     min_frequency: int = 0,
@@ -526,7 +528,8 @@ def train_wordpiece(
     progress: bool = False,
     client=None,
 ) -> WordPiece:
-    """Train a likelihood WordPiece vocabulary on ``data`` (a path, list of paths, or iterable of str).
+    """Train a likelihood WordPiece vocabulary on ``files`` (a path or a list of paths) or
+    ``documents=`` (an iterable of str), read as ``fastbpe._data`` says (``errors`` too).
 
     Scores are count(AB)/(count(A)count(B)), compared exactly; see
     ``fastbpe.reference.wordpiece`` for the tie-break and every other rule. The result is
@@ -536,8 +539,11 @@ def train_wordpiece(
     With a ``dask.distributed`` ``client``, word counting runs on the cluster over byte
     ranges of the input files (see ``fastbpe.distributed``).
     """
-    from ._data import iter_texts
+    from . import _data
 
+    if vocab_size is None:
+        raise TypeError("train_wordpiece() needs vocab_size")
+    _data.check_errors(errors)
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
         raise ValueError(f"vocab_size must be a positive int, not {vocab_size!r}")
     if not isinstance(min_frequency, int) or min_frequency < 0:
@@ -561,9 +567,13 @@ def train_wordpiece(
     if client is not None:  # phase 1 on a Dask cluster
         from .distributed import count_words_distributed
 
-        texts, word_counts = (), count_words_distributed(client, data, opts)
+        if documents is not None:
+            raise TypeError("train_wordpiece(client=...) reads files on the workers: pass files, "
+                            "not documents= (an iterable can't be shipped to them)")
+        texts, word_counts = (), count_words_distributed(client, files, opts, errors=errors)
     else:
-        texts = iter_texts(data)
+        # whole lines or whole documents: a line end is whitespace to the BERT pre-tokeniser
+        texts = _data.Corpus.resolve(files, documents).iter_texts(errors)
         if progress:
             from tqdm.auto import tqdm
 

@@ -182,6 +182,16 @@ def test_relative_paths_reach_the_workers(client, corpus, encoding, tmp_path, mo
     assert D.load_shards(tmp_path / "rel")[0].tolist() == _plain_encode(corpus, encoding)
 
 
+def test_a_directory_counts_as_its_files(client, corpus, tmp_path):
+    # _data's rule on the cluster too: a directory is its regular files, sorted
+    pat = patterns.resolve_pattern("cl100k")
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    for i, p in enumerate(corpus):
+        (tmp_path / "d" / ("sub" if i % 2 else "") / p.name).write_bytes(p.read_bytes())
+    want = train.count_documents(_data.iter_documents(tmp_path / "d"), pat, SPECIALS)
+    assert D.count_chunks_distributed(client, tmp_path / "d", pat, SPECIALS, ranges_per_file=2) == want
+
+
 def test_count_lines_distributed_generic(client, corpus):
     got = D.count_lines_distributed(client, corpus, _count_words, ranges_per_file=2)
     want = _count_words(_data.iter_documents(corpus))
@@ -201,8 +211,13 @@ def test_count_errors(client, corpus, tmp_path):
         D.count_chunks_distributed(client, [tmp_path / "nope.txt"], pat, SPECIALS)
     with pytest.raises(TypeError, match="Client"):
         D.count_chunks_distributed(object(), corpus, pat, SPECIALS)
-    with pytest.raises(TypeError, match="iterable of str"):
+    with pytest.raises(TypeError, match=r"files\[1\] is list, not a path"):
         D.count_chunks_distributed(client, [corpus[0], ["text"]], pat, SPECIALS)
+    # a text is never read as a file, nor a file as text (fastbpe._data's rule)
+    with pytest.raises(FileNotFoundError, match="'some text'.*documents="):
+        D.count_chunks_distributed(client, [corpus[0], "some text"], pat, SPECIALS)
+    with pytest.raises(ValueError, match="errors must be one of 'strict', 'replace'"):
+        D.count_chunks_distributed(client, corpus, pat, SPECIALS, errors="bogus")
     with pytest.raises(ValueError, match="ranges_per_file"):
         D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=0)
     bad = tmp_path / "bad.txt"

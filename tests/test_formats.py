@@ -18,7 +18,7 @@ def trained():
     docs = ["the quick brown fox jumps over the lazy dog. " * 3, "def f(x):\n    return x * 2\n", "çok güzel, İyi günler 中文"] * 5
     # the tiny corpus runs out of pairs before 400 tokens: the trainer says so and stops
     with pytest.warns(RuntimeWarning, match="stopped early"):
-        return fastbpe.train_bpe(docs, 400, pattern="cl100k", special_tokens=["<|endoftext|>", "<|pad|>"], progress=False)
+        return fastbpe.train_bpe(documents=docs, vocab_size=400, pattern="cl100k", special_tokens=["<|endoftext|>", "<|pad|>"], progress=False)
 
 
 def test_load_real_tiktoken_files(vocab_file, tiktoken_encoding):

@@ -84,7 +84,7 @@ def test_our_bert_file_loads_in_hf_and_encodes_the_same(vocab_file, tmp_path):
 
 def test_trained_cased_file_loads_in_hf(tmp_path):
     corpus = ["Çok güzel bir gün. İstanbul'da oyuncular film izledi. " * 3, "Hello World, HELLO world!"]
-    wp = train_wordpiece(corpus, 80, lowercase=False)
+    wp = train_wordpiece(documents=corpus, vocab_size=80, lowercase=False)
     hf = _hf(wp.save(tmp_path / "cased.json"))
     for t in corpus + ["Ünknown wörds 中文 here"]:
         assert hf.encode(t).ids == wp.encode(t)

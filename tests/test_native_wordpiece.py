@@ -190,7 +190,7 @@ def test_turkish_lowercase():
 def test_turkish_tokenizer_json_round_trip_in_hf(tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
     corpus = ["İstanbul IŞIK ılık İzmir Irmak ırmak istanbul " * 3]
-    wp = train_wordpiece(corpus, 60)
+    wp = train_wordpiece(documents=corpus, vocab_size=60)
     wp = WordPiece(wp.vocab, turkish_lowercase=True)
     path = wp.save(tmp_path / "tr.json")
     back = WordPiece.from_file(path)
@@ -259,7 +259,7 @@ def test_native_equals_hf_on_random_text_with_offsets(bert, text):
 def test_cased_trained_vocab_matches_hf(tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
     corpus = [" ".join(TEXTS[:4] + TEXTS[8:12]) * 2]
-    wp = train_wordpiece(corpus, 300, lowercase=False)
+    wp = train_wordpiece(documents=corpus, vocab_size=300, lowercase=False)
     hf = tokenizers.Tokenizer.from_file(str(wp.save(tmp_path / "cased.json")))
     for t in TEXTS:
         enc = hf.encode(t)

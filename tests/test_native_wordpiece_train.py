@@ -63,7 +63,7 @@ def test_native_vocab_equals_reference(name, make, vocab_size, kw):
     corpus = [make()]
     expected = _reference(corpus, vocab_size, **dict(kw))
     for threads in (1, 2, 5):
-        got = train_wordpiece(corpus, vocab_size, num_threads=threads, **kw).vocab
+        got = train_wordpiece(documents=corpus, vocab_size=vocab_size, num_threads=threads, **kw).vocab
         assert got == expected
 
 
@@ -72,7 +72,7 @@ def test_many_documents_and_files(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(docs), encoding="utf-8")
     expected = _reference(["\n".join(docs)], 300)
-    assert train_wordpiece(docs, 300, num_threads=3).vocab == expected
+    assert train_wordpiece(documents=docs, vocab_size=300, num_threads=3).vocab == expected
     assert train_wordpiece(path, 300, progress=True).vocab == expected
 
 
@@ -82,7 +82,7 @@ def test_rising_scores_are_not_missed():
     corpus = ["qx " * 30 + "qy " * 3 + "ab " * 40 + "a " * 4000 + "b " * 4000]
     expected, merges = R.train(corpus, 20, return_merges=True)
     assert merges[:2] == [("q", "##x"), ("q", "##y")]
-    assert train_wordpiece(corpus, 20).vocab == expected
+    assert train_wordpiece(documents=corpus, vocab_size=20).vocab == expected
 
 
 @settings(max_examples=60)
@@ -90,19 +90,19 @@ def test_rising_scores_are_not_missed():
        st.integers(0, 3))
 def test_native_equals_reference_on_random_corpora(corpus, vocab_size, min_frequency):
     expected = R.train(corpus, vocab_size, min_frequency=min_frequency)
-    assert train_wordpiece(corpus, vocab_size, min_frequency=min_frequency, num_threads=2).vocab == expected
+    assert train_wordpiece(documents=corpus, vocab_size=vocab_size, min_frequency=min_frequency, num_threads=2).vocab == expected
 
 
 def test_num_threads_validation():
     with pytest.raises(ValueError):
-        train_wordpiece(["a"], 10, num_threads=0)
+        train_wordpiece(documents=["a"], vocab_size=10, num_threads=0)
 
 
 @pytest.mark.parametrize("make", [_english, _turkish, _random])
 def test_frequency_algorithm_native_equals_reference(make):
     corpus = [make()]
     expected = R.train(corpus, 300, algorithm="frequency")
-    assert train_wordpiece(corpus, 300, algorithm="frequency", num_threads=2).vocab == expected
+    assert train_wordpiece(documents=corpus, vocab_size=300, algorithm="frequency", num_threads=2).vocab == expected
     assert expected != R.train(corpus, 300)  # it really is a different selection rule
 
 
@@ -126,6 +126,6 @@ def test_frequency_algorithm_is_close_to_hf_wordpiece_trainer(tmp_path):
 
 def test_algorithm_validation():
     with pytest.raises(ValueError, match="algorithm"):
-        train_wordpiece(["a"], 10, algorithm="bpe")
+        train_wordpiece(documents=["a"], vocab_size=10, algorithm="bpe")
     with pytest.raises(ValueError, match="algorithm"):
         R.train(["a"], 10, algorithm="bpe")

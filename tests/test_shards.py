@@ -13,7 +13,7 @@ from fastbpe.encoding import get_toy_encoding
 @pytest.fixture(scope="module")
 def enc():
     docs = ["hello world, hello shards\n", "çok güzel 中文 <|endoftext|>\n"] * 20
-    return fastbpe.train_bpe(docs, 280, special_tokens=["<|endoftext|>"], progress=False)
+    return fastbpe.train_bpe(documents=docs, vocab_size=280, special_tokens=["<|endoftext|>"], progress=False)
 
 
 def test_docstring_examples():

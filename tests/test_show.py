@@ -56,7 +56,7 @@ def parse_page(page: str) -> BalanceChecker:
 @pytest.fixture(scope="module")
 def trained():
     text = ["hello world <b>&amp; 'quotes' \"dq\"\n", "çok güzel 中文字\n", "tabs\tand  spaces\n"] * 30
-    return fastbpe.train_bpe(text, 300, pattern="cl100k", special_tokens=["<|endoftext|>"], progress=False)
+    return fastbpe.train_bpe(documents=text, vocab_size=300, pattern="cl100k", special_tokens=["<|endoftext|>"], progress=False)
 
 
 def test_docstring_examples():

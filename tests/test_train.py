@@ -17,12 +17,12 @@ DOCS = [
 
 
 def test_course_example():
-    enc = fastbpe.train_bpe(["aaabdaaabac"], 259, pattern=r"[\s\S]+", progress=False)
+    enc = fastbpe.train_bpe(documents=["aaabdaaabac"], vocab_size=259, pattern=r"[\s\S]+", progress=False)
     assert enc.encode_ordinary("aaabdaaabac") == [258, 100, 258, 97, 99]
 
 
 def test_equals_reference_and_round_trips():
-    enc = fastbpe.train_bpe(DOCS, 330, pattern="gpt2", special_tokens=["<|endoftext|>"], progress=False)
+    enc = fastbpe.train_bpe(documents=DOCS, vocab_size=330, pattern="gpt2", special_tokens=["<|endoftext|>"], progress=False)
     ranks, specials = ref.train(DOCS, 330, pattern=fastbpe.GPT2, special_tokens=["<|endoftext|>"])
     assert enc.mergeable_ranks == ranks and enc.special_tokens == specials
     assert enc.n_vocab == 330
@@ -32,7 +32,7 @@ def test_equals_reference_and_round_trips():
 
 def test_tiktoken_gives_identical_ids_on_our_encoding():
     tiktoken = pytest.importorskip("tiktoken")
-    enc = fastbpe.train_bpe(DOCS, 350, pattern="o200k", special_tokens=["<|endoftext|>"], progress=False)
+    enc = fastbpe.train_bpe(documents=DOCS, vocab_size=350, pattern="o200k", special_tokens=["<|endoftext|>"], progress=False)
     tk = tiktoken.Encoding("ours", pat_str=enc.pat_str, mergeable_ranks=enc.mergeable_ranks,
                            special_tokens=enc.special_tokens)
     for doc in DOCS + ["unseen text, 12345 çok İyi 你好 🙂<|endoftext|>"]:
@@ -54,8 +54,8 @@ def test_file_many_files_gzip_and_iterator_agree(tmp_path):
         fastbpe.train_bpe(one, 320, progress=False).mergeable_ranks,
         fastbpe.train_bpe(str(one), 320, progress=False).mergeable_ranks,
         fastbpe.train_bpe(parts, 320, progress=False).mergeable_ranks,
-        fastbpe.train_bpe(iter(line_docs), 320, progress=False).mergeable_ranks,
-        fastbpe.train_bpe(line_docs, 320, num_threads=2, progress=False).mergeable_ranks,
+        fastbpe.train_bpe(documents=iter(line_docs), vocab_size=320, progress=False).mergeable_ranks,
+        fastbpe.train_bpe(documents=line_docs, vocab_size=320, num_threads=2, progress=False).mergeable_ranks,
     ]
     assert all(r == results[0] for r in results)
 
@@ -63,14 +63,14 @@ def test_file_many_files_gzip_and_iterator_agree(tmp_path):
 def test_special_tokens_are_never_learned_and_get_last_ids():
     docs = ["hello<|endoftext|>world<|endoftext|>"] * 10
     with pytest.warns(RuntimeWarning, match="stopped early"):
-        enc = fastbpe.train_bpe(docs, 300, special_tokens=["<|endoftext|>", "<|pad|>"], progress=False)
+        enc = fastbpe.train_bpe(documents=docs, vocab_size=300, special_tokens=["<|endoftext|>", "<|pad|>"], progress=False)
     assert enc.special_tokens == {"<|endoftext|>": enc.n_vocab - 2, "<|pad|>": enc.n_vocab - 1}
     assert not any(b"<|" in tok or b"|>" in tok for tok in enc.mergeable_ranks)
 
 
 def test_vocab_too_large_stops_early_with_warning():
     with pytest.warns(RuntimeWarning, match="stopped early"):
-        enc = fastbpe.train_bpe(["abcabc"], 5000, special_tokens=["<|endoftext|>"], progress=False)
+        enc = fastbpe.train_bpe(documents=["abcabc"], vocab_size=5000, special_tokens=["<|endoftext|>"], progress=False)
     assert enc.n_vocab < 5000
     assert enc.special_tokens == {"<|endoftext|>": enc.n_vocab - 1}
     assert enc.decode(enc.encode("abcabc")) == "abcabc"
@@ -79,7 +79,7 @@ def test_vocab_too_large_stops_early_with_warning():
 def test_min_frequency_and_max_token_length():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        enc = fastbpe.train_bpe(DOCS, 400, min_frequency=8, max_token_length=3, progress=False)
+        enc = fastbpe.train_bpe(documents=DOCS, vocab_size=400, min_frequency=8, max_token_length=3, progress=False)
     assert max(len(t) for t in enc.mergeable_ranks) <= 3
 
 
@@ -99,16 +99,16 @@ def test_min_frequency_and_max_token_length():
 )
 def test_bad_options(kwargs, exc, match):
     with pytest.raises(exc, match=match):
-        fastbpe.train_bpe(["some text"], progress=False, **kwargs)
+        fastbpe.train_bpe(documents=["some text"], progress=False, **kwargs)
 
 
 def test_bad_inputs(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         fastbpe.train_bpe(tmp_path / "missing.txt", 300, progress=False)
     with pytest.raises(ValueError, match="empty"):
-        fastbpe.train_bpe([], 300, progress=False)
+        fastbpe.train_bpe(documents=[], vocab_size=300, progress=False)
     with pytest.raises(ValueError, match="empty"):
-        fastbpe.train_bpe(["", ""], 300, progress=False)
+        fastbpe.train_bpe(documents=["", ""], vocab_size=300, progress=False)
     bad = tmp_path / "latin1.txt"
     bad.write_bytes(b"good line\nbad: caf\xe9\n")
     with pytest.raises(ValueError, match=r"latin1.txt: not valid UTF-8 at byte offset 18"):
@@ -116,6 +116,6 @@ def test_bad_inputs(tmp_path):
     enc = fastbpe.train_bpe(bad, 260, errors="replace", progress=False)
     assert enc.n_vocab == 260
     with pytest.raises(TypeError, match="item 1"):
-        fastbpe.train_bpe(["ok", 3], 300, progress=False)
+        fastbpe.train_bpe(documents=["ok", 3], vocab_size=300, progress=False)
     with pytest.raises(TypeError):
         fastbpe.train_bpe(b"bytes", 300, progress=False)

@@ -224,8 +224,8 @@ def test_count_chunks_equals_reference(pattern, specials):
     docs = _mixed_docs()
     expected = dict(bpe.count_chunks(docs, patterns.resolve_pattern(pattern), specials))
     for nt in (1, 2, 3):
-        assert count_chunks(docs, pattern, specials, num_threads=nt) == expected
-        assert count_chunks(iter(docs), pattern, specials, num_threads=nt) == expected
+        assert count_chunks(documents=docs, pattern=pattern, special_tokens=specials, num_threads=nt) == expected
+        assert count_chunks(documents=iter(docs), pattern=pattern, special_tokens=specials, num_threads=nt) == expected
 
 
 def test_one_file_many_files_iterator_agree(tmp_path):
@@ -238,7 +238,7 @@ def test_one_file_many_files_iterator_agree(tmp_path):
         for nt in (1, 2, 3):
             assert count_chunks(one, pattern, SPECIALS, num_threads=nt) == exp
             assert count_chunks(many, pattern, SPECIALS, num_threads=nt) == exp
-            assert count_chunks(iter(docs), pattern, SPECIALS, num_threads=nt) == exp
+            assert count_chunks(documents=iter(docs), pattern=pattern, special_tokens=SPECIALS, num_threads=nt) == exp
 
 
 def test_small_blocks_and_long_lines(tmp_path):
@@ -249,9 +249,9 @@ def test_small_blocks_and_long_lines(tmp_path):
     path = _write(tmp_path, "long.txt", docs)
     expected = dict(bpe.count_chunks(_data.iter_documents(path), patterns.CL100K))
     for size in (7, 100, 4096):
-        blocks = list(_train._iter_native_blocks(path, "strict", block_size=size))
-        assert b"".join(b for _, b, _, _ in blocks) == path.read_bytes()
-        assert all(b.endswith(b"\n") for _, b, _, _ in blocks[:-1])
+        blocks = list(_train._iter_native_blocks(_data.Corpus.resolve(path), "strict", block_size=size))
+        assert b"".join(b[1] for b in blocks) == path.read_bytes()
+        assert all(b[1].endswith(b"\n") for b in blocks[:-1])
     assert count_chunks(path, "cl100k", num_threads=2) == expected
 
 
@@ -267,15 +267,15 @@ def test_count_bad_input(tmp_path):
     with pytest.raises(FileNotFoundError):
         count_chunks([tmp_path / "missing.txt"], "cl100k")
     with pytest.raises(TypeError):
-        count_chunks(["a", 3], "cl100k")
+        count_chunks(documents=["a", 3], pattern="cl100k")
     with pytest.raises(TypeError):
-        count_chunks(["a"], "cl100k", "<|x|>")
+        count_chunks(documents=["a"], pattern="cl100k", special_tokens="<|x|>")
     with pytest.raises(ValueError):
-        count_chunks(["a"], "cl100k", [""])
+        count_chunks(documents=["a"], pattern="cl100k", special_tokens=[""])
     with pytest.raises(ValueError):
-        count_chunks(["a"], "cl100k", num_threads=0)
+        count_chunks(documents=["a"], pattern="cl100k", num_threads=0)
     with pytest.raises(ValueError, match="pattern"):
-        count_chunks(["a"], "(unclosed")
+        count_chunks(documents=["a"], pattern="(unclosed")
 
 
 @settings(max_examples=300)
@@ -285,8 +285,7 @@ def test_count_bad_input(tmp_path):
        st.sampled_from([(), ("<|x|>",), ("<|x|>", "<|x", "a")]))
 def test_count_hypothesis(docs, pattern, specials):
     expected = dict(bpe.count_chunks(docs, patterns.resolve_pattern(pattern), specials))
-    # an iterator: a list of str that all name existing paths (['.']) would be read as files
-    assert count_chunks(iter(docs), pattern, specials, num_threads=1) == expected
+    assert count_chunks(documents=iter(docs), pattern=pattern, special_tokens=specials, num_threads=1) == expected
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -297,7 +296,7 @@ def test_count_then_merge_equals_reference_train(pattern, specials):
     docs += ["a<|endoftext|>b<|fim_prefix|>aaaa\n"] * 3
     vocab_size = 256 + 90 + len(specials)
     ranks, special_ids = bpe.train(docs, vocab_size, patterns.resolve_pattern(pattern), specials)
-    counts = count_chunks(docs, pattern, specials, num_threads=2)
+    counts = count_chunks(documents=docs, pattern=pattern, special_tokens=specials, num_threads=2)
     merges, vocab = train_merges(counts, vocab_size - len(specials))
     assert {tok: i for i, tok in enumerate(vocab)} == ranks
     # every training document round-trips through the trained ranks
@@ -348,7 +347,7 @@ def test_larger_corpus_housekeeping_does_not_change_result():
     docs = []
     for path in sorted(STDLIB.glob("*.py"))[:40]:
         docs += path.read_text(errors="replace").splitlines(True)
-    counts = count_chunks(iter(docs), "cl100k", num_threads=2)
+    counts = count_chunks(documents=iter(docs), pattern="cl100k", num_threads=2)
     default = train_merges(counts, 6000)
     old = _train._set_housekeeping(0, 0)
     try:
@@ -365,7 +364,7 @@ def test_chunk_table_feeds_train_merges(tmp_path):
     from fastbpe._train import count_chunk_table
 
     docs = _mixed_docs()
-    table = count_chunk_table(iter(docs), "o200k", SPECIALS, num_threads=2)
+    table = count_chunk_table(documents=iter(docs), pattern="o200k", special_tokens=SPECIALS, num_threads=2)
     expected = dict(bpe.count_chunks(docs, patterns.O200K, SPECIALS))
     assert len(table) == len(expected) and table.to_dict() == expected
     want = bpe.train_on_chunks(expected, 256 + 60)
@@ -373,7 +372,7 @@ def test_chunk_table_feeds_train_merges(tmp_path):
     assert train_merges(table, 256 + 60, consume=True) == want
     assert len(table) == 0 and table.to_dict() == {}
     # custom patterns give a table too
-    table = count_chunk_table(iter(docs), r"\S+|\s+", num_threads=1)
+    table = count_chunk_table(documents=iter(docs), pattern=r"\S+|\s+", num_threads=1)
     assert table.to_dict() == dict(bpe.count_chunks(docs, r"\S+|\s+"))
 
 
@@ -418,8 +417,8 @@ def test_regex_path_streams_with_many_blocks(monkeypatch):
     monkeypatch.setattr(_train, "DOC_BLOCK_BYTES", 200)
     docs = _mixed_docs() * 3
     expected = dict(bpe.count_chunks(docs, r"\w+|\W", SPECIALS))
-    assert count_chunks(iter(docs), r"\w+|\W", SPECIALS, num_threads=3) == expected
-    assert count_chunks(iter(docs), "cl100k", SPECIALS, num_threads=3) == dict(
+    assert count_chunks(documents=iter(docs), pattern=r"\w+|\W", special_tokens=SPECIALS, num_threads=3) == expected
+    assert count_chunks(documents=iter(docs), pattern="cl100k", special_tokens=SPECIALS, num_threads=3) == dict(
         bpe.count_chunks(docs, patterns.CL100K, SPECIALS))
 
 

@@ -119,7 +119,7 @@ def test_long_input_is_linear_enough():
 
 def test_train_wordpiece_on_texts_and_files(tmp_path):
     corpus = ["hug " * 10 + "pug " * 5 + "pun " * 12 + "bun " * 4 + "hugs " * 5]
-    wp = train_wordpiece(corpus, 30)
+    wp = train_wordpiece(documents=corpus, vocab_size=30)
     assert isinstance(wp, WordPiece)
     assert list(wp.vocab)[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert wp.tokenize("hugs pun bug") == ["hugs", "pun", "bu", "##g"]
@@ -132,18 +132,18 @@ def test_train_wordpiece_on_texts_and_files(tmp_path):
 
 def test_train_wordpiece_validation(tmp_path):
     with pytest.raises(ValueError):
-        train_wordpiece(["a"], 0)
+        train_wordpiece(documents=["a"], vocab_size=0)
     with pytest.raises(ValueError):
-        train_wordpiece(["a"], 10, min_frequency=-1)
+        train_wordpiece(documents=["a"], vocab_size=10, min_frequency=-1)
     with pytest.raises(ValueError, match="UNK"):
-        train_wordpiece(["a"], 10, special_tokens=["[PAD]"])
+        train_wordpiece(documents=["a"], vocab_size=10, special_tokens=["[PAD]"])
     with pytest.raises(TypeError):
-        train_wordpiece([b"bytes"], 10)
+        train_wordpiece(documents=[b"bytes"], vocab_size=10)
     with pytest.raises(FileNotFoundError):
         train_wordpiece(tmp_path / "missing.txt", 10)
 
 
 def test_train_cased():
-    wp = train_wordpiece(["Hello World Hello"], 40, lowercase=False)
+    wp = train_wordpiece(documents=["Hello World Hello"], vocab_size=40, lowercase=False)
     assert wp.tokenize("Hello") == ["Hello"]
     assert wp.tokenize("hello") == ["[UNK]"]

@@ -5,6 +5,12 @@ fastbpe has a twin here and a test that compares them.
 
 Decisions (each written down once, here):
 
+* **Documents.** Training reads documents (str; what a document is in a file is
+  ``fastbpe._data``'s decision). A document with no UTF-8 form (lone surrogates, e.g.
+  from a broken JSON escape) is trained on as tiktoken encodes it: lone surrogates
+  become U+FFFD and surrogate pairs their character (``core.fix_surrogates``), so
+  training sees the text the trained encoding will see; text with a UTF-8 form is
+  unchanged.
 * **Chunks.** Text is split into chunks by a regex pattern (``patterns.GPT2``,
   ``CL100K``, ``O200K`` or a custom one, via the ``regex`` module). BPE never merges
   across a chunk, a special token or a document boundary.
@@ -88,15 +94,20 @@ def special_token_regex(tokens: Iterable[str]) -> regex.Pattern | None:
 def count_chunks(
     documents: Iterable[str], pattern: str = CL100K, special_tokens: Iterable[str] = ()
 ) -> Counter:
-    """Count the UTF-8 bytes of every chunk over all documents.
+    """Count the UTF-8 bytes of every chunk over all documents (lone surrogates fixed
+    first: see "Documents" above).
 
     >>> count_chunks(["ab ab"], r"\\w+| ")
     Counter({b'ab': 2, b' ': 1})
+    >>> count_chunks(["a\\ud800"], r"\\w+|\\W")
+    Counter({b'a': 1, b'\\xef\\xbf\\xbd': 1})
     """
+    from .core import fix_surrogates  # here: core imports this module
+
     pat = compile_pattern(pattern)
     special = special_token_regex(special_tokens)
     counts: Counter = Counter()
-    for doc in documents:
+    for doc in map(fix_surrogates, documents):
         pieces = special.split(doc) if special is not None else [doc]
         for piece in pieces:
             counts.update(chunk.encode("utf-8") for chunk in pat.findall(piece))

@@ -122,7 +122,15 @@ cdef enum:
     RUN_FULL = 1        # the vocabulary reached n_tokens
     RUN_NO_PAIR = 2     # no eligible pair left
     RUN_BELOW_MIN = 3   # best eligible count below max(min_frequency, 1)
-    RUN_OOM = -1
+
+# Failures (negative: every nogil function passes them up unchanged); _limit_message
+# says what each means
+cdef enum:
+    ERR_OOM = -1        # malloc/mmap failed
+    ERR_PAIRS = -2      # more distinct pairs than MAX_PAIRS
+    ERR_POOL = -3       # word lists beyond MAX_POOL entries
+    ERR_CHUNKS = -4     # more unique chunks than MAX_CHUNKS
+    ERR_CHUNK_LEN = -5  # a chunk longer than MAX_CHUNK_BYTES
 
 
 cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
@@ -138,6 +146,49 @@ cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
 # Housekeeping thresholds (tests lower them to exercise compaction and heap rebuilds).
 cdef Py_ssize_t POOL_MIN_WASTE = 4096   # compact the word-list pool beyond this waste
 cdef Py_ssize_t HEAP_SLACK = 4096       # rebuild the heap beyond 2 * live pairs + this
+
+
+# Capacity limits: what the 32-bit fields allow (tests lower them to reach the checks).
+cdef Py_ssize_t MAX_CHUNKS = 0x7FFFFFFF - 1      # int32 entry numbers and word ids
+cdef Py_ssize_t MAX_CHUNK_BYTES = 0x7FFFFFFF - 1 # int32 word lengths
+cdef Py_ssize_t MAX_PAIRS = 0x7FFFFFFF           # int32 pair slots
+cdef Py_ssize_t MAX_POOL = 0xFFFFFFFF - 1        # uint32 offsets into the word-list pool
+_LIMIT_DEFAULTS = (MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_PAIRS, MAX_POOL)
+
+
+def _set_limits(max_chunks=None, max_chunk_bytes=None, max_pairs=None, max_pool=None):
+    """Lower (or restore) the capacity limits; return the old ones (for tests: a corpus
+    of 2**31 unique chunks can't be built in a test, a limit of 10 can)."""
+    global MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_PAIRS, MAX_POOL
+    old = (MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_PAIRS, MAX_POOL)
+    new = [d if v is None else min(int(v), d) for v, d in
+           zip((max_chunks, max_chunk_bytes, max_pairs, max_pool), _LIMIT_DEFAULTS)]
+    MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_PAIRS, MAX_POOL = new
+    return old
+
+
+def _limit_message(int status):
+    """What an ERR_* status means, with the limit that was hit."""
+    if status == ERR_PAIRS:
+        return (f"more than {MAX_PAIRS:,} distinct pairs of tokens at once, the native trainer's "
+                "limit (pair slots are int32)")
+    if status == ERR_POOL:
+        return (f"more than {MAX_POOL:,} (pair, chunk) entries in the pair-to-chunk lists, the "
+                "native trainer's limit (uint32 offsets)")
+    if status == ERR_CHUNKS:
+        return (f"more than {MAX_CHUNKS:,} unique chunks, the native trainer's limit (chunk "
+                "numbers are int32); train on a sample, or with a pattern that makes fewer "
+                "distinct chunks")
+    if status == ERR_CHUNK_LEN:
+        return (f"a chunk longer than {MAX_CHUNK_BYTES:,} bytes, the native trainer's limit "
+                "(chunk lengths are int32)")
+    return "out of memory"
+
+
+def _failure(int status, where):
+    """The exception for an ERR_* status: MemoryError, or ValueError for a limit."""
+    msg = f"{where}: {_limit_message(status)}"
+    return MemoryError(msg) if status == ERR_OOM else ValueError(msg)
 
 
 def _set_housekeeping(pool_min_waste, heap_slack):
@@ -308,7 +359,7 @@ cdef class _ChunkTable:
         return <const uint8_t*>&e.w0 if e.len <= 16 else self.arena + e.w0
 
     cdef int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
-        """Add ``by`` to the count of chunk s[:n] (hash h); -1 when out of memory."""
+        """Add ``by`` to the count of chunk s[:n] (hash h); an ERR_* status on failure."""
         cdef uint32_t h32 = <uint32_t>h
         cdef Py_ssize_t mask = self.cap - 1
         cdef Py_ssize_t i = <Py_ssize_t>(mix64(h32) & <uint64_t>mask)
@@ -334,8 +385,10 @@ cdef class _ChunkTable:
                     entry.count += by
                     return 0
             i = (i + 1) & mask
-        if <uint64_t>n > <uint64_t>0xFFFFFFFFU or self.used >= <Py_ssize_t>0x7FFFFFFF:
-            return -1
+        if n > MAX_CHUNK_BYTES:
+            return ERR_CHUNK_LEN
+        if self.used >= MAX_CHUNKS:
+            return ERR_CHUNKS
         if grow(<void**>&self.entries, &self.entries_cap, self.used + 1, sizeof(ChunkEntry)) < 0:
             return -1
         entry = &self.entries[self.used]
@@ -372,7 +425,7 @@ cdef class _ChunkTable:
         return 0
 
     cdef int flush(self) noexcept nogil:
-        cdef int k, n = self.n_pending
+        cdef int k, status, n = self.n_pending
         cdef int32_t e
         self.n_pending = 0
         for k in range(n):
@@ -380,18 +433,21 @@ cdef class _ChunkTable:
             if e >= 0:
                 fbpe_prefetch(&self.entries[e])
         for k in range(n):
-            if self.add(self.pending[k].s, self.pending[k].n, self.pending[k].h, 1) < 0:
-                return -1
+            status = self.add(self.pending[k].s, self.pending[k].n, self.pending[k].h, 1)
+            if status < 0:
+                return status
         return 0
 
     cdef int merge_from(self, _ChunkTable other) noexcept nogil:
         cdef Py_ssize_t i
         cdef ChunkEntry* e
+        cdef int status
         for i in range(other.used):
             e = &other.entries[i]
             # the stored hash is 32-bit; add() only uses those bits
-            if self.add(other.key_bytes(e), e.len, e.hash, e.count) < 0:
-                return -1
+            status = self.add(other.key_bytes(e), e.len, e.hash, e.count)
+            if status < 0:
+                return status
         return 0
 
     def to_dict(self):
@@ -444,6 +500,9 @@ cdef class _Merger:
     cdef int64_t* tok_off
     cdef int32_t* tok_len
     cdef int32_t n_vocab, n_tokens
+    # room for tokens: n_tokens, or fewer when the corpus can't make that many (a merge
+    # shortens a word by >= 1, so there are at most sum(len(word) - 1) merges)
+    cdef int32_t vocab_cap
     cdef int32_t* vmap
     cdef uint64_t* vmap_hash
     cdef Py_ssize_t vmap_cap
@@ -466,6 +525,7 @@ cdef class _Merger:
         self.tok_bytes_n = self.tok_bytes_cap = 0
         self.n_merges = self.merges_cap = 0
         self.n_words = 0
+        self.n_tokens = self.vocab_cap = 256
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -509,7 +569,7 @@ cdef class _Merger:
             s = (s + 1) & mask
 
     cdef int32_t pair_get_or_add(self, int32_t left, int32_t right) noexcept nogil:
-        """Slot of the pair, created with count 0 if new; -1 when out of memory."""
+        """Slot of the pair, created with count 0 if new; an ERR_* status on failure."""
         cdef uint64_t key = pair_key(left, right)
         cdef Py_ssize_t mask = self.map_cap - 1
         cdef Py_ssize_t s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
@@ -528,7 +588,7 @@ cdef class _Merger:
         else:
             v = self.new_slot()
             if v < 0:
-                return -1
+                return v
         self.p_key[v] = key
         self.p_count[v] = 0
         self.p_stamp[v] = -1
@@ -538,15 +598,15 @@ cdef class _Merger:
         self.map_vals[s] = v
         if (self.n_pairs - self.n_free) * 4 > self.map_cap * 3:
             if self.map_rehash(self.map_cap * 2) < 0:
-                return -1
+                return ERR_OOM
         return v
 
     cdef int32_t new_slot(self) noexcept nogil:
         """A fresh slot at the end of the slot arrays (all share pairs_cap)."""
         cdef Py_ssize_t cap
         cdef int32_t v
-        if self.n_pairs >= 0x7FFFFFFF:
-            return -1
+        if self.n_pairs >= MAX_PAIRS:
+            return ERR_PAIRS
         if self.n_pairs + 1 > self.pairs_cap:
             cap = self.pairs_cap
             if grow(<void**>&self.p_key, &cap, self.n_pairs + 1, sizeof(uint64_t)) < 0:
@@ -604,8 +664,8 @@ cdef class _Merger:
             return 0
         if lst.n == lst.cap:
             new_cap = 2 * lst.cap if lst.cap > 0 else 2
-            if self.pool_n + new_cap >= ((<Py_ssize_t>1 << 32) - 1):
-                return -1  # offsets are 32-bit: 16 GB of word lists
+            if self.pool_n + new_cap > MAX_POOL:
+                return ERR_POOL  # offsets are 32-bit: 16 GB of word lists
             if grow(<void**>&self.pool, &self.pool_cap, self.pool_n + new_cap, sizeof(int32_t)) < 0:
                 return -1
             if lst.n > 0:
@@ -729,6 +789,8 @@ cdef class _Merger:
                 return v   # the bytes already are a token: reuse its id
             s = (s + 1) & mask
         v = self.n_vocab
+        if v >= self.vocab_cap:
+            return ERR_OOM  # never: vocab_cap bounds the merges (see its comment)
         self.tok_off[v] = self.tok_bytes_n
         self.tok_len[v] = <int32_t>n
         self.tok_bytes_n += n
@@ -741,11 +803,13 @@ cdef class _Merger:
     cdef inline int pair_inc(self, int32_t left, int32_t right, int32_t word, int64_t by,
                              int32_t stamp) noexcept nogil:
         cdef int32_t p = self.pair_get_or_add(left, right)
+        cdef int status
         if p < 0:
-            return -1
+            return p
         self.p_count[p] += by
-        if self.list_add(p, word) < 0:
-            return -1
+        status = self.list_add(p, word)
+        if status < 0:
+            return status
         if self.p_stamp[p] != stamp:
             self.p_stamp[p] = stamp
             if grow(<void**>&self.touched, &self.touched_cap, self.n_touched + 1, sizeof(int32_t)) < 0:
@@ -787,7 +851,7 @@ cdef class _Merger:
                     # one already has an entry (pushed when it grew)
                     if 0 < live < top.count:
                         if self.heap_push(live, top.left, top.right) < 0:
-                            return RUN_OOM
+                            return ERR_OOM
                     continue
                 if self.max_len > 0 and <int64_t>self.tok_len[top.left] + self.tok_len[top.right] > self.max_len:
                     continue  # never eligible: token lengths never change
@@ -801,15 +865,15 @@ cdef class _Merger:
             b = top.right
             c = self.vocab_find_or_add(a, b)
             if c < 0:
-                return RUN_OOM
+                return c
             if self.n_merges + 1 > self.merges_cap:
                 # m_left and m_right share merges_cap: grow both from the same value
                 k = self.merges_cap
                 if grow(<void**>&self.m_left, &k, self.n_merges + 1, sizeof(int32_t)) < 0:
-                    return RUN_OOM
+                    return ERR_OOM
                 k = self.merges_cap
                 if grow(<void**>&self.m_right, &k, self.n_merges + 1, sizeof(int32_t)) < 0:
-                    return RUN_OOM
+                    return ERR_OOM
                 self.merges_cap = k
             self.m_left[self.n_merges] = a
             self.m_right[self.n_merges] = b
@@ -832,21 +896,21 @@ cdef class _Merger:
                 else:
                     status = merge_word(self, <uint16_t*>self.tokens, w, a, b, c, stamp)
                 if status < 0:
-                    return RUN_OOM
+                    return status
             # no (a, b) is left anywhere after a leftmost merge
             self.p_count[p] = 0
             self.merging = -1
             if self.pair_delete(p) < 0:
-                return RUN_OOM
+                return ERR_OOM
             if self.pool_waste > POOL_MIN_WASTE and 3 * self.pool_waste > self.pool_n:
                 if self.pool_compact() < 0:
-                    return RUN_OOM
+                    return ERR_OOM
             for k in range(self.n_touched):
                 q = self.touched[k]
                 if self.p_count[q] > 0:
                     if self.heap_push(self.p_count[q], <int32_t>(self.p_key[q] >> 32),
                                       <int32_t>(self.p_key[q] & 0xFFFFFFFFU)) < 0:
-                        return RUN_OOM
+                        return ERR_OOM
             if self.heap_n > 2 * (self.n_pairs - self.n_free) + HEAP_SLACK:
                 self.heap_rebuild()
             done += 1
@@ -876,10 +940,10 @@ cdef class _Merger:
         cdef int32_t* ids
         cdef uint8_t byte
         self.n_tokens = n_tokens
-        self.tok_off = <int64_t*>fbpe_malloc(<size_t>n_tokens * sizeof(int64_t))
-        self.tok_len = <int32_t*>fbpe_malloc(<size_t>n_tokens * sizeof(int32_t))
+        self.tok_off = <int64_t*>fbpe_malloc(<size_t>self.vocab_cap * sizeof(int64_t))
+        self.tok_len = <int32_t*>fbpe_malloc(<size_t>self.vocab_cap * sizeof(int32_t))
         cap = 1
-        while cap < 2 * <Py_ssize_t>n_tokens:
+        while cap < 2 * <Py_ssize_t>self.vocab_cap:
             cap *= 2
         self.vmap_cap = cap
         self.vmap = <int32_t*>fbpe_malloc(<size_t>cap * sizeof(int32_t))
@@ -910,15 +974,15 @@ cdef class _Merger:
         else:
             status = count_initial_pairs(self, <uint16_t*>self.tokens)
         if status < 0:
-            return -1
+            return status
         # pass 2: the word lists, packed exactly in the pool
         total = 0
         for i in range(self.n_pairs):
             self.p_words[i].off = <uint32_t>total
             total += self.p_words[i].cap
             self.p_stamp[i] = -1
-        if total >= ((<Py_ssize_t>1 << 32) - 1):
-            return -1
+        if total > MAX_POOL:
+            return ERR_POOL
         if grow(<void**>&self.pool, &self.pool_cap, total + 16, sizeof(int32_t)) < 0:
             return -1
         self.pool_n = total
@@ -927,12 +991,29 @@ cdef class _Merger:
         else:
             status = fill_initial_lists(self, <uint16_t*>self.tokens)
         if status < 0:
-            return -1
+            return status
         # heap of all pairs: fill then heapify bottom-up
         if grow(<void**>&self.heap, &self.heap_cap, self.n_pairs + 1, sizeof(HeapEntry)) < 0:
             return -1
         self.heap_rebuild()
         return 0
+
+    cdef alloc_words(self, Py_ssize_t n_words, Py_ssize_t total):
+        """Room for n_words words of total ids; sizes the vocabulary by the corpus."""
+        if n_words > MAX_CHUNKS:
+            raise _failure(ERR_CHUNKS, f"the corpus has {n_words:,} unique chunks")
+        # the bound of vocab_cap's comment: a vocabulary of 10**8 asked of a small corpus
+        # costs what the corpus can make, not 10**8 slots
+        self.vocab_cap = <int32_t>min(<Py_ssize_t>self.n_tokens, 256 + total - n_words)
+        self.wide = self.vocab_cap > 65536   # ids stay below vocab_cap
+        self.tokens = fbpe_malloc(<size_t>max(total, 1) * (sizeof(int32_t) if self.wide else sizeof(uint16_t)))
+        self.wstart = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wlen = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        self.wcount = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
+        self.wstamp = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
+        if (self.tokens == NULL or self.wstart == NULL or self.wlen == NULL
+                or self.wcount == NULL or self.wstamp == NULL):
+            raise MemoryError("out of memory while loading the chunks")
 
     cdef load_words(self, chunk_counts):
         """Copy the chunks of >= 2 bytes with a positive count into the flat buffers."""
@@ -947,25 +1028,16 @@ cdef class _Merger:
             if cnt < 0:
                 raise ValueError(f"chunk_counts[{chunk!r}] = {cnt} is negative")
             if len(<bytes>chunk) >= 2 and cnt > 0:
+                if len(<bytes>chunk) > MAX_CHUNK_BYTES:
+                    raise _failure(ERR_CHUNK_LEN, f"chunk_counts holds a chunk of {len(<bytes>chunk):,} bytes")
                 n_words += 1
                 total += len(<bytes>chunk)
-        if n_words >= 2**31 - 1 or total >= 2**62:
-            raise ValueError("too many chunks for the native trainer")
-        self.tokens = fbpe_malloc(<size_t>max(total, 1) * (sizeof(int32_t) if self.wide else sizeof(uint16_t)))
-        self.wstart = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
-        self.wlen = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
-        self.wcount = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
-        self.wstamp = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
-        if (self.tokens == NULL or self.wstart == NULL or self.wlen == NULL
-                or self.wcount == NULL or self.wstamp == NULL):
-            raise MemoryError()
+        self.alloc_words(n_words, total)
         cdef Py_ssize_t w = 0, pos = 0
         for chunk, cnt in chunk_counts.items():
             n = len(<bytes>chunk)
             if n < 2 or cnt <= 0:
                 continue
-            if n >= 2**31 - 1:
-                raise ValueError(f"chunk of {n} bytes is too long for the native trainer")
             s = <const unsigned char*>(<bytes>chunk)
             self.wstart[w] = pos
             self.wlen[w] = <int32_t>n
@@ -988,20 +1060,11 @@ cdef class _Merger:
         cdef ChunkEntry* e
         for i in range(table.used):
             if table.entries[i].count > 0 and table.entries[i].len >= 2:
-                if table.entries[i].len >= 2**31 - 1:
-                    raise ValueError(f"chunk of {table.entries[i].len} bytes is too long for the native trainer")
+                if table.entries[i].len > MAX_CHUNK_BYTES:
+                    raise _failure(ERR_CHUNK_LEN, f"the counted chunks hold one of {table.entries[i].len:,} bytes")
                 n_words += 1
                 total += table.entries[i].len
-        if n_words >= 2**31 - 1:
-            raise ValueError("too many chunks for the native trainer")
-        self.tokens = fbpe_malloc(<size_t>max(total, 1) * (sizeof(int32_t) if self.wide else sizeof(uint16_t)))
-        self.wstart = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
-        self.wlen = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
-        self.wcount = <int64_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int64_t))
-        self.wstamp = <int32_t*>fbpe_malloc(<size_t>max(n_words, 1) * sizeof(int32_t))
-        if (self.tokens == NULL or self.wstart == NULL or self.wlen == NULL
-                or self.wcount == NULL or self.wstamp == NULL):
-            raise MemoryError()
+        self.alloc_words(n_words, total)
         with nogil:
             for i in range(table.used):
                 e = &table.entries[i]
@@ -1035,7 +1098,8 @@ cdef class _Merger:
         live = 0
         for i in range(self.n_pairs):
             live += self.p_count[i] > 0
-        return {"words": self.n_words, "pairs": self.n_pairs, "map_cap": self.map_cap,
+        return {"words": self.n_words, "pairs": self.n_pairs, "vocab_cap": self.vocab_cap,
+                "wide": bool(self.wide), "map_cap": self.map_cap,
                 "heap_n": self.heap_n, "heap_cap": self.heap_cap, "list_cap": list_cap,
                 "pairs_cap": self.pairs_cap, "live_pairs": live, "pool_n": self.pool_n, "pool_waste": self.pool_waste,
                 "bytes": (self.pairs_cap * (8 + 8 + 4 + sizeof(IdList)) + self.map_cap * 4
@@ -1071,16 +1135,17 @@ cdef int merge_word(_Merger self, tok_t* tokens, int32_t w, int32_t a, int32_t b
     cdef int64_t wc = self.wcount[w]
     cdef Py_ssize_t i = 0, j = 0, last_end = -2
     cdef bint prev_new = False, cur_new
+    cdef int status
     while i < n:
         if i + 1 < n and ids[i] == a and ids[i + 1] == b:
             # ids[i-1] and ids[i+2] are still the original values: writes go to
             # indices < j <= i, and index i-1 is rewritten only with its own value
             if i > 0 and last_end != i - 1:
                 if self.pair_dec(ids[i - 1], a, wc) < 0:
-                    return -1
+                    return ERR_OOM
             if i + 2 < n:
                 if self.pair_dec(b, ids[i + 2], wc) < 0:
-                    return -1
+                    return ERR_OOM
             ids[j] = <tok_t>c
             cur_new = True
             last_end = i + 1
@@ -1090,8 +1155,9 @@ cdef int merge_word(_Merger self, tok_t* tokens, int32_t w, int32_t a, int32_t b
             cur_new = False
             i += 1
         if j > 0 and (prev_new or cur_new):
-            if self.pair_inc(ids[j - 1], ids[j], w, wc, stamp) < 0:
-                return -1
+            status = self.pair_inc(ids[j - 1], ids[j], w, wc, stamp)
+            if status < 0:
+                return status
         prev_new = cur_new
         j += 1
     self.wlen[w] = <int32_t>j
@@ -1108,7 +1174,7 @@ cdef int count_initial_pairs(_Merger self, tok_t* tokens) noexcept nogil:
         for k in range(self.wlen[w] - 1):
             p = self.pair_get_or_add(ids[k], ids[k + 1])
             if p < 0:
-                return -1
+                return p
             self.p_count[p] += self.wcount[w]
             if self.p_stamp[p] != w:
                 self.p_stamp[p] = w
@@ -1121,12 +1187,14 @@ cdef int fill_initial_lists(_Merger self, tok_t* tokens) noexcept nogil:
     cdef int32_t w, p
     cdef Py_ssize_t k
     cdef tok_t* ids
+    cdef int status
     for w in range(<int32_t>self.n_words):
         ids = tokens + self.wstart[w]
         for k in range(self.wlen[w] - 1):
             p = self.pair_find(ids[k], ids[k + 1])
-            if self.list_add(p, w) < 0:
-                return -1
+            status = self.list_add(p, w)
+            if status < 0:
+                return status
     return 0
 
 
@@ -1162,7 +1230,7 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
         raise ValueError(f"max_token_length={max_token_length} must be at least 1")
     cdef _Merger m = _Merger()
     cdef int32_t n_tok = <int32_t>max(n_tokens, 256)
-    m.wide = n_tok > 65536   # ids stay below n_tokens
+    m.n_tokens = n_tok   # load_* sizes the buffers by it and by the corpus
     if isinstance(chunk_counts, _ChunkTable):
         m.load_table(<_ChunkTable>chunk_counts, consume)
     elif hasattr(chunk_counts, "items"):
@@ -1175,7 +1243,7 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
     with nogil:
         status = m.setup(n_tok)
     if status < 0:
-        raise MemoryError("out of memory while counting pairs")
+        raise _failure(status, "counting the pairs of the unique chunks")
     update = None
     if progress is not None:
         update = getattr(progress, "update", None)
@@ -1187,8 +1255,8 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
     while True:
         with nogil:
             status = m.run(step)
-        if status == RUN_OOM:
-            raise MemoryError("out of memory while merging")
+        if status < 0:
+            raise _failure(status, f"at merge {m.n_merges + 1} ({m.n_vocab:,} tokens so far)")
         PyErr_CheckSignals()
         if progress is not None and m.n_merges != reported:
             if update is not None:
@@ -1227,13 +1295,15 @@ cdef int count_piece(_ChunkTable table, int pid, const uint8_t* t, Py_ssize_t st
     cdef const uint8_t* seg = t + start
     cdef Py_ssize_t n = end - start
     cdef FbpeWin win
+    cdef int status
     # the pre-tokenizer sees the piece as its whole text: `$` is the piece's end
     pos = 0
     fbpe_win_reset(&win)
     while pos < n:
         stop = split_next(&win, pid, seg, pos, n)
-        if table.push(seg + pos, stop - pos) < 0:
-            return -1
+        status = table.push(seg + pos, stop - pos)
+        if status < 0:
+            return status
         pos = stop
     return 0
 
@@ -1248,6 +1318,7 @@ cdef int count_document(_ChunkTable table, int pid, const uint8_t* t, Py_ssize_t
     """
     cdef Py_ssize_t pos = start, best, best_k, k
     cdef void* hit
+    cdef int status
     if n_sp == 0:
         return count_piece(table, pid, t, start, end)
     for k in range(n_sp):
@@ -1264,8 +1335,9 @@ cdef int count_document(_ChunkTable table, int pid, const uint8_t* t, Py_ssize_t
                 best_k = k
         if best < 0:
             return count_piece(table, pid, t, pos, end)
-        if count_piece(table, pid, t, pos, best) < 0:
-            return -1
+        status = count_piece(table, pid, t, pos, best)
+        if status < 0:
+            return status
         pos = best + sp_len[best_k]
 
 
@@ -1298,7 +1370,8 @@ cdef class _NativeCounter:
         fbpe_free(self.sp); fbpe_free(self.sp_len); fbpe_free(self.sp_next)
 
     def count_lines(self, bytes block):
-        """Count a block of whole lines; each line (with its "\\n") is a document."""
+        """Count a block of whole lines; each line (with its "\\n") is a document.
+        Returns 0, or an ERR_* status (the caller names the block in the error)."""
         cdef const uint8_t* t = <const uint8_t*>block
         cdef Py_ssize_t n = len(block), pos = 0, stop
         cdef const void* nl
@@ -1307,35 +1380,34 @@ cdef class _NativeCounter:
             while pos < n:
                 nl = memchr(t + pos, 10, <size_t>(n - pos))
                 stop = n if nl == NULL else <Py_ssize_t>(<const uint8_t*>nl - t) + 1
-                if count_document(self.table, self.pid, t, pos, stop, self.sp, self.sp_len,
-                                  self.n_sp, self.sp_next) < 0:
-                    status = -1
+                status = count_document(self.table, self.pid, t, pos, stop, self.sp, self.sp_len,
+                                        self.n_sp, self.sp_next)
+                if status < 0:
                     break
                 pos = stop
             # the queued chunks point into this block: count them before returning
-            if status == 0 and self.table.flush() < 0:
-                status = -1
+            if status == 0:
+                status = self.table.flush()
             self.table.n_pending = 0
-        if status < 0:
-            raise MemoryError("out of memory while counting chunks")
+        return status
 
     def count_documents(self, bytes block, const int64_t[::1] ends):
-        """Count documents packed in block; document i ends at ends[i]."""
+        """Count documents packed in block; document i ends at ends[i]. Returns 0 or an
+        ERR_* status."""
         cdef const uint8_t* t = <const uint8_t*>block
         cdef Py_ssize_t i, pos = 0, n_docs = ends.shape[0]
         cdef int status = 0
         with nogil:
             for i in range(n_docs):
-                if count_document(self.table, self.pid, t, pos, ends[i], self.sp, self.sp_len,
-                                  self.n_sp, self.sp_next) < 0:
-                    status = -1
+                status = count_document(self.table, self.pid, t, pos, ends[i], self.sp, self.sp_len,
+                                        self.n_sp, self.sp_next)
+                if status < 0:
                     break
                 pos = ends[i]
-            if status == 0 and self.table.flush() < 0:
-                status = -1
+            if status == 0:
+                status = self.table.flush()
             self.table.n_pending = 0
-        if status < 0:
-            raise MemoryError("out of memory while counting chunks")
+        return status
 
 
 def _merge_tables(tables):
@@ -1348,7 +1420,7 @@ def _merge_tables(tables):
             status = first.merge_from(other)
             other.release()
         if status < 0:
-            raise MemoryError("out of memory while merging chunk counts")
+            raise _failure(status, "adding up the chunk counts of the reading threads")
     with nogil:
         fbpe_trim_memory()
     return first
@@ -1357,6 +1429,7 @@ def _merge_tables(tables):
 # --------------------------------------------------------------------------- driver
 import os as _os
 import queue as _queue
+from pathlib import Path as _Path
 import threading as _threading
 from collections import Counter as _Counter
 
@@ -1428,63 +1501,12 @@ cdef Py_ssize_t utf8_invalid_at(const uint8_t* t, Py_ssize_t n) noexcept nogil:
 
 
 def _utf8_invalid_at(bytes data):
-    """Python face of utf8_invalid_at (for tests)."""
+    """Python face of utf8_invalid_at (``_data`` checks file blocks with it)."""
     cdef Py_ssize_t r, n = len(data)
     cdef const uint8_t* t = <const uint8_t*>data
     with nogil:
         r = utf8_invalid_at(t, n)
     return r
-
-
-def _iter_file_byte_blocks(path, errors, block_size, start=0, end=None):
-    """Like _data.iter_file_blocks but yields UTF-8 bytes (checked natively, so valid
-    text is never decoded). With ``start``/``end``: only the lines that start in
-    ``[start, end)`` (``start`` must be a line start, as ``_data.split_ranges`` gives)."""
-    offset = start
-    pending = b""
-    with _data._open_binary(path) as fh:
-        if _data.is_gzip(path):
-            # a gzip file is one range (split_ranges' end is its compressed size)
-            if start:
-                raise ValueError(f"{path}: a gzip file can only be read as a whole")
-            end = None
-        elif start:
-            fh.seek(start)
-        while True:
-            raw = fh.read(block_size)
-            buf = pending + raw if pending else raw
-            if not raw:
-                cut = len(buf)
-            else:
-                cut = buf.rfind(b"\n") + 1
-                if cut == 0:
-                    pending = buf
-                    continue
-            last = not raw
-            if end is not None and offset + cut >= end:
-                # the range ends in this block: keep the line that holds byte end - 1
-                if end <= offset:
-                    return
-                nl = buf.find(b"\n", end - 1 - offset)
-                cut = len(buf) if nl < 0 else nl + 1
-                last = True
-            if cut == len(buf):
-                block, pending = buf, b""
-            else:
-                block, pending = buf[:cut], buf[cut:]
-            n_raw = len(block)
-            if block:
-                if _utf8_invalid_at(block) >= 0:  # rare: let Python name the error
-                    try:
-                        text = block.decode("utf-8", errors=errors)
-                    except UnicodeDecodeError as exc:
-                        raise _data.utf8_error(path, offset, exc) from None
-                    if errors != "strict":
-                        block = text.encode("utf-8", errors="surrogatepass")
-                yield block
-            offset += n_raw
-            if last:
-                return
 
 
 class _FileRange:
@@ -1494,31 +1516,54 @@ class _FileRange:
         self.path, self.start, self.end = path, start, end
 
 
-def _iter_native_blocks(data, errors, block_size=_data.BLOCK_SIZE):
-    """Yield (kind, bytes, ends, n_bytes): kind "lines" (file block) or "docs" (packed)."""
-    if isinstance(data, _FileRange):
-        for block in _iter_file_byte_blocks(data.path, errors, block_size, data.start, data.end):
-            yield "lines", block, None, len(block)
+def _where(where):
+    """Where a block came from, for errors: ``(path, offset)`` or ``(None, first_doc)``."""
+    source, pos = where
+    if source is None:
+        return f"documents from item {pos}"
+    return f"{source}: the block of lines at byte offset {pos}"
+
+
+def _file_blocks(source, errors, block_size):
+    """(path, offset, bytes) of the file blocks of a _FileRange or a files Corpus."""
+    if isinstance(source, _FileRange):
+        for offset, block in _data.iter_file_byte_blocks(source.path, errors, block_size,
+                                                         source.start, source.end):
+            yield source.path, offset, block
         return
-    paths = _data.resolve_inputs(data)
-    if paths is not None:
-        for p in paths:
-            for block in _iter_file_byte_blocks(p, errors, block_size):
-                yield "lines", block, None, len(block)
+    for p in source.files:
+        for offset, block in _data.iter_file_byte_blocks(p, errors, block_size):
+            yield p, offset, block
+
+
+def _iter_native_blocks(source, errors, block_size=_data.BLOCK_SIZE):
+    """Yield (kind, bytes, ends, n_bytes, where): kind "lines" (file block) or "docs"
+    (documents packed, document i ending at ends[i]); where is for errors (_where)."""
+    if isinstance(source, _FileRange) or source.files is not None:
+        for path, offset, block in _file_blocks(source, errors, block_size):
+            yield "lines", block, None, len(block), (path, offset)
         return
     parts = []
     ends = []
     total = 0
-    for doc in _data.iter_texts(data, errors=errors):
-        b = doc.encode("utf-8")
+    first = 0
+    cdef Py_ssize_t i = -1
+    for doc in source.documents:  # Corpus.iter_items's checks, inline: this loop is per document
+        i += 1
+        if not isinstance(doc, str):
+            raise _data.not_a_document(i, doc)
+        try:
+            b = doc.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: _data.fix_document's rule
+            b = _data.fix_document(doc).encode("utf-8")
         parts.append(b)
         total += len(b)
         ends.append(total)
         if total >= DOC_BLOCK_BYTES:
-            yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total
-            parts, ends, total = [], [], 0
+            yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total, (None, first)
+            parts, ends, total, first = [], [], 0, i + 1
     if parts:
-        yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total
+        yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total, (None, first)
 
 
 def _progress_update(progress, n):
@@ -1526,19 +1571,21 @@ def _progress_update(progress, n):
         progress.update(n)
 
 
-def _count_native(data, int pid, specials, int num_threads, errors, progress, as_table):
+def _count_native(source, int pid, specials, int num_threads, errors, progress, as_table):
     sp_bytes = [s.encode("utf-8") for s in specials]
     counters = [_NativeCounter(pid, sp_bytes) for _ in range(num_threads)]
 
-    def run(counter, kind, block, ends):
+    def run(counter, kind, block, ends, where):
         if kind == "lines":
-            counter.count_lines(block)
+            status = counter.count_lines(block)
         else:
-            counter.count_documents(block, ends)
+            status = counter.count_documents(block, ends)
+        if status < 0:
+            raise _failure(status, _where(where))
 
     if num_threads == 1:
-        for kind, block, ends, n in _iter_native_blocks(data, errors):
-            run(counters[0], kind, block, ends)
+        for kind, block, ends, n, where in _iter_native_blocks(source, errors):
+            run(counters[0], kind, block, ends, where)
             _progress_update(progress, n)
     else:
         # bounded queue: at most a few blocks in flight, never the whole corpus
@@ -1561,10 +1608,10 @@ def _count_native(data, int pid, specials, int num_threads, errors, progress, as
         for t in threads:
             t.start()
         try:
-            for kind, block, ends, n in _iter_native_blocks(data, errors):
+            for kind, block, ends, n, where in _iter_native_blocks(source, errors):
                 if failures:
                     break
-                work.put((kind, block, ends))
+                work.put((kind, block, ends, where))
                 _progress_update(progress, n)
         finally:
             for _ in threads:
@@ -1608,19 +1655,13 @@ def _regex_worker(tasks, results, pattern, specials):
         results.put(("error", exc))
 
 
-def _iter_regex_blocks(data, errors):
-    if isinstance(data, _FileRange):
-        for block in _iter_file_byte_blocks(data.path, errors, _data.BLOCK_SIZE, data.start, data.end):
-            yield "lines", block.decode("utf-8", errors="surrogatepass"), len(block)
-        return
-    paths = _data.resolve_inputs(data)
-    if paths is not None:
-        for p in paths:
-            for block in _data.iter_file_blocks(p, errors=errors):
-                yield "lines", block, len(block)
+def _iter_regex_blocks(source, errors):
+    if isinstance(source, _FileRange) or source.files is not None:
+        for _, _, block in _file_blocks(source, errors, _data.BLOCK_SIZE):
+            yield "lines", block.decode("utf-8"), len(block)
         return
     docs, total = [], 0
-    for doc in _data.iter_texts(data, errors=errors):
+    for doc in source.iter_items():  # surrogates fixed: the chunks are encoded at the end
         docs.append(doc)
         total += len(doc)
         if total >= DOC_BLOCK_BYTES:
@@ -1630,11 +1671,11 @@ def _iter_regex_blocks(data, errors):
         yield "docs", docs, total
 
 
-def _count_regex(data, pattern, specials, int num_threads, errors, progress):
+def _count_regex(source, pattern, specials, int num_threads, errors, progress):
     _patterns.compile_pattern(pattern)  # a bad pattern fails here, before any work
     if num_threads == 1:
         total = _Counter()
-        for kind, payload, n in _iter_regex_blocks(data, errors):
+        for kind, payload, n in _iter_regex_blocks(source, errors):
             _regex_count_into(total, kind, payload, pattern, specials)
             _progress_update(progress, n)
         return {chunk.encode("utf-8"): n for chunk, n in total.items()}
@@ -1665,7 +1706,7 @@ def _count_regex(data, pattern, specials, int num_threads, errors, progress):
 
     parts = []
     try:
-        for kind, payload, n in _iter_regex_blocks(data, errors):
+        for kind, payload, n in _iter_regex_blocks(source, errors):
             put((kind, payload))
             _progress_update(progress, n)
         for _ in procs:
@@ -1692,19 +1733,22 @@ def _count_regex(data, pattern, specials, int num_threads, errors, progress):
     return {chunk.encode("utf-8"): n for chunk, n in total.items()}
 
 
-def count_chunk_table(data, pattern="cl100k", special_tokens=(), *, num_threads=None,
-                      errors="strict", progress=None):
+def count_chunk_table(files=None, pattern="cl100k", special_tokens=(), *, documents=None,
+                      num_threads=None, errors="strict", progress=None):
     """Like count_chunks, but return the native table (``len()``, ``to_dict()``), which
     ``train_merges`` takes directly without building a Python object per chunk."""
-    counts = _count(data, pattern, special_tokens, num_threads, errors, progress, True)
+    counts = _count(_data.Corpus.resolve(files, documents), pattern, special_tokens, num_threads,
+                    errors, progress, True)
     if isinstance(counts, _ChunkTable):
         return counts
     cdef _ChunkTable table = _ChunkTable()
     cdef bytes chunk
     cdef int64_t n
+    cdef int status
     for chunk, n in counts.items():
-        if table.add(<const uint8_t*>chunk, len(chunk), hash_chunk(<const uint8_t*>chunk, len(chunk)), n) < 0:
-            raise MemoryError()
+        status = table.add(<const uint8_t*>chunk, len(chunk), hash_chunk(<const uint8_t*>chunk, len(chunk)), n)
+        if status < 0:
+            raise _failure(status, "loading the chunk counts of the regex pattern")
     return table
 
 
@@ -1712,35 +1756,36 @@ def count_file_range(path, start, end, pattern="cl100k", special_tokens=(), *,
                      num_threads=1, errors="strict", progress=None):
     """count_chunks over the lines that start in bytes ``[start, end)`` of one file (the
     ranges of ``_data.split_ranges``): the unit of work of distributed counting."""
-    from pathlib import Path
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"training file not found: {path}")
+    path = _Path(path)
+    if _data.local_files(path) != [path]:  # checked: exists, a regular file
+        raise IsADirectoryError(f"{path}: count_file_range reads one file, not a directory")
     if end is None:
         end = path.stat().st_size
     return _count(_FileRange(path, start, end), pattern, special_tokens, num_threads, errors,
                   progress, False)
 
 
-def count_chunks(data, pattern="cl100k", special_tokens=(), *, num_threads=None,
-                 errors="strict", progress=None):
+def count_chunks(files=None, pattern="cl100k", special_tokens=(), *, documents=None,
+                 num_threads=None, errors="strict", progress=None):
     """Count the UTF-8 bytes of every chunk of every document: ``dict[bytes, int]``.
 
-    Equal to ``fastbpe.reference.bpe.count_chunks(iter_documents(data), pattern,
-    special_tokens)``. ``data`` is a path, a list of paths (each line of a file is a
-    document) or an iterable of str (each item is a document). The built-in patterns
+    Equal to ``fastbpe.reference.bpe.count_chunks(_data.iter_documents(files,
+    documents=documents), pattern, special_tokens)``. ``files`` is a path or a list of
+    paths (each line of a file is a document); ``documents=`` an iterable of str (each
+    item is a document); see ``fastbpe._data`` for the rules. The built-in patterns
     (names or exact strings) use the native pre-tokenizer on ``num_threads`` threads
     (default: all cores); a custom pattern uses ``regex`` in worker processes.
     ``progress`` is None or a tqdm-like object updated with the bytes read.
 
-    >>> count_chunks(["ab ab"], r"\\w+| ")
+    >>> count_chunks(documents=["ab ab"], pattern=r"\\w+| ")
     {b'ab': 2, b' ': 1}
     """
-    return _count(data, pattern, special_tokens, num_threads, errors, progress, False)
+    return _count(_data.Corpus.resolve(files, documents), pattern, special_tokens, num_threads,
+                  errors, progress, False)
 
 
-def _count(data, pattern, special_tokens, num_threads, errors, progress, as_table):
+def _count(source, pattern, special_tokens, num_threads, errors, progress, as_table):
+    _data.check_errors(errors)
     specials = _check_specials(special_tokens)
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
@@ -1752,6 +1797,6 @@ def _count(data, pattern, special_tokens, num_threads, errors, progress, as_tabl
         raise ValueError(f"num_threads={num_threads} must be at least 1")
     pid = _pattern_id(pattern)
     if pid >= 0:
-        return _count_native(data, pid, specials, num_threads, errors, progress, as_table)
-    counts = _count_regex(data, _patterns.resolve_pattern(pattern), specials, num_threads, errors, progress)
+        return _count_native(source, pid, specials, num_threads, errors, progress, as_table)
+    counts = _count_regex(source, _patterns.resolve_pattern(pattern), specials, num_threads, errors, progress)
     return counts

@@ -33,6 +33,21 @@ cnp.import_array()
 cdef extern from *:
     ctypedef unsigned long long u128 "unsigned __int128"
 
+# Capacity limits: pair ids, word ids and units are int32, and pair ids are never reused
+# (every pair ever made keeps its id), so a long run on a big corpus can reach 2**31.
+# Tests lower them (a 2**31-pair corpus can't be built in a test).
+cdef int64_t MAX_PAIRS = 0x7FFFFFFF
+cdef int64_t MAX_WORDS = 0x7FFFFFFF - 1
+
+
+def _set_limits(max_pairs=None, max_words=None):
+    """Lower (or restore, with the old values) the capacity limits; return the old ones."""
+    global MAX_PAIRS, MAX_WORDS
+    old = (MAX_PAIRS, MAX_WORDS)
+    MAX_PAIRS = 0x7FFFFFFF if max_pairs is None else min(int(max_pairs), 0x7FFFFFFF)
+    MAX_WORDS = 0x7FFFFFFF - 1 if max_words is None else min(int(max_words), 0x7FFFFFFF - 1)
+    return old
+
 
 cdef struct Entry:
     int64_t p
@@ -79,6 +94,7 @@ cdef class Trainer:
     cdef int64_t step
     cdef int64_t min_count
     cdef bint oom
+    cdef bint at_limit           # oom was set because a capacity limit was reached
     cdef int prefix_len
     cdef bint by_frequency
 
@@ -186,6 +202,9 @@ cdef class Trainer:
         cdef uint64_t key, h
         if pid >= 0:
             return pid
+        if self.n_pairs >= MAX_PAIRS:
+            self.at_limit = True
+            return -1
         if (self.hused + 1) * 2 > self.hcap:
             if self.grow_hash() != 0:
                 return -1
@@ -316,6 +335,9 @@ cdef class Trainer:
               cnp.int64_t[::1] freqs, int64_t min_count):
         """Units (their spellings), words as unit-id sequences, and word counts."""
         cdef int64_t w, j, n_sym = symbols.shape[0]
+        if freqs.shape[0] > MAX_WORDS:
+            raise ValueError(f"the corpus has {freqs.shape[0]:,} unique words: more than {MAX_WORDS:,}, "
+                             "the native WordPiece trainer's limit (word ids are int32)")
         cdef const uint32_t* chars
         cdef cnp.uint32_t[::1] arr
         cdef int32_t a, b
@@ -353,7 +375,7 @@ cdef class Trainer:
                     self.oom = True
             self.n_touched = 0
         if self.oom:
-            raise MemoryError()
+            raise self.failure("counting the pairs of the words")
 
     def max_count(self):
         """Largest unit count (the caller checks it fits the 128-bit products)."""
@@ -464,7 +486,7 @@ cdef class Trainer:
             with nogil:
                 pid = self.best_pair()
             if self.oom:
-                raise MemoryError()
+                raise self.failure(f"at merge {len(merges) + 1}")
             if pid < 0:
                 break
             a = self.pair_left[pid]
@@ -484,9 +506,16 @@ cdef class Trainer:
                 if self.apply_merge(pid, new_unit) != 0:
                     self.oom = True
             if self.oom:
-                raise MemoryError()
+                raise self.failure(f"at merge {len(merges) + 1}")
             merges.append((a, b, new_unit))
         return merges
+
+    def failure(self, where):
+        """The exception for a failed step: ValueError at a capacity limit, else MemoryError."""
+        if self.at_limit:
+            return ValueError(f"{where}: more than {MAX_PAIRS:,} distinct pairs, the native WordPiece "
+                              "trainer's limit (pair ids are int32 and never reused)")
+        return MemoryError(f"{where}: out of memory")
 
     cdef int32_t _add_unit_arr(self, cnp.uint32_t[::1] arr) except -1:
         cdef int r = self.add_unit(&arr[0], arr.shape[0])
