@@ -235,19 +235,8 @@ def test_native_equals_reference_on_random_text(configured, text):
         assert wp.tokenize(text) == R.tokenize(text, vocab, opts)
 
 
-def _agrees_with_hf(ch, _cache={}):
-    if ch not in _cache:
-        from tokenizers import normalizers, pre_tokenizers
-
-        norm = normalizers.BertNormalizer(lowercase=True)
-        pre = pre_tokenizers.BertPreTokenizer()
-        s = "a" + ch + "b"
-        _cache[ch] = norm.normalize_str(s) == R.normalize(s) and [w for w, _ in pre.pre_tokenize_str(s)] == R.pre_tokenize(s)
-    return _cache[ch]
-
-
 @settings(max_examples=600)
-@given(st.lists(st.one_of(st.characters(codec="utf-8").filter(_agrees_with_hf), st.sampled_from(["[SEP]", " ", "é", "中"])), max_size=40).map("".join))
+@given(st.lists(st.one_of(st.characters(codec="utf-8"), st.sampled_from(["[SEP]", " ", "é", "中"])), max_size=40).map("".join))
 def test_native_equals_hf_on_random_text_with_offsets(bert, text):
     hf, wp = bert
     enc = hf.encode(text)

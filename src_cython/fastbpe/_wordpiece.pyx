@@ -4,8 +4,9 @@ The rules are those of ``fastbpe.reference.wordpiece`` (the specification); this
 only makes them fast:
 
 * Character classes, NFD decompositions, canonical combining classes and lowercase
-  mappings are computed once per process from Python's ``unicodedata`` into flat tables
-  indexed by code point, so the kernel never calls back into Python.
+  mappings are expanded once per process from the reference's generated Unicode data
+  (``fastbpe.reference._bert_unicode``: HF tokenizers' versions, see the reference) into
+  flat tables indexed by code point, so the kernel never calls back into Python.
 * The text is streamed once: each input character is cleaned, mapped (accents stripped,
   lowercased) and fed to the pre-tokeniser; each finished word goes straight to WordPiece.
   Only the current word is buffered, and at most ``max_input_chars_per_word + 1`` of its
@@ -19,8 +20,6 @@ only makes them fast:
 * ``encode_batch`` runs the kernel on pthreads without the GIL; each thread writes into its
   own growable buffers.
 """
-import unicodedata
-
 import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
@@ -63,7 +62,13 @@ _TABLES = None
 
 
 def _build_tables():
-    """Flags, combining classes, NFD and lowercase mappings from unicodedata (Python 3.11 = Unicode 14)."""
+    """Flags, combining classes, NFD and lowercase mappings as flat per-code-point arrays.
+
+    Expanded from the runs and maps of ``fastbpe.reference._bert_unicode`` (HF's Unicode
+    data); the rules that are not data (ASCII punctuation, NUL/U+FFFD, surrogates, CJK
+    ranges) come from the reference's own functions and constants.
+    """
+    from .reference import _bert_unicode as U
     from .reference import wordpiece as ref
 
     flags = np.zeros(N_CODEPOINTS, dtype=np.uint8)
@@ -71,40 +76,32 @@ def _build_tables():
     nfd_index = np.full(N_CODEPOINTS, -1, dtype=np.int32)
     lower_index = np.full(N_CODEPOINTS, -1, dtype=np.int32)
     data = [0]  # mappings: [length, cp, cp, ...] runs; index 0 unused
-    category = unicodedata.category
-    combining = unicodedata.combining
-    normalize = unicodedata.normalize
-    for cp in range(N_CODEPOINTS):
-        if 0xD800 <= cp <= 0xDFFF:
-            flags[cp] = F_DROP  # lone surrogates cannot come from valid text; drop them
-            continue
-        ch = chr(cp)
-        cat = category(ch)
-        if cat == "Cn":
-            continue  # unassigned: no class, kept as a letter (as HF)
-        f = 0
-        if ch == "\x00" or ch == "\ufffd" or ref.is_control(ch):
-            f |= F_DROP
-        if ref.is_punctuation(ch):
-            f |= F_PUNCT
-        if cat == "Mn":
-            f |= F_MN
-        c = combining(ch)
-        if c:
-            ccc[cp] = c
-        d = normalize("NFD", ch)
-        if d != ch:
-            f |= F_DECOMP
-            nfd_index[cp] = len(data)
-            data.append(len(d))
-            data.extend(ord(x) for x in d)
-        lo = ch.lower()
-        if lo != ch:
-            f |= F_LOWER
-            lower_index[cp] = len(data)
-            data.append(len(lo))
-            data.extend(ord(x) for x in lo)
-        flags[cp] = f
+    for lo, hi in U.OTHER:
+        flags[lo:hi + 1] |= F_DROP
+    flags[0xD800:0xE000] |= F_DROP  # lone surrogates cannot come from valid text; drop them
+    flags[0xFFFD] |= F_DROP  # clean text drops U+FFFD (and NUL, which is Cc) as well
+    for ch in "\t\n\r":  # Cc, but clean text maps them to " " (reference.is_control)
+        flags[ord(ch)] = 0
+    for lo, hi in U.PUNCTUATION:
+        flags[lo:hi + 1] |= F_PUNCT
+    for cp in range(128):
+        if ref.is_punctuation(chr(cp)):
+            flags[cp] |= F_PUNCT
+    for lo, hi in U.NONSPACING_MARK:
+        flags[lo:hi + 1] |= F_MN
+    for lo, hi, c in U.COMBINING_CLASS:
+        ccc[lo:hi + 1] = c
+    for cp in [*U.NFD, *range(ref.HANGUL_FIRST, ref.HANGUL_LAST + 1)]:
+        flags[cp] |= F_DECOMP
+        nfd_index[cp] = len(data)
+        d = ref.decompose(chr(cp))
+        data.append(len(d))
+        data.extend(ord(x) for x in d)
+    for cp, lo in U.LOWERCASE.items():
+        flags[cp] |= F_LOWER
+        lower_index[cp] = len(data)
+        data.append(len(lo))
+        data.extend(lo)
     for ch in ref.WHITESPACE:
         flags[ord(ch)] |= F_WS
     for lo, hi in ref.CJK_RANGES:
