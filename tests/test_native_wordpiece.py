@@ -256,5 +256,20 @@ def test_cased_trained_vocab_matches_hf(tmp_path):
         assert plus["input_ids"] == enc.ids and plus["offsets"] == enc.offsets
 
 
+@pytest.mark.parametrize("text", [
+    "\u08d4\u0316\u0301",               # kept mark (not Mn in Unicode 8.0) sorts after a dropped one
+    "x \U0001D16D\u0316 y",              # a spacing mark of class 226 before one of 220
+    "\u01d6\u0316q \u0301\u1b44",         # decomposed marks behind a later mark; class 9 after 230
+    "a" + "\u0301\u1dfb\u0316\u302e" * 40,  # a run longer than 32 marks (the counting sort)
+])
+def test_offsets_follow_hf_when_nfd_reorders_marks(bert, text):
+    """HF aligns NFD's reordered marks by position, not by character (before, a kept mark
+    took its own input index: offsets differed although the ids agreed)."""
+    hf, wp = bert
+    enc = hf.encode(text, add_special_tokens=False)
+    plus = wp.encode_plus(text, add_special_tokens=False)
+    assert (plus["input_ids"], plus["offsets"]) == (enc.ids, enc.offsets)
+
+
 def test_unicode_tables_are_cached():
     assert native.unicode_tables() is native.unicode_tables()
