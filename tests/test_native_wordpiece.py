@@ -235,19 +235,8 @@ def test_native_equals_reference_on_random_text(configured, text):
         assert wp.tokenize(text) == R.tokenize(text, vocab, opts)
 
 
-def _agrees_with_hf(ch, _cache={}):
-    if ch not in _cache:
-        from tokenizers import normalizers, pre_tokenizers
-
-        norm = normalizers.BertNormalizer(lowercase=True)
-        pre = pre_tokenizers.BertPreTokenizer()
-        s = "a" + ch + "b"
-        _cache[ch] = norm.normalize_str(s) == R.normalize(s) and [w for w, _ in pre.pre_tokenize_str(s)] == R.pre_tokenize(s)
-    return _cache[ch]
-
-
 @settings(max_examples=600)
-@given(st.lists(st.one_of(st.characters(codec="utf-8").filter(_agrees_with_hf), st.sampled_from(["[SEP]", " ", "é", "中"])), max_size=40).map("".join))
+@given(st.lists(st.one_of(st.characters(codec="utf-8"), st.sampled_from(["[SEP]", " ", "é", "中"])), max_size=40).map("".join))
 def test_native_equals_hf_on_random_text_with_offsets(bert, text):
     hf, wp = bert
     enc = hf.encode(text)
@@ -265,6 +254,21 @@ def test_cased_trained_vocab_matches_hf(tmp_path):
         enc = hf.encode(t)
         plus = wp.encode_plus(t)
         assert plus["input_ids"] == enc.ids and plus["offsets"] == enc.offsets
+
+
+@pytest.mark.parametrize("text", [
+    "\u08d4\u0316\u0301",               # kept mark (not Mn in Unicode 8.0) sorts after a dropped one
+    "x \U0001D16D\u0316 y",              # a spacing mark of class 226 before one of 220
+    "\u01d6\u0316q \u0301\u1b44",         # decomposed marks behind a later mark; class 9 after 230
+    "a" + "\u0301\u1dfb\u0316\u302e" * 40,  # a run longer than 32 marks (the counting sort)
+])
+def test_offsets_follow_hf_when_nfd_reorders_marks(bert, text):
+    """HF aligns NFD's reordered marks by position, not by character (before, a kept mark
+    took its own input index: offsets differed although the ids agreed)."""
+    hf, wp = bert
+    enc = hf.encode(text, add_special_tokens=False)
+    plus = wp.encode_plus(text, add_special_tokens=False)
+    assert (plus["input_ids"], plus["offsets"]) == (enc.ids, enc.offsets)
 
 
 def test_unicode_tables_are_cached():

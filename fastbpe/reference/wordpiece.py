@@ -6,21 +6,40 @@ Pipeline for one text (each step is a small function below)::
 
 Decisions, written down once (the native core must follow every one of them):
 
-* Unicode: character classes come from Python's ``unicodedata`` (Unicode 14 on Python
-  3.11). HF ``tokenizers`` uses Rust crates whose tables are older for a few classes; the
-  tests list the code points where the two disagree (unassigned or recently assigned
-  characters) and keep them out of the parity comparison.
+* Unicode: every character class and mapping is the one HF ``tokenizers`` uses, so that
+  every code point gets HF's result (parity is the point of this pipeline; Python's
+  ``unicodedata`` is Unicode 14 on Python 3.11 and is not used). HF takes them from three
+  places, each frozen at its own Unicode version, and so do we (the data is generated into
+  ``_bert_unicode.py`` by ``tools/gen_bert_unicode.py`` from those versions' tables):
+
+  - general categories (Cc/Cf/Co for clean text, Mn for accent stripping, P* for
+    punctuation) from the ``unicode_categories`` crate: **Unicode 8.0**. So U+061D ARABIC
+    END OF TEXT MARK (Po, Unicode 14) is not punctuation and U+07FD NKO DANTAYALAN (Mn,
+    Unicode 11) is not stripped: both stay inside their word, as in HF;
+  - NFD (decompositions, combining classes) from ``unicode-normalization-alignments``:
+    **Unicode 9.0**. So U+1DFB (Mn, Unicode 9.0) is reordered by its class 230 but, not
+    being Mn in Unicode 8.0, never stripped;
+  - ``char::is_whitespace`` and ``char::to_lowercase`` from Rust's standard library:
+    **Unicode 17.0** (rustc 1.99 built tokenizers 0.23.3). So U+1C89 CYRILLIC CAPITAL
+    LETTER TJE (Unicode 16) lowercases to U+1C8A.
+
+  A tokenizers wheel built by a rustc of another Unicode version changes only the
+  lowercase data; tests/test_bert_unicode.py checks every code point against the installed
+  HF and names the ones that moved.
 * Order of normalisation is HF's ``BertNormalizer`` order (not the original Python BERT
   order): clean text, pad CJK characters with spaces, strip accents, lowercase.
 * Clean text drops U+0000, U+FFFD and every "other" character (general category Cc, Cf,
-  Cs, Co; unassigned Cn code points are kept, as in HF) except tab, newline and carriage return, then maps whitespace to " ".
+  Co; code points unassigned in Unicode 8.0 are kept, as in HF) except tab, newline and
+  carriage return, then maps whitespace to " ". Lone surrogates (which a Rust string
+  cannot hold, so HF never sees them) are dropped too.
   Whitespace is the Unicode White_Space property (Rust's ``char::is_whitespace``), which is
   not the same set as ``str.isspace``.
 * Lowercasing is done per character (``c.lower()`` for each ``c``), like HF; so there is no
   Greek final-sigma rule and "İ" becomes "i̇" (two characters).
 * ``turkish_lowercase`` (off by default; HF has no such option) maps İ -> i and I -> ı
   before accent stripping and lowercasing.
-* Accent stripping is NFD followed by dropping non-spacing marks (category Mn).
+* Accent stripping is NFD (full canonical decomposition, then canonical reordering of
+  combining marks) followed by dropping non-spacing marks (category Mn).
   ``strip_accents=None`` follows ``lowercase``, as in HF.
 * CJK padding uses HF's ranges (see ``CJK_RANGES``).
 * Punctuation is BERT's: any Unicode P* category, plus ASCII 33-47, 58-64, 91-96, 123-126
@@ -60,18 +79,21 @@ Training (``train``), the likelihood WordPiece of Schuster & Nakajima / the HF c
 """
 from __future__ import annotations
 
-import unicodedata
+from bisect import bisect_right
 from collections import Counter
 
+from . import _bert_unicode as _U
 from .bpe import merge
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 # Unicode White_Space property (what Rust's char::is_whitespace uses).
-WHITESPACE = frozenset(
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
+WHITESPACE = frozenset(map(chr, _U.WHITE_SPACE))
+
+# Hangul syllables decompose by algorithm (Unicode 3.12), not by table.
+HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
+_NFD = {cp: "".join(map(chr, d)) for cp, d in _U.NFD.items()}
+_LOWER = {cp: "".join(map(chr, lo)) for cp, lo in _U.LOWERCASE.items()}
 
 # BERT's CJK ranges (_is_chinese_char): CJK Unified Ideographs and extensions, compatibility
 # ideographs. Hangul, kana etc. are not included, on purpose (they are space-separated).
@@ -89,28 +111,92 @@ CJK_RANGES = (
 )
 
 
+def _in_runs(runs, starts):
+    """Membership test for sorted inclusive (first, last, ...) code point runs."""
+
+    def contains(cp: int) -> bool:
+        i = bisect_right(starts, cp) - 1
+        return i >= 0 and cp <= runs[i][1]
+
+    return contains
+
+
+_is_other = _in_runs(_U.OTHER, [r[0] for r in _U.OTHER])
+_is_mn = _in_runs(_U.NONSPACING_MARK, [r[0] for r in _U.NONSPACING_MARK])
+_is_p = _in_runs(_U.PUNCTUATION, [r[0] for r in _U.PUNCTUATION])
+_CCC_STARTS = [r[0] for r in _U.COMBINING_CLASS]
+
+
 def is_whitespace(ch: str) -> bool:
     """True for White_Space characters. ``is_whitespace("\\u3000") -> True``"""
     return ch in WHITESPACE
 
 
 def is_control(ch: str) -> bool:
-    """True for characters clean-text drops: Cc, Cf, Cs, Co except tab/newline/CR.
+    """True for characters clean-text drops: Cc, Cf, Co (Unicode 8.0) except tab/newline/CR.
 
-    Unassigned code points (Cn) are kept, as HF keeps them.
-    ``is_control("\\x00") -> True``, ``is_control("\\n") -> False``
+    Unassigned code points (Cn) are kept, as HF keeps them; lone surrogates are dropped.
+    ``is_control("\\x00") -> True``, ``is_control("\\n") -> False``,
+    ``is_control("\\u0890") -> False`` (a Cf character only since Unicode 14)
     """
     if ch in "\t\n\r":
         return False  # these are whitespace and become " " instead
-    return unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co")
+    cp = ord(ch)
+    return 0xD800 <= cp <= 0xDFFF or _is_other(cp)
 
 
 def is_punctuation(ch: str) -> bool:
-    """BERT punctuation: P* categories plus all ASCII non-alphanumeric symbols. ``"$" -> True``"""
+    """BERT punctuation: P* categories (Unicode 8.0) plus all ASCII non-alphanumeric symbols.
+
+    ``"$" -> True``, ``"\\u061d" -> False`` (punctuation only since Unicode 14)
+    """
     cp = ord(ch)
     if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
         return True
-    return unicodedata.category(ch).startswith("P")
+    return _is_p(cp)
+
+
+def is_nonspacing_mark(ch: str) -> bool:
+    """General category Mn in Unicode 8.0. ``"\\u0301" -> True``, ``"\\u07fd" -> False``"""
+    return _is_mn(ord(ch))
+
+
+def combining_class(ch: str) -> int:
+    """Canonical combining class (Unicode 9.0). ``"\\u0301" -> 230``, ``"a" -> 0``"""
+    cp = ord(ch)
+    i = bisect_right(_CCC_STARTS, cp) - 1
+    if i >= 0 and cp <= _U.COMBINING_CLASS[i][1]:
+        return _U.COMBINING_CLASS[i][2]
+    return 0
+
+
+def decompose(ch: str) -> str:
+    """Full canonical decomposition of one character (Unicode 9.0). ``"ǖ" -> "u\\u0308\\u0304"``"""
+    cp = ord(ch)
+    if HANGUL_FIRST <= cp <= HANGUL_LAST:
+        s = cp - HANGUL_FIRST
+        lv = chr(0x1100 + s // 588) + chr(0x1161 + s % 588 // 28)
+        return lv + chr(0x11A7 + s % 28) if s % 28 else lv
+    return _NFD.get(cp, ch)
+
+
+def nfd(text: str) -> str:
+    """NFD: decompose, then stably sort each run of combining marks by class.
+
+    ``nfd("a\\u0301\\u0316") -> "a\\u0316\\u0301"`` (class 220 before 230)
+    """
+    chars = [d for ch in text for d in decompose(ch)]
+    i = 0
+    while i < len(chars):
+        if combining_class(chars[i]) == 0:
+            i += 1
+            continue
+        j = i
+        while j < len(chars) and combining_class(chars[j]) != 0:
+            j += 1
+        chars[i:j] = sorted(chars[i:j], key=combining_class)  # sorted() is stable
+        i = j
+    return "".join(chars)
 
 
 def is_cjk(ch: str) -> bool:
@@ -136,12 +222,15 @@ def pad_cjk(text: str) -> str:
 
 def strip_accents(text: str) -> str:
     """NFD, then drop non-spacing marks (Mn). ``"Çok güzel" -> "Cok guzel"``"""
-    return "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) != "Mn")
+    return "".join(ch for ch in nfd(text) if not is_nonspacing_mark(ch))
 
 
 def lowercase(text: str) -> str:
-    """Per-character lowercase, as HF does (no final-sigma context). ``"ΟΔΟΣ" -> "οδοσ"``"""
-    return "".join(ch.lower() for ch in text)
+    """Per-character full lowercase (Unicode 17.0), as HF does (no final-sigma context).
+
+    ``"ΟΔΟΣ" -> "οδοσ"``, ``"İ" -> "i\\u0307"``, ``"\\u1c89" -> "\\u1c8a"``
+    """
+    return "".join(_LOWER.get(ord(ch), ch) for ch in text)
 
 
 def turkish_dotted_i(text: str) -> str:

@@ -4,12 +4,15 @@ The rules are those of ``fastbpe.reference.wordpiece`` (the specification); this
 only makes them fast:
 
 * Character classes, NFD decompositions, canonical combining classes and lowercase
-  mappings are computed once per process from Python's ``unicodedata`` into flat tables
-  indexed by code point, so the kernel never calls back into Python.
+  mappings are expanded once per process from the reference's generated Unicode data
+  (``fastbpe.reference._bert_unicode``: HF tokenizers' versions, see the reference) into
+  flat tables indexed by code point, so the kernel never calls back into Python.
 * The text is streamed once: each input character is cleaned, mapped (accents stripped,
   lowercased) and fed to the pre-tokeniser; each finished word goes straight to WordPiece.
   Only the current word is buffered, and at most ``max_input_chars_per_word + 1`` of its
-  characters, so memory is O(word) and every step is linear.
+  characters, so memory is O(word) and every step is linear. Accent stripping also holds
+  the current run of combining marks, which NFD reorders (stable counting sort for long
+  runs, so still linear) before the Mn marks are dropped.
 * WordPiece is LinMaxMatch (Song et al. 2021, "Fast WordPiece Tokenization"): a trie of all
   tokens (the word-start trie) plus a trie of continuation tokens without their prefix
   (rooted at the "suffix root"), with Aho-Corasick-like failure links and failure pops.
@@ -19,8 +22,6 @@ only makes them fast:
 * ``encode_batch`` runs the kernel on pthreads without the GIL; each thread writes into its
   own growable buffers.
 """
-import unicodedata
-
 import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
@@ -63,7 +64,13 @@ _TABLES = None
 
 
 def _build_tables():
-    """Flags, combining classes, NFD and lowercase mappings from unicodedata (Python 3.11 = Unicode 14)."""
+    """Flags, combining classes, NFD and lowercase mappings as flat per-code-point arrays.
+
+    Expanded from the runs and maps of ``fastbpe.reference._bert_unicode`` (HF's Unicode
+    data); the rules that are not data (ASCII punctuation, NUL/U+FFFD, surrogates, CJK
+    ranges) come from the reference's own functions and constants.
+    """
+    from .reference import _bert_unicode as U
     from .reference import wordpiece as ref
 
     flags = np.zeros(N_CODEPOINTS, dtype=np.uint8)
@@ -71,40 +78,32 @@ def _build_tables():
     nfd_index = np.full(N_CODEPOINTS, -1, dtype=np.int32)
     lower_index = np.full(N_CODEPOINTS, -1, dtype=np.int32)
     data = [0]  # mappings: [length, cp, cp, ...] runs; index 0 unused
-    category = unicodedata.category
-    combining = unicodedata.combining
-    normalize = unicodedata.normalize
-    for cp in range(N_CODEPOINTS):
-        if 0xD800 <= cp <= 0xDFFF:
-            flags[cp] = F_DROP  # lone surrogates cannot come from valid text; drop them
-            continue
-        ch = chr(cp)
-        cat = category(ch)
-        if cat == "Cn":
-            continue  # unassigned: no class, kept as a letter (as HF)
-        f = 0
-        if ch == "\x00" or ch == "\ufffd" or ref.is_control(ch):
-            f |= F_DROP
-        if ref.is_punctuation(ch):
-            f |= F_PUNCT
-        if cat == "Mn":
-            f |= F_MN
-        c = combining(ch)
-        if c:
-            ccc[cp] = c
-        d = normalize("NFD", ch)
-        if d != ch:
-            f |= F_DECOMP
-            nfd_index[cp] = len(data)
-            data.append(len(d))
-            data.extend(ord(x) for x in d)
-        lo = ch.lower()
-        if lo != ch:
-            f |= F_LOWER
-            lower_index[cp] = len(data)
-            data.append(len(lo))
-            data.extend(ord(x) for x in lo)
-        flags[cp] = f
+    for lo, hi in U.OTHER:
+        flags[lo:hi + 1] |= F_DROP
+    flags[0xD800:0xE000] |= F_DROP  # lone surrogates cannot come from valid text; drop them
+    flags[0xFFFD] |= F_DROP  # clean text drops U+FFFD (and NUL, which is Cc) as well
+    for ch in "\t\n\r":  # Cc, but clean text maps them to " " (reference.is_control)
+        flags[ord(ch)] = 0
+    for lo, hi in U.PUNCTUATION:
+        flags[lo:hi + 1] |= F_PUNCT
+    for cp in range(128):
+        if ref.is_punctuation(chr(cp)):
+            flags[cp] |= F_PUNCT
+    for lo, hi in U.NONSPACING_MARK:
+        flags[lo:hi + 1] |= F_MN
+    for lo, hi, c in U.COMBINING_CLASS:
+        ccc[lo:hi + 1] = c
+    for cp in [*U.NFD, *range(ref.HANGUL_FIRST, ref.HANGUL_LAST + 1)]:
+        flags[cp] |= F_DECOMP
+        nfd_index[cp] = len(data)
+        d = ref.decompose(chr(cp))
+        data.append(len(d))
+        data.extend(ord(x) for x in d)
+    for cp, lo in U.LOWERCASE.items():
+        flags[cp] |= F_LOWER
+        lower_index[cp] = len(data)
+        data.append(len(lo))
+        data.extend(lo)
     for ch in ref.WHITESPACE:
         flags[ord(ch)] |= F_WS
     for lo, hi in ref.CJK_RANGES:
@@ -165,12 +164,24 @@ cdef struct Output:
     int error
 
 
+cdef struct Mark:
+    uint32_t ch
+    uint8_t ccc
+    bint first          # the first character of its input character's decomposition
+    int64_t orig
+
+
 cdef struct Scratch:
     uint32_t* word      # normalised characters of the current word (<= max_chars + 1 kept)
     int64_t* orig       # input index of each kept character
     Py_ssize_t n        # characters in the word so far (may exceed what is kept)
     Py_ssize_t cap
-    Py_ssize_t run_start  # where the current run of combining marks starts (reordering)
+    # accent stripping: NFD's pending run of combining marks (class != 0), see flush_marks
+    Mark* marks
+    int64_t* mark_q
+    Py_ssize_t n_marks
+    Py_ssize_t marks_cap
+    int64_t consumed    # input index of the last input character NFD has consumed
     int64_t first_orig
     int64_t last_orig
     bint growable
@@ -211,8 +222,11 @@ cdef int flush_word(const Model* m, Scratch* s, Output* out) noexcept nogil:
     cdef int32_t v, nxt, tid
     cdef int64_t k
     cdef Py_ssize_t mark = out.ids.size, pos = 0, width
+    if s.n_marks:  # pending marks belong to this word (or end it, if punctuation)
+        if flush_marks(m, s, out) != 0:
+            return -1
+        n = s.n
     s.n = 0
-    s.run_start = 0
     if n == 0:
         return 0
     if s.oom:
@@ -280,31 +294,14 @@ cdef void grow_scratch(Scratch* s) noexcept nogil:
 
 cdef inline void word_append(const Model* m, Scratch* s, uint32_t c, int64_t orig) noexcept nogil:
     """Add one normalised character to the current word (keeps at most max_chars + 1)."""
-    cdef Py_ssize_t j
-    cdef uint8_t cc
     if s.n == 0:
         s.first_orig = orig
-        s.run_start = 0
     s.last_orig = orig
     if s.n == s.cap and s.growable:
         grow_scratch(s)
     if s.n < s.cap:
         s.word[s.n] = c
         s.orig[s.n] = orig
-        cc = m.ccc[c] if m.strip_accents else 0
-        if cc == 0:
-            s.run_start = s.n + 1
-        else:
-            # canonical reordering (NFD): a stable sort of the marks of a run by combining
-            # class; only marks that survive accent stripping are here, and at most
-            # max_chars + 1 are kept, so this insertion is bounded.
-            j = s.n
-            while j > s.run_start and m.ccc[s.word[j - 1]] > cc:
-                s.word[j] = s.word[j - 1]
-                s.orig[j] = s.orig[j - 1]
-                j -= 1
-            s.word[j] = c
-            s.orig[j] = orig
     s.n += 1
 
 
@@ -334,27 +331,120 @@ cdef inline int feed_lowered(const Model* m, Scratch* s, Output* out, uint32_t c
     return feed_normalised(m, s, out, c, orig)
 
 
+cdef int sort_marks(Mark* a, Py_ssize_t n) noexcept nogil:
+    """Stable sort by combining class: insertion for short runs, counting sort for long ones."""
+    cdef Py_ssize_t i, j
+    cdef Mark x
+    cdef Py_ssize_t counts[257]
+    cdef Mark* tmp
+    if n <= 32:
+        for i in range(1, n):
+            x = a[i]
+            j = i
+            while j > 0 and a[j - 1].ccc > x.ccc:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = x
+        return 0
+    tmp = <Mark*>malloc(n * sizeof(Mark))
+    if tmp == NULL:
+        return -1
+    for i in range(257):
+        counts[i] = 0
+    for i in range(n):
+        counts[a[i].ccc + 1] += 1
+    for i in range(256):
+        counts[i + 1] += counts[i]
+    for i in range(n):
+        tmp[counts[a[i].ccc]] = a[i]
+        counts[a[i].ccc] += 1
+    memcpy(a, tmp, n * sizeof(Mark))
+    free(tmp)
+    return 0
+
+
+cdef int flush_marks(const Model* m, Scratch* s, Output* out) noexcept nogil:
+    """Emit the pending run of marks the way HF's NFD + filter do.
+
+    The run is stably sorted by combining class, and alignments follow positions, not
+    characters (HF tracks changes per position): walking the sorted run, a mark that
+    begins an input character's decomposition takes the next such character's index (in
+    input order); any other mark takes the index last taken. Then Mn marks are dropped.
+    So in "\u08d4\u0316\u0301" the kept U+08D4 sorts second and gets index 1, as in HF.
+    """
+    cdef Py_ssize_t n = s.n_marks, i, k = 0
+    cdef uint32_t c
+    s.n_marks = 0
+    for i in range(n):
+        if s.marks[i].first:
+            s.mark_q[k] = s.marks[i].orig
+            k += 1
+    if sort_marks(s.marks, n) != 0:
+        return -1
+    k = 0
+    for i in range(n):
+        if s.marks[i].first:
+            s.consumed = s.mark_q[k]
+            k += 1
+        c = s.marks[i].ch
+        if not (m.flags[c] & F_MN):
+            if feed_lowered(m, s, out, c, s.consumed) != 0:
+                return -1
+    return 0
+
+
+cdef int push_mark(Scratch* s, uint32_t c, uint8_t cc, bint first, int64_t orig) noexcept nogil:
+    cdef Py_ssize_t cap
+    cdef Mark* a
+    cdef int64_t* q
+    if s.n_marks == s.marks_cap:
+        cap = 16 if s.marks_cap == 0 else 2 * s.marks_cap
+        a = <Mark*>realloc(s.marks, cap * sizeof(Mark))
+        if a == NULL:
+            s.oom = True
+            return -1
+        s.marks = a
+        q = <int64_t*>realloc(s.mark_q, cap * sizeof(int64_t))
+        if q == NULL:
+            s.oom = True
+            return -1
+        s.mark_q = q
+        s.marks_cap = cap
+    s.marks[s.n_marks].ch = c
+    s.marks[s.n_marks].ccc = cc
+    s.marks[s.n_marks].first = first
+    s.marks[s.n_marks].orig = orig
+    s.n_marks += 1
+    return 0
+
+
+cdef inline int feed_decomposed(const Model* m, Scratch* s, Output* out, uint32_t d, bint first, int64_t orig) noexcept nogil:
+    """One character of the NFD stream: a mark waits in the run; a starter emits the run first."""
+    cdef uint8_t cc = m.ccc[d]
+    if cc != 0:
+        return push_mark(s, d, cc, first, orig)
+    if s.n_marks and flush_marks(m, s, out) != 0:
+        return -1
+    if first:
+        s.consumed = orig
+    if m.flags[d] & F_MN:
+        return 0
+    return feed_lowered(m, s, out, d, s.consumed)
+
+
 cdef inline int feed_mapped(const Model* m, Scratch* s, Output* out, uint32_t c, int64_t orig) noexcept nogil:
     """Accent stripping (NFD, drop Mn) then lowercasing of one input character."""
     cdef int32_t idx
-    cdef uint32_t k, d
-    if m.strip_accents:
-        if m.flags[c] & F_DECOMP:
-            idx = m.nfd_index[c]
-            for k in range(m.map_data[idx]):
-                d = m.map_data[idx + 1 + k]
-                if m.flags[d] & F_MN:
-                    if m.ccc[d] == 0:  # a dropped starter still ends a run of marks
-                        s.run_start = s.n
-                    continue
-                if feed_lowered(m, s, out, d, orig) != 0:
-                    return -1
-            return 0
-        if m.flags[c] & F_MN:
-            if m.ccc[c] == 0:
-                s.run_start = s.n
-            return 0
-    return feed_lowered(m, s, out, c, orig)
+    cdef uint32_t k
+    if not m.strip_accents:
+        return feed_lowered(m, s, out, c, orig)
+    if m.flags[c] & F_DECOMP:
+        idx = m.nfd_index[c]
+        for k in range(m.map_data[idx]):
+            if feed_decomposed(m, s, out, m.map_data[idx + 1 + k], k == 0, orig) != 0:
+                return -1
+        return 0
+    return feed_decomposed(m, s, out, c, True, orig)
 
 
 cdef int encode_text(const Model* m, const uint32_t* text, Py_ssize_t n, int64_t base, Output* out) noexcept nogil:
@@ -370,7 +460,11 @@ cdef int encode_text(const Model* m, const uint32_t* text, Py_ssize_t n, int64_t
     s.word = <uint32_t*>malloc(s.cap * sizeof(uint32_t))
     s.orig = <int64_t*>malloc(s.cap * sizeof(int64_t))
     s.n = 0
-    s.run_start = 0
+    s.marks = NULL
+    s.mark_q = NULL
+    s.n_marks = 0
+    s.marks_cap = 0
+    s.consumed = 0
     if s.word == NULL or s.orig == NULL:
         free(s.word)
         free(s.orig)
@@ -409,6 +503,8 @@ cdef int encode_text(const Model* m, const uint32_t* text, Py_ssize_t n, int64_t
         rc = flush_word(m, &s, out)
     free(s.word)
     free(s.orig)
+    free(s.marks)
+    free(s.mark_q)
     return rc
 
 
