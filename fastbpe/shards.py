@@ -23,9 +23,11 @@ Decisions:
   whose field ``NAME`` is a document (the usual dump of a web corpus); with
   ``doc_sep_lines=True`` each line (without its ``"\\n"``) is a document. Empty documents
   are kept (they still get a separator), so ``documents`` counts what was read.
-- **Special-token text inside documents is ordinary text** (``encode_ordinary``): a web
-  page that contains the string ``<|endoftext|>`` must not end a document. Only the
-  separator inserted here is the special id.
+- **Special-token text inside documents is ordinary text** (``encode_ordinary``, for BPE
+  and WordPiece alike): a web page that contains the string ``<|endoftext|>`` or
+  ``[SEP]`` must not end a document. Only the separator inserted here is the special id.
+  WordPiece documents get no ``[CLS]``/``[SEP]`` of their own and none of a
+  tokenizer.json's truncation or padding.
 - Every shard is written to a temporary name and renamed, so a shard that exists is whole.
 
 >>> import tempfile, numpy as np
@@ -204,7 +206,7 @@ def write_shards(
     if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
         raise ValueError(f"shard_tokens must be a positive int, got {shard_tokens!r}")
     np_dtype = DTYPES[dtype]
-    max_id = (len(tok) - 1) if is_wordpiece(tok) else tok.max_token_value
+    max_id = max(tok.vocab.values(), default=0) if is_wordpiece(tok) else tok.max_token_value
     if max_id > np.iinfo(np_dtype).max:
         raise ValueError(f"dtype {dtype} cannot hold ids up to {max_id} of this tokenizer; use --dtype uint32")
     sep = separator_id(tok, eot_token)
@@ -225,10 +227,9 @@ def write_shards(
     t0 = time.perf_counter()
     try:
         for batch in _batches(documents):
-            if is_wordpiece(tok):
-                encoded = [tok.encode(d, add_special_tokens=False) for d in batch]
-            else:
-                encoded = tok.encode_ordinary_batch(batch, num_threads=num_threads)
+            # both kinds: document text is ordinary text, and for WordPiece no [CLS]/[SEP],
+            # truncation or padding (a BERT tokenizer.json's 128-token padding is not a document)
+            encoded = tok.encode_ordinary_batch(batch, num_threads=num_threads)
             n_bytes = 0
             for doc, ids in zip(batch, encoded):
                 if summary.documents:

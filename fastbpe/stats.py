@@ -13,9 +13,9 @@ Definitions (each a ratio over a whole file, so that long files weigh more):
   1.0 means the language costs the same as English; 2.0 means twice the tokens for the
   same content (so twice the price, half the context window).
 
-Counting rules: BPE text is encoded with ``encode_ordinary`` (special-token text such as
-``<|endoftext|>`` inside a file counts as ordinary text); WordPiece text without
-``[CLS]``/``[SEP]``. Each file is encoded whole, so counts are exact (no block boundary
+Counting rules: text is encoded with ``encode_ordinary`` (special-token text such as
+``<|endoftext|>`` or ``[SEP]`` inside a file counts as ordinary text; WordPiece adds no
+``[CLS]``/``[SEP]`` and applies no truncation or padding of its tokenizer.json). Each file is encoded whole, so counts are exact (no block boundary
 changes a pre-tokenizer chunk).
 
 >>> from fastbpe.encoding import get_toy_encoding
@@ -59,15 +59,11 @@ class TextStats:
 
 def count_tokens(tok, text: str) -> list[int]:
     """The ids ``stats`` and ``count`` count (see the module docstring)."""
-    if is_wordpiece(tok):
-        return tok.encode(text, add_special_tokens=False)
     return tok.encode_ordinary(text)
 
 
 def count_tokens_batch(tok, texts: list[str], num_threads: int = 1) -> list[int]:
-    """Token counts of many texts (threads for BPE)."""
-    if is_wordpiece(tok):
-        return [len(tok.encode(t, add_special_tokens=False)) for t in texts]
+    """Token counts of many texts (on native threads)."""
     return [len(ids) for ids in tok.encode_ordinary_batch(texts, num_threads=num_threads)]
 
 
