@@ -175,8 +175,8 @@ class WordPiece:
             n_added = post.added_tokens(False) if post is not None else 0
             budget_special = trunc.budget(n_added)
             budget_plain = trunc.budget(0)
-            if trunc.stride >= budget_special and trunc.max_length:
-                raise ValueError(f"truncation stride={trunc.stride} must be less than max_length={trunc.max_length} "
+            if trunc.stride > budget_special:   # HF's enable_truncation check
+                raise ValueError(f"truncation stride={trunc.stride} is more than max_length={trunc.max_length} "
                                  f"minus the {n_added} special tokens")
         self._core.configure(
             prefix, suffix, budget_special, budget_plain,
