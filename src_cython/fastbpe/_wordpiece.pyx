@@ -25,9 +25,9 @@ import numpy as np
 cimport numpy as cnp
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memchr, memcpy
 
 from fastbpe._vec cimport I32Vec, I64Vec, i32_push, i64_push
 
@@ -157,16 +157,17 @@ cdef struct Model:
     int32_t unk_id
     # trie: node v has edges edge_start[v] .. edge_start[v+1]-1, sorted by edge_char
     const int64_t* edge_start
-    const uint32_t* edge_char
-    const int32_t* edge_child
+    const uint64_t* edges        # (char << 32) | child, so one edge is one load
     const int32_t* fail          # failure link, -1 = none
     const int64_t* pop_start     # failure pops of v: pop_ids[pop_start[v] .. pop_start[v+1]-1]
     const int32_t* pop_ids
     const int32_t* tok_chars     # characters a continuation token covers (prefix excluded)
     const int32_t* tok_full_chars  # characters a token covers at the word start (spelled in full)
     const int32_t* tok_id        # the trie numbers tokens densely 0..n-1; this maps to vocab ids
-    # direct child table of the word-start root for code points < 0x10000 (hot path)
+    # direct child tables of the two roots for code points < 0x10000 (the hot lookups:
+    # every word starts at the word-start root, every continuation at the suffix root)
     const int32_t* root_child_bmp
+    const int32_t* suffix_child_bmp
     int32_t suffix_root
     # training: emit the normalised words (code points, each word followed by a space)
     # instead of token ids; the word buffer then grows instead of stopping at max_chars
@@ -181,6 +182,7 @@ cdef struct Model:
     const int32_t* sp_id
     const uint8_t* sp_first
     bint sp_astral
+    int sp_lead       # the first character of every special token when they share one (< 256), else -1
 
 
 cdef struct Output:
@@ -205,15 +207,15 @@ cdef struct Scratch:
 
 cdef inline int32_t child_of(const Model* m, int32_t v, uint32_t c) noexcept nogil:
     """Trie edge lookup: binary search in the node's sorted edge list; -1 if none."""
-    if v == 0 and c < 0x10000:
-        return m.root_child_bmp[c]
+    if v <= 1 and c < 0x10000:
+        return m.root_child_bmp[c] if v == 0 else m.suffix_child_bmp[c]
     cdef int64_t lo = m.edge_start[v], hi = m.edge_start[v + 1] - 1, mid
     cdef uint32_t x
     while lo <= hi:
         mid = (lo + hi) >> 1
-        x = m.edge_char[mid]
+        x = <uint32_t>(m.edges[mid] >> 32)
         if x == c:
-            return m.edge_child[mid]
+            return <int32_t><uint32_t>m.edges[mid]   # the low half
         if x < c:
             lo = mid + 1
         else:
@@ -441,6 +443,14 @@ cdef int encode_text(const Model* m, Scratch* s, int kind, const char* text, Py_
                 if rc != 0:
                     break
                 continue
+        if c < 0x80 and not m.turkish:
+            # ASCII: no decomposition, no combining mark, lowercase is A-Z + 32
+            if m.lowercase and 0x41 <= c <= 0x5A:
+                c += 0x20
+            rc = feed_normalised(m, s, out, c, base + i)
+            if rc != 0:
+                break
+            continue
         if m.turkish and m.lowercase:
             if c == 0x130:
                 c = 0x69      # İ -> i
@@ -493,8 +503,14 @@ cdef int encode_segments(const Model* m, Scratch* s, int kind, const char* text,
     ``reference.wordpiece.split_special_tokens``). 0; -1 when memory runs out; 1 when
     ``mode`` is MODE_CHECK and a special token is at ``found[0]`` (nothing encoded)."""
     cdef Py_ssize_t i = 0, start = 0, k
+    cdef const char* hit
     if mode != MODE_ORDINARY and m.n_specials:
         while i < n:
+            if kind == 1 and m.sp_lead >= 0:   # jump to the next possible start ("[" for BERT)
+                hit = <const char*>memchr(text + i, m.sp_lead, n - i)
+                if hit == NULL:
+                    break
+                i = hit - text
             k = match_special(m, kind, text, i, n)
             if k < 0:
                 i += 1
@@ -754,13 +770,16 @@ def build_linmaxmatch(vocab, str prefix):
         pop_list.extend(pops[v])
         pop_start[v + 1] = len(pop_list)
     root_bmp = np.full(0x10000, -1, dtype=np.int32)
-    for c, w in children[0].items():
-        if c < 0x10000:
-            root_bmp[c] = w
+    suffix_bmp = np.full(0x10000, -1, dtype=np.int32)
+    for table, root in ((root_bmp, 0), (suffix_bmp, 1)):
+        for c, w in children[root].items():
+            if c < 0x10000:
+                table[c] = w
     return dict(
         edge_start=edge_start, edge_char=edge_char, edge_child=edge_child,
+        edges=(edge_char.astype(np.uint64) << np.uint64(32)) | edge_child.astype(np.uint32).astype(np.uint64),
         fail=np.array(fail, dtype=np.int32), pop_start=pop_start,
-        pop_ids=np.array(pop_list, dtype=np.int32), root_child_bmp=root_bmp,
+        pop_ids=np.array(pop_list, dtype=np.int32), root_child_bmp=root_bmp, suffix_child_bmp=suffix_bmp,
     )
 
 
@@ -811,12 +830,12 @@ cdef class WordPieceCore:
         cdef cnp.int32_t[::1] li = lower_index
         cdef cnp.uint32_t[::1] md = data
         cdef cnp.int64_t[::1] es = trie["edge_start"]
-        cdef cnp.uint32_t[::1] ec = trie["edge_char"]
-        cdef cnp.int32_t[::1] ed = trie["edge_child"]
+        cdef cnp.uint64_t[::1] eg = trie["edges"]
         cdef cnp.int32_t[::1] fa = trie["fail"]
         cdef cnp.int64_t[::1] ps = trie["pop_start"]
         cdef cnp.int32_t[::1] pi = trie["pop_ids"]
         cdef cnp.int32_t[::1] rb = trie["root_child_bmp"]
+        cdef cnp.int32_t[::1] sb = trie["suffix_child_bmp"]
         cdef cnp.int32_t[::1] tc = tok_chars
         cdef cnp.int32_t[::1] tf = tok_full_chars
         cdef cnp.int32_t[::1] ti = tok_id
@@ -826,12 +845,12 @@ cdef class WordPieceCore:
         self.model.lower_index = &li[0]
         self.model.map_data = &md[0]
         self.model.edge_start = <const int64_t*>&es[0]
-        self.model.edge_char = &ec[0] if ec.shape[0] else NULL
-        self.model.edge_child = &ed[0] if ed.shape[0] else NULL
+        self.model.edges = <const uint64_t*>&eg[0] if eg.shape[0] else NULL
         self.model.fail = &fa[0]
         self.model.pop_start = <const int64_t*>&ps[0]
         self.model.pop_ids = &pi[0] if pi.shape[0] else NULL
         self.model.root_child_bmp = &rb[0]
+        self.model.suffix_child_bmp = &sb[0]
         self.model.tok_chars = &tc[0]
         self.model.tok_full_chars = &tf[0]
         self.model.tok_id = &ti[0]
@@ -887,6 +906,9 @@ cdef class WordPieceCore:
         self.model.sp_chars = &cv[0]
         self.model.sp_first = &fi[0]
         self.model.sp_astral = astral
+        leads = {t[0] for t, _ in items}
+        lead = ord(leads.pop()) if len(leads) == 1 else -1
+        self.model.sp_lead = lead if lead < 256 else -1   # memchr finds one byte
 
     def configure(self, prefix, suffix, Py_ssize_t budget_special, Py_ssize_t budget_plain, *,
                   bint trunc_left=False, bint trunc_only_second=False, int pad_mode=-1,
@@ -946,11 +968,11 @@ cdef class WordPieceCore:
         cdef Py_ssize_t start = (n - keep) if self.trunc_left else 0
         cdef list out = PyList_New(size)
         cdef object o
+        cdef object pad = self.pad_obj
         if self.pad_left:
             for i in range(size - total):
-                o = self.pad_obj
-                Py_INCREF(o)
-                PyList_SET_ITEM(out, pos, o)
+                Py_INCREF(pad)
+                PyList_SET_ITEM(out, pos, pad)
                 pos += 1
         if add_special:
             for i in range(self.n_prefix):
@@ -970,9 +992,8 @@ cdef class WordPieceCore:
                 PyList_SET_ITEM(out, pos, o)
                 pos += 1
         while pos < size:
-            o = self.pad_obj
-            Py_INCREF(o)
-            PyList_SET_ITEM(out, pos, o)
+            Py_INCREF(pad)
+            PyList_SET_ITEM(out, pos, pad)
             pos += 1
         return out
 
