@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -33,20 +32,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ["TOKENIZERS_PARALLELISM"] = "false"   # before tokenizers is imported
 os.environ["RAYON_NUM_THREADS"] = "1"
 
-from corpus import corpus  # noqa: E402
+from corpus import corpus, short_lines  # noqa: E402
 
 VOCAB_DIR = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
-
-
-def short_lines(text: str, n: int) -> list[str]:
-    """Sentences of 40-80 characters from the English corpus, one per line."""
-    out = []
-    for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
-        if 40 <= len(s) <= 80 and "[" not in s:
-            out.append(s)
-            if len(out) == n:
-                break
-    return out
 
 
 def best_of(fn, repeat: int) -> float:

@@ -560,8 +560,9 @@ class WordPiece:
         mode, allowed, disallowed = self._special_mode(allowed_special, disallowed_special)
         if mode is not None:
             return self._core.encode_batch(texts, num_threads, True, mode)
-        rows = [self._raw(t, True, allowed, ()) if not check_no_disallowed(t, disallowed, i) else None
-                for i, t in enumerate(texts)]
+        for i, t in enumerate(texts):
+            check_no_disallowed(t, disallowed, i)
+        rows = [self._raw(t, True, allowed, ()) for t in texts]
         splits = np.zeros(len(rows) + 1, dtype=np.int64)
         splits[1:] = np.cumsum([len(r[0]) for r in rows])
         ids = np.array([i for r in rows for i in r[0]], dtype=np.int32)

@@ -49,6 +49,12 @@ cdef extern from "<pthread.h>" nogil:
 cdef extern from "Python.h":
     int PyUnicode_KIND(object o)
     void* PyUnicode_DATA(object o)
+    # raw-pointer forms for filling result lists (no reference counting by Cython)
+    ctypedef struct PyObject
+    void incref_raw "Py_INCREF"(PyObject* o)
+    void set_item_raw "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)
+    PyObject* get_item_raw "PyList_GET_ITEM"(object lst, Py_ssize_t i)
+    PyObject* long_raw "PyLong_FromLong"(long v)
 
 cdef enum:
     N_CODEPOINTS = 0x110000
@@ -800,11 +806,15 @@ cdef class WordPieceCore:
     cdef int pad_mode                              # -1 none, 0 longest of the batch, 1 fixed
     cdef Py_ssize_t pad_length, pad_multiple
     cdef bint pad_left
-    cdef object pad_obj
-    cdef list _ints           # the int object of each id below len(_ints): no allocation per id
-    # the buffers of one short text, reused while the GIL is held (no malloc per call)
+    cdef int32_t pad_id
+    cdef list _ints           # the int object of each id below n_ints: no allocation per id
+    cdef Py_ssize_t n_ints
+    # the buffers of one short text, reused while the GIL is held (no malloc per call);
+    # ``busy`` while they are in use: building the list may run the garbage collector,
+    # whose finalizers (or a thread they let run) could encode with this core again
     cdef Scratch scratch
     cdef Output out
+    cdef bint busy
 
     def __cinit__(self, dict vocab, *, str unk_token, str prefix, int max_chars, bint lowercase,
                   bint strip_accents, bint clean_text, bint cjk, bint turkish=False,
@@ -870,6 +880,7 @@ cdef class WordPieceCore:
         self.configure([], [], -1, -1)
         top = max(vocab.values(), default=0) + 1
         self._ints = list(range(top)) if top <= (1 << 20) else []
+        self.n_ints = len(self._ints)
 
     def __dealloc__(self):
         scratch_close(&self.scratch)
@@ -933,13 +944,21 @@ cdef class WordPieceCore:
         self.pad_length = pad_length
         self.pad_multiple = pad_multiple
         self.pad_left = pad_left
-        self.pad_obj = pad_id
+        self.pad_id = pad_id
 
     # -- building the Python lists ---------------------------------------------------------
-    cdef inline object id_object(self, int32_t x):
-        if 0 <= x < len(self._ints):
-            return self._ints[x]
-        return x
+    cdef inline int put(self, list out, Py_ssize_t pos, int32_t x) except -1:
+        """out[pos] = the int x (a new reference; the cached object when there is one)."""
+        cdef PyObject* o
+        if 0 <= x < self.n_ints:
+            o = get_item_raw(self._ints, x)
+            incref_raw(o)
+        else:
+            o = long_raw(x)
+            if o == NULL:
+                raise MemoryError()
+        set_item_raw(out, pos, o)
+        return 0
 
     cdef Py_ssize_t kept(self, Py_ssize_t n, bint add_special, Py_ssize_t budget) except -1:
         """How many of the text's n ids survive truncation."""
@@ -966,34 +985,25 @@ cdef class WordPieceCore:
         cdef Py_ssize_t wrap = (self.n_prefix + self.n_suffix) if add_special else 0
         cdef Py_ssize_t total = keep + wrap, size = max(total, target), pos = 0, i
         cdef Py_ssize_t start = (n - keep) if self.trunc_left else 0
+        cdef int32_t pad = self.pad_id
         cdef list out = PyList_New(size)
-        cdef object o
-        cdef object pad = self.pad_obj
         if self.pad_left:
             for i in range(size - total):
-                Py_INCREF(pad)
-                PyList_SET_ITEM(out, pos, pad)
+                self.put(out, pos, pad)
                 pos += 1
         if add_special:
             for i in range(self.n_prefix):
-                o = self.id_object(self.prefix[i])
-                Py_INCREF(o)
-                PyList_SET_ITEM(out, pos, o)
+                self.put(out, pos, self.prefix[i])
                 pos += 1
         for i in range(start, start + keep):
-            o = self.id_object(ids[i])
-            Py_INCREF(o)
-            PyList_SET_ITEM(out, pos, o)
+            self.put(out, pos, ids[i])
             pos += 1
         if add_special:
             for i in range(self.n_suffix):
-                o = self.id_object(self.suffix[i])
-                Py_INCREF(o)
-                PyList_SET_ITEM(out, pos, o)
+                self.put(out, pos, self.suffix[i])
                 pos += 1
         while pos < size:
-            Py_INCREF(pad)
-            PyList_SET_ITEM(out, pos, pad)
+            self.put(out, pos, pad)
             pos += 1
         return out
 
@@ -1017,12 +1027,16 @@ cdef class WordPieceCore:
         cdef int rc
         cdef Output local
         cdef Scratch s
-        if n <= SHORT_TEXT:
-            self.out.ids.size = 0
-            rc = encode_segments(&self.model, &self.scratch, kind, data, n, mode, &self.out, &found)
-            if rc == 0:
-                keep = self.kept(self.out.ids.size, add_special, budget)
-                return self.row(self.out.ids.data, self.out.ids.size, keep, add_special, self.padded(keep + wrap))
+        if n <= SHORT_TEXT and not self.busy:
+            self.busy = True
+            try:
+                self.out.ids.size = 0
+                rc = encode_segments(&self.model, &self.scratch, kind, data, n, mode, &self.out, &found)
+                if rc == 0:
+                    keep = self.kept(self.out.ids.size, add_special, budget)
+                    return self.row(self.out.ids.data, self.out.ids.size, keep, add_special, self.padded(keep + wrap))
+            finally:
+                self.busy = False
         else:
             output_init(&local, False)
             try:
