@@ -21,6 +21,7 @@ only makes them fast:
 """
 import unicodedata
 
+cimport cython
 import numpy as np
 cimport numpy as cnp
 from cpython.list cimport PyList_New, PyList_SET_ITEM
@@ -789,6 +790,7 @@ def build_linmaxmatch(vocab, str prefix):
     )
 
 
+@cython.final
 cdef class WordPieceCore:
     """Native tokenizer state. Built once from a validated vocabulary and options."""
 
@@ -980,17 +982,25 @@ cdef class WordPieceCore:
             n += self.pad_multiple - n % self.pad_multiple
         return n
 
+    cdef inline void pad_run(self, list out, Py_ssize_t pos, Py_ssize_t stop) except *:
+        """out[pos:stop] = the pad id."""
+        if pos >= stop:
+            return
+        self.put(out, pos, self.pad_id)
+        cdef PyObject* o = get_item_raw(out, pos)
+        for pos in range(pos + 1, stop):
+            incref_raw(o)
+            set_item_raw(out, pos, o)
+
     cdef list row(self, const int32_t* ids, Py_ssize_t n, Py_ssize_t keep, bint add_special, Py_ssize_t target):
         """[prefix] + the kept ids + [suffix], padded to ``target``, as a new list."""
         cdef Py_ssize_t wrap = (self.n_prefix + self.n_suffix) if add_special else 0
         cdef Py_ssize_t total = keep + wrap, size = max(total, target), pos = 0, i
         cdef Py_ssize_t start = (n - keep) if self.trunc_left else 0
-        cdef int32_t pad = self.pad_id
         cdef list out = PyList_New(size)
         if self.pad_left:
-            for i in range(size - total):
-                self.put(out, pos, pad)
-                pos += 1
+            self.pad_run(out, 0, size - total)
+            pos = size - total
         if add_special:
             for i in range(self.n_prefix):
                 self.put(out, pos, self.prefix[i])
@@ -1002,9 +1012,7 @@ cdef class WordPieceCore:
             for i in range(self.n_suffix):
                 self.put(out, pos, self.suffix[i])
                 pos += 1
-        while pos < size:
-            self.put(out, pos, pad)
-            pos += 1
+        self.pad_run(out, pos, size)
         return out
 
     cdef int raise_found(self, str text, Py_ssize_t pos, index) except -1:
