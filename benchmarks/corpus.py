@@ -27,6 +27,7 @@ import functools
 import gettext
 import hashlib
 import os
+import re
 from pathlib import Path
 
 LIMIT = 4_000_000
@@ -203,6 +204,17 @@ def documents(name: str, size: int = 2000) -> list[str]:
         docs.append(text[start:end])
         start = end
     return docs
+
+
+def short_lines(text: str, n: int) -> list[str]:
+    """Up to n sentences of 40-80 characters of text (how BERT users encode: a line at a time)."""
+    out = []
+    for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
+        if 40 <= len(s) <= 80 and "[" not in s:
+            out.append(s)
+            if len(out) == n:
+                break
+    return out
 
 
 if __name__ == "__main__":

@@ -12,12 +12,16 @@ from __future__ import annotations
 import glob
 import os
 import random
+import sys
 import sysconfig
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 tokenizers = pytest.importorskip("tokenizers")
+
+from corpus import short_lines  # noqa: E402
 
 from fastbpe.wordpiece import WordPiece, train_wordpiece  # noqa: E402
 
@@ -91,7 +95,7 @@ def bert():
     hf = tokenizers.Tokenizer.from_file(str(path))
     hf.no_truncation()
     hf.no_padding()
-    return hf, WordPiece.from_file(path)
+    return hf, WordPiece.from_file(path, truncation=None, padding=None)   # the file pads to 128
 
 
 @pytest.mark.parametrize("lang", list(TEXTS))
@@ -125,6 +129,23 @@ def test_encode_many_short_texts(benchmark, bert, lang, impl):
     def run():
         for d in docs:
             fn(d)
+
+    benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("impl", ["fastbpe", "hf"])
+def test_encode_short_lines(benchmark, bert, impl):
+    """Single lines of 40-80 characters, one call each (how BERT users encode sentences);
+    benchmarks/wordpiece_ratios.py prints the ratios, with and without the file's padding."""
+    hf, wp = bert
+    lines = short_lines(TEXTS["english"](), 2000)
+    assert [wp.encode(t) for t in lines] == [e.ids for e in hf.encode_batch(lines)]
+    benchmark.group = "encode-short-lines"
+    fn = wp.encode if impl == "fastbpe" else (lambda t: hf.encode(t).ids)
+
+    def run():
+        for t in lines:
+            fn(t)
 
     benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
 

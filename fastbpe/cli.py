@@ -207,29 +207,19 @@ class SpecialRule:
         (``line``: the text is that line of ``where``)."""
         from .special import find_disallowed, resolve_special_sets
 
-        wordpiece = _is_wordpiece(tok)
-        # WordPiece.encode always makes special-token text its id: refuse all it may not
-        disallowed = resolve_special_sets(self.allowed_special, "all" if wordpiece else self.disallowed_special,
-                                          _special_names(tok))[1]
+        disallowed = resolve_special_sets(self.allowed_special, self.disallowed_special, _special_names(tok))[1]
         found = find_disallowed(text, disallowed)
         if found is None:
             return
         token, pos = found
         at = _line_column(text, pos) if line is None else f"line {line}, column {pos + 1}"
-        allow = f"pass --allow-special {shlex.quote(token)} to encode it as its id"
-        if wordpiece:  # no --special-as-text for WordPiece (yet): its encode has no such mode
-            as_text = " (a WordPiece tokenizer cannot encode it as ordinary text)" if self.disallowed_special == () else ""
-            raise CLIError(f"{where}, {at}: special-token text {token!r}{as_text}; {allow}, or remove it")
-        raise CLIError(f"{where}, {at}: special-token text {token!r}; {allow}, "
-                       f"or --special-as-text to encode it as ordinary text")
+        raise CLIError(f"{where}, {at}: special-token text {token!r}; pass --allow-special {shlex.quote(token)} "
+                       f"to encode it as its id, or --special-as-text to encode it as ordinary text")
 
     @contextlib.contextmanager
     def guard(self, tok, items: list[tuple[str, str]]):
         """Run a library call on ``items`` (``(where, text)``) under the rule; a refusal
         becomes ``refuse``'s error naming the file and position."""
-        if _is_wordpiece(tok):  # the library has no rule for WordPiece text: check first
-            for where, text in items:
-                self.refuse(tok, where, text)
         try:
             yield
         except ValueError:
@@ -424,7 +414,7 @@ def cmd_encode(args) -> int:
     text = read_input_text(args.files[0] if args.files else None, args.errors)
     with rule.guard(tok, [(where, text)]):
         if _is_wordpiece(tok):
-            ids = tok.encode(text, add_special_tokens=not args.no_special)
+            ids = tok.encode(text, add_special_tokens=not args.no_special, **rule.kwargs())
         else:
             ids = tok.encode(text, **rule.kwargs())
     sys.stdout.write(" ".join(map(str, ids)) + "\n")

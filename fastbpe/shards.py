@@ -31,7 +31,8 @@ Decisions:
   it as ordinary text, as nanoGPT's ``encode_ordinary`` does; ``allowed_special``
   (``--allow-special``) writes its id, for corpora whose documents already carry
   markers. The separator between documents is the writer's, not the text's: it is
-  always written, whatever the rule.
+  always written, whatever the rule. WordPiece documents are the text alone: no
+  ``[CLS]``/``[SEP]`` of their own and none of a tokenizer.json's truncation or padding.
 - Files may be gzip-compressed (``.gz``); invalid UTF-8 raises ValueError naming the
   file and where, unless ``errors="replace"``.
 - Every shard is written to a temporary name and renamed, so a shard that exists is whole.
@@ -178,11 +179,28 @@ def separator_id(tok, eot_token: str | None) -> int:
     )
 
 
-def _encode_documents(tok, batch: list[str], first: int, num_threads: int, allowed_special, disallowed_special):
-    """``tok.encode_batch`` under the rule; a refused document is named by its number."""
-    try:
-        return tok.encode_batch(batch, num_threads=num_threads, allowed_special=allowed_special,
+def document_ids_batch(tok, texts: list[str], num_threads: int = 1, *, allowed_special=frozenset(),
+                       disallowed_special="all") -> list[list[int]]:
+    """The ids each text contributes as a document, under the special-token rule
+    (``fastbpe.special``): BPE ``encode_batch``; WordPiece the text alone, with no
+    ``[CLS]``/``[SEP]`` and none of a tokenizer.json's truncation or padding (a BERT
+    file's 128-token padding is not a document). ``stats`` and ``count`` count these.
+    """
+    if not is_wordpiece(tok):
+        return tok.encode_batch(texts, num_threads=num_threads, allowed_special=allowed_special,
                                 disallowed_special=disallowed_special)
+    allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special,
+                                               frozenset(tok.special_tokens_set))
+    if not allowed and not disallowed:
+        return tok.encode_ordinary_batch(texts, num_threads=num_threads)
+    return [tok.encode_text(t, allowed_special=allowed, disallowed_special=disallowed) for t in texts]
+
+
+def _encode_documents(tok, batch: list[str], first: int, num_threads: int, allowed_special, disallowed_special):
+    """``document_ids_batch`` under the rule; a refused document is named by its number."""
+    try:
+        return document_ids_batch(tok, batch, num_threads, allowed_special=allowed_special,
+                                  disallowed_special=disallowed_special)
     except ValueError:
         _, disallowed = resolve_special_sets(allowed_special, disallowed_special, frozenset(tok.special_tokens_set))
         for i, doc in enumerate(batch):
@@ -252,7 +270,7 @@ def write_shards(
     if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
         raise ValueError(f"shard_tokens must be a positive int, got {shard_tokens!r}")
     np_dtype = DTYPES[dtype]
-    max_id = (len(tok) - 1) if is_wordpiece(tok) else tok.max_token_value
+    max_id = max(tok.vocab.values(), default=0) if is_wordpiece(tok) else tok.max_token_value
     if max_id > np.iinfo(np_dtype).max:
         raise ValueError(f"dtype {dtype} cannot hold ids up to {max_id} of this tokenizer; use --dtype uint32")
     sep = separator_id(tok, eot_token)
@@ -273,11 +291,8 @@ def write_shards(
     t0 = time.perf_counter()
     try:
         for batch in _batches(documents):
-            if is_wordpiece(tok):
-                encoded = [tok.encode(d, add_special_tokens=False) for d in batch]
-            else:
-                encoded = _encode_documents(tok, batch, summary.documents, num_threads,
-                                            allowed_special, disallowed_special)
+            encoded = _encode_documents(tok, batch, summary.documents, num_threads,
+                                        allowed_special, disallowed_special)
             n_bytes = 0
             for doc, ids in zip(batch, encoded):
                 if summary.documents:

@@ -101,7 +101,7 @@ def segments(tok, text: str, *, allowed_special=frozenset(), disallowed_special=
         vocab = tok.vocab
         unk = getattr(tok, "unk_token", "[UNK]")
         out = []
-        for t in tok.tokenize(text):
+        for t in tok.tokenize(text, allowed_special=allowed_special):
             idx = vocab.get(t, vocab.get(unk))
             out.append(Segment(t, [idx], [t.encode("utf-8")]))
         return out

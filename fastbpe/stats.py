@@ -17,7 +17,8 @@ Counting rules: the text is encoded as ``Encoding.encode`` encodes it, with the 
 special-token rule (``fastbpe.special``): special-token text such as ``<|endoftext|>``
 inside a file raises ValueError unless ``allowed_special`` lists it (it counts as one
 token) or ``disallowed_special=()`` (it counts as ordinary text), so ``stats``, ``count``
-and ``encode`` always agree. WordPiece text is counted without ``[CLS]``/``[SEP]``.
+and ``encode`` always agree. WordPiece text is counted without ``[CLS]``/``[SEP]`` and
+without its tokenizer.json's truncation or padding (``shards.document_ids_batch``).
 Each file is encoded whole, so counts are exact (no block boundary changes a
 pre-tokenizer chunk).
 
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from . import _data
 from .show import is_wordpiece
+from .shards import document_ids_batch
 
 
 @dataclass
@@ -63,18 +65,14 @@ class TextStats:
 
 def count_tokens(tok, text: str, *, allowed_special=frozenset(), disallowed_special="all") -> list[int]:
     """The ids ``stats`` and ``count`` count (see the module docstring)."""
-    if is_wordpiece(tok):
-        return tok.encode(text, add_special_tokens=False)
-    return tok.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+    return document_ids_batch(tok, [text], allowed_special=allowed_special, disallowed_special=disallowed_special)[0]
 
 
 def count_tokens_batch(tok, texts: list[str], num_threads: int = 1, *, allowed_special=frozenset(),
                        disallowed_special="all") -> list[int]:
-    """Token counts of many texts (threads for BPE)."""
-    if is_wordpiece(tok):
-        return [len(tok.encode(t, add_special_tokens=False)) for t in texts]
-    batch = tok.encode_batch(texts, num_threads=num_threads, allowed_special=allowed_special,
-                             disallowed_special=disallowed_special)
+    """Token counts of many texts (on native threads)."""
+    batch = document_ids_batch(tok, texts, num_threads, allowed_special=allowed_special,
+                               disallowed_special=disallowed_special)
     return [len(ids) for ids in batch]
 
 

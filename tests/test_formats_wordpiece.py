@@ -9,6 +9,8 @@ from fastbpe.formats.hf_wordpiece import read_hf_wordpiece
 from fastbpe.formats.vocab_txt import read_vocab_txt, write_vocab_txt
 from fastbpe.wordpiece import WordPiece, train_wordpiece
 
+HF = dict(allowed_special="all")  # HF's rule for special-token text (the texts hold [MASK])
+
 TEXTS = [
     "Héllo, WORLD! İstanbul'da çok güzel bir gün.",
     "中文字符 日本語 한국어 😀 tabs\tand\nnewlines \x00 [MASK] here",
@@ -53,20 +55,20 @@ def test_tokenizer_json_round_trip_keeps_options(tmp_path):
 
 def test_bert_vocab_txt_and_tokenizer_json_agree(vocab_file):
     txt = WordPiece.from_file(vocab_file("bert-base-uncased/vocab.txt"))
-    js = WordPiece.from_file(vocab_file("bert-base-uncased/tokenizer.json"))
+    js = WordPiece.from_file(vocab_file("bert-base-uncased/tokenizer.json"), truncation=None, padding=None)
     assert txt.vocab == js.vocab and len(txt) == 30522
     assert txt.token_to_id("[UNK]") == 100
     for t in TEXTS:
-        assert txt.encode(t) == js.encode(t)
+        assert txt.encode(t, **HF) == js.encode(t, **HF)
 
 
 def test_hf_saved_bert_loads_and_matches(vocab_file):
     path = vocab_file("bert-base-uncased/tokenizer.json")
     hf = _hf(path)
-    wp = WordPiece.from_file(path)
+    wp = WordPiece.from_file(path, truncation=None, padding=None)
     for t in TEXTS:
-        assert wp.encode(t) == hf.encode(t).ids
-        assert wp.tokenize(t) == hf.encode(t, add_special_tokens=False).tokens
+        assert wp.encode(t, **HF) == hf.encode(t).ids
+        assert wp.tokenize(t, **HF) == hf.encode(t, add_special_tokens=False).tokens
 
 
 def test_our_bert_file_loads_in_hf_and_encodes_the_same(vocab_file, tmp_path):
@@ -75,11 +77,11 @@ def test_our_bert_file_loads_in_hf_and_encodes_the_same(vocab_file, tmp_path):
     hf = _hf(path)
     for t in TEXTS:
         enc = hf.encode(t)
-        assert enc.ids == wp.encode(t)
-        assert hf.encode(t, add_special_tokens=False).ids == wp.encode(t, add_special_tokens=False)
+        assert enc.ids == wp.encode(t, **HF)
+        assert hf.encode(t, add_special_tokens=False).ids == wp.encode(t, add_special_tokens=False, **HF)
         assert hf.decode(enc.ids) == wp.decode(enc.ids)
     enc = hf.encode(TEXTS[0], TEXTS[1])
-    assert (enc.ids, enc.type_ids) == wp.encode_pair(TEXTS[0], TEXTS[1], return_type_ids=True)
+    assert (enc.ids, enc.type_ids) == wp.encode_pair(TEXTS[0], TEXTS[1], return_type_ids=True, **HF)
 
 
 def test_trained_cased_file_loads_in_hf(tmp_path):

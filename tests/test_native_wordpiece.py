@@ -12,6 +12,9 @@ from fastbpe import _wordpiece as native
 from fastbpe.reference import wordpiece as R
 from fastbpe.wordpiece import WordPiece, train_wordpiece
 
+HF = dict(allowed_special="all")          # HF's rule: special-token text becomes the id
+ORDINARY = dict(disallowed_special=())    # special-token text is ordinary text
+
 TEXTS = [
     "Hello, World! How are you doing today?",
     "Héllo wörld, ÇOK GÜZEL! İstanbul'da ılık bir gün. Straße, façade, naïve, résumé.",
@@ -38,19 +41,20 @@ def bert(vocab_file):
     hf = tokenizers.Tokenizer.from_file(str(path))
     hf.no_truncation()
     hf.no_padding()
-    return hf, WordPiece.from_file(path)
+    return hf, WordPiece.from_file(path, truncation=None, padding=None)
 
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_ids_tokens_offsets_match_hf(bert, text):
     hf, wp = bert
     enc = hf.encode(text)
-    plus = wp.encode_plus(text)
-    assert plus["input_ids"] == enc.ids == wp.encode(text)
+    plus = wp.encode_plus(text, **HF)
+    assert plus["input_ids"] == enc.ids == wp.encode(text, **HF)
     assert plus["tokens"] == enc.tokens
     assert plus["offsets"] == enc.offsets
-    assert wp.encode(text, add_special_tokens=False) == hf.encode(text, add_special_tokens=False).ids
-    assert wp.tokenize(text) == R.tokenize(text, wp.vocab)
+    assert plus["special_tokens_mask"] == enc.special_tokens_mask
+    assert wp.encode(text, add_special_tokens=False, **HF) == hf.encode(text, add_special_tokens=False).ids
+    assert wp.tokenize(text, **HF) == R.tokenize(text, wp.vocab, **HF)
 
 
 def test_pairs_truncation_padding_match_hf(bert):
@@ -60,7 +64,7 @@ def test_pairs_truncation_padding_match_hf(bert):
     pairs = list(zip(TEXTS, TEXTS[3:] + TEXTS[:3]))
     for a, b in pairs:
         enc = hf.encode(a, b)
-        plus = wp.encode_plus(a, b)
+        plus = wp.encode_plus(a, b, **HF)
         assert (plus["input_ids"], plus["token_type_ids"], plus["offsets"]) == (enc.ids, enc.type_ids, enc.offsets)
     for max_length in (3, 4, 7, 16, 64):
         t = Tokenizer.from_str(hf.to_str())
@@ -68,14 +72,14 @@ def test_pairs_truncation_padding_match_hf(bert):
         t.enable_padding(length=max_length)
         for a, b in pairs:
             enc = t.encode(a, b)
-            plus = wp.encode_plus(a, b, max_length=max_length, padding="max_length")
+            plus = wp.encode_plus(a, b, max_length=max_length, padding="max_length", **HF)
             assert plus["input_ids"] == enc.ids
             assert plus["token_type_ids"] == enc.type_ids
             assert plus["attention_mask"] == enc.attention_mask
             assert plus["offsets"] == enc.offsets
             single = t.encode(a)
-            assert wp.encode_plus(a, max_length=max_length, padding=True)["input_ids"] == single.ids
-            assert wp.encode(a, max_length=max_length) == [i for i, m in zip(single.ids, single.attention_mask) if m]
+            assert wp.encode_plus(a, max_length=max_length, padding=True, **HF)["input_ids"] == single.ids
+            assert wp.encode(a, max_length=max_length, **HF) == [i for i, m in zip(single.ids, single.attention_mask) if m]
 
 
 def test_max_length_errors(bert):
@@ -91,9 +95,9 @@ def test_max_length_errors(bert):
 def test_batch_equals_single_for_every_thread_count(bert):
     hf, wp = bert
     texts = TEXTS * 7
-    expected = [wp.encode(t) for t in texts]
+    expected = [wp.encode(t, **HF) for t in texts]
     for n in (1, 2, 3, 16):
-        assert wp.encode_batch(texts, num_threads=n) == expected
+        assert wp.encode_batch(texts, num_threads=n, **HF) == expected
     assert [e.ids for e in hf.encode_batch(texts)] == expected
     assert wp.encode_batch([]) == []
     with pytest.raises(TypeError):
@@ -107,8 +111,8 @@ def test_batch_equals_single_for_every_thread_count(bert):
 def test_batch_arrays(bert):
     hf, wp = bert
     texts = TEXTS[:6]
-    arr = wp.encode_batch_arrays(texts, num_threads=2)
-    width = max(len(wp.encode(t)) for t in texts)
+    arr = wp.encode_batch_arrays(texts, num_threads=2, **HF)
+    width = max(len(wp.encode(t, **HF)) for t in texts)
     assert arr["input_ids"].shape == (6, width) and arr["input_ids"].dtype == np.int32
     assert arr["offsets"].shape == (6, width, 2)
     for row, t in enumerate(texts):
@@ -119,7 +123,7 @@ def test_batch_arrays(bert):
         assert (arr["input_ids"][row, n:] == wp.token_to_id("[PAD]")).all()
         assert arr["attention_mask"][row].tolist() == [1] * n + [0] * (width - n)
         assert [tuple(x) for x in arr["offsets"][row, :n].tolist()] == enc.offsets
-    fixed = wp.encode_batch_arrays(texts, max_length=8, padding="max_length")
+    fixed = wp.encode_batch_arrays(texts, max_length=8, padding="max_length", **HF)
     assert fixed["input_ids"].shape == (6, 8)
     assert fixed["input_ids"][0].tolist() == wp.encode(texts[0], max_length=8) + [0] * (8 - len(wp.encode(texts[0], max_length=8)))
 
@@ -232,7 +236,14 @@ def configured(bert):
 def test_native_equals_reference_on_random_text(configured, text):
     for wp, opts in configured:
         vocab = wp._vocab
-        assert wp.tokenize(text) == R.tokenize(text, vocab, opts)
+        for rule in (HF, ORDINARY):
+            assert wp.tokenize(text, **rule) == R.tokenize(text, vocab, opts, **rule)
+            assert wp.encode(text, **rule) == R.encode(text, vocab, opts, **rule)
+        if any(s in text for s in wp.special_tokens):   # the default: an error, as tiktoken
+            with pytest.raises(ValueError, match="disallowed special token"):
+                wp.encode(text)
+        else:
+            assert wp.encode(text) == R.encode(text, vocab, opts)
 
 
 @settings(max_examples=600)
@@ -240,7 +251,7 @@ def test_native_equals_reference_on_random_text(configured, text):
 def test_native_equals_hf_on_random_text_with_offsets(bert, text):
     hf, wp = bert
     enc = hf.encode(text)
-    plus = wp.encode_plus(text)
+    plus = wp.encode_plus(text, **HF)
     assert plus["input_ids"] == enc.ids
     assert plus["offsets"] == enc.offsets
 
@@ -252,7 +263,7 @@ def test_cased_trained_vocab_matches_hf(tmp_path):
     hf = tokenizers.Tokenizer.from_file(str(wp.save(tmp_path / "cased.json")))
     for t in TEXTS:
         enc = hf.encode(t)
-        plus = wp.encode_plus(t)
+        plus = wp.encode_plus(t, **HF)
         assert plus["input_ids"] == enc.ids and plus["offsets"] == enc.offsets
 
 

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from fastbpe.reference import wordpiece as R
 
+HF = dict(allowed_special="all")  # HF's rule: special-token text becomes the token's id
+
 COURSE_VOCAB = {
     "[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, "film": 5, "çok": 6,
     "güzel": 7, "##di": 8, "oyun": 9, "##cu": 10, "##lar": 11, "iyi": 12, "kötü": 13, "##ydi": 14,
@@ -104,9 +106,9 @@ def bert(vocab_file):
 def test_matches_hf_on_mixed_text(bert, text):
     hf, vocab = bert
     enc = hf.encode(text)
-    assert R.encode(text, vocab) == enc.ids
-    assert R.tokenize(text, vocab) == hf.encode(text, add_special_tokens=False).tokens
-    assert R.encode(text, vocab, add_special_tokens=False) == hf.encode(text, add_special_tokens=False).ids
+    assert R.encode(text, vocab, **HF) == enc.ids
+    assert R.tokenize(text, vocab, **HF) == hf.encode(text, add_special_tokens=False).tokens
+    assert R.encode(text, vocab, add_special_tokens=False, **HF) == hf.encode(text, add_special_tokens=False).ids
     for skip in (True, False):
         assert R.decode(enc.ids, vocab, skip_special_tokens=skip) == hf.decode(enc.ids, skip_special_tokens=skip)
 
@@ -115,9 +117,9 @@ def test_pairs_match_hf_with_type_ids(bert):
     hf, vocab = bert
     for a, b in zip(MIXED_TEXTS, MIXED_TEXTS[1:] + MIXED_TEXTS[:1]):
         enc = hf.encode(a, b)
-        assert R.encode_pair(a, b, vocab) == (enc.ids, enc.type_ids)
+        assert R.encode_pair(a, b, vocab, **HF) == (enc.ids, enc.type_ids)
         enc = hf.encode(a, b, add_special_tokens=False)
-        assert R.encode_pair(a, b, vocab, add_special_tokens=False) == (enc.ids, enc.type_ids)
+        assert R.encode_pair(a, b, vocab, add_special_tokens=False, **HF) == (enc.ids, enc.type_ids)
 
 
 def test_cased_configuration_matches_hf(bert):
@@ -128,7 +130,7 @@ def test_cased_configuration_matches_hf(bert):
     cased.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False)
     opts = R.BertOptions(lowercase=False, strip_accents=False)
     for text in MIXED_TEXTS:
-        assert R.encode(text, vocab, opts) == cased.encode(text).ids
+        assert R.encode(text, vocab, opts, **HF) == cased.encode(text).ids
 
 
 # Every code point agrees with HF (tests/test_bert_unicode.py), so no character is filtered out.
@@ -143,7 +145,7 @@ _text = st.lists(_piece, max_size=40).map("".join)
 @given(_text)
 def test_matches_hf_on_random_text(bert, text):
     hf, vocab = bert
-    assert R.encode(text, vocab) == hf.encode(text).ids
+    assert R.encode(text, vocab, **HF) == hf.encode(text).ids
 
 
 @settings(max_examples=200)
@@ -151,7 +153,7 @@ def test_matches_hf_on_random_text(bert, text):
 def test_pairs_match_hf_on_random_text(bert, a, b):
     hf, vocab = bert
     enc = hf.encode(a, b)
-    assert R.encode_pair(a, b, vocab) == (enc.ids, enc.type_ids)
+    assert R.encode_pair(a, b, vocab, **HF) == (enc.ids, enc.type_ids)
 
 
 # ---------------------------------------------------------------------------------------

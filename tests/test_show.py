@@ -141,7 +141,7 @@ OUR_SGR = r"\x1b\[[0-9;]*m"  # the colour codes render_ansi writes itself
 
 @pytest.fixture(scope="module")
 def evil_vocab():
-    return fastbpe.train_bpe([EVIL * 3, HIDDEN_SAMPLES * 3], 280, pattern="cl100k", progress=False)
+    return fastbpe.train_bpe(documents=[EVIL * 3, HIDDEN_SAMPLES * 3], vocab_size=280, pattern="cl100k", progress=False)
 
 
 def test_terminal_views_escape_every_hidden_character(evil_vocab):

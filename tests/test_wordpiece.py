@@ -60,8 +60,40 @@ def test_lowercase_and_accents_options():
     assert WordPiece(vocab, lowercase=False, strip_accents=True).tokenize("Çok") == ["[UNK]"]  # "Cok"
 
 
-def test_special_tokens_in_text_are_recognised(course):
-    assert course.encode("film [MASK] iyi", add_special_tokens=False) == [5, 4, 12]
+def test_special_token_text_follows_tiktokens_rule(course):
+    """No text becomes a control id unless the caller asks (issue 22): by default
+    special-token text is an error, as in tiktoken; "all" is HF's behaviour; () makes it
+    ordinary text."""
+    text = "film [MASK] iyi"
+    with pytest.raises(ValueError, match=r"disallowed special token '\[MASK\]' at position 5"):
+        course.encode(text, add_special_tokens=False)
+    with pytest.raises(ValueError, match="disallowed special token"):
+        course.tokenize(text)
+    with pytest.raises(ValueError, match="of text 1 of the batch"):
+        course.encode_batch(["film", text])
+    assert course.encode(text, add_special_tokens=False, allowed_special="all") == [5, 4, 12]
+    assert course.encode(text, add_special_tokens=False, allowed_special={"[MASK]"}) == [5, 4, 12]
+    assert course.encode_batch([text], allowed_special="all") == [[2, 5, 4, 12, 3]]
+    # ordinary text: "[", "MASK", "]" are words of their own (unknown here)
+    assert course.encode(text, add_special_tokens=False, disallowed_special=()) == [5, 1, 1, 1, 12]
+    assert course.encode_ordinary(text) == [5, 1, 1, 1, 12]
+    assert course.encode_ordinary_batch([text, "film"]) == [[5, 1, 1, 1, 12], [5]]
+    # a subset: [SEP] allowed, [MASK] ordinary, nothing checked
+    assert course.encode("[SEP][MASK]", add_special_tokens=False, allowed_special={"[SEP]"},
+                         disallowed_special=()) == [3, 1, 1, 1]
+    with pytest.raises(ValueError, match=r"'\[MASK\]'"):
+        course.encode("[SEP][MASK]", allowed_special={"[SEP]"})
+    assert course.encode("film") == [2, 5, 3]   # text without special-token text: unaffected
+    with pytest.raises(TypeError, match="allowed_special"):
+        course.encode(text, allowed_special="[MASK]")
+
+
+def test_issue_22_separator_text_is_not_a_separator(vocab_file):
+    bert = WordPiece.from_file(vocab_file("bert-base-uncased/vocab.txt"))
+    assert bert.encode("x[SEP]y", add_special_tokens=False, allowed_special="all") == [1060, 102, 1061]
+    assert bert.encode("x[SEP]y", add_special_tokens=False, disallowed_special=()) == [1060, 1031, 19802, 1033, 1061]
+    with pytest.raises(ValueError):
+        bert.encode("x[SEP]y", add_special_tokens=False)
 
 
 def test_constructor_validation():

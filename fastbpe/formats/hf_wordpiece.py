@@ -3,15 +3,19 @@
 Reading accepts a ``WordPiece`` model with a ``BertNormalizer`` (or none) and a
 ``BertPreTokenizer``; anything else raises ValueError naming the file, because fastbpe would
 not encode it the way HF does. Added tokens become fastbpe's special tokens (recognised in
-raw text, skipped by decode). The file's ``truncation`` and ``padding`` sections are not
-applied (fastbpe's ``encode`` takes those as arguments instead).
+raw text, skipped by decode). The file's ``post_processor`` (null, ``BertProcessing``,
+``RobertaProcessing`` or ``TemplateProcessing``), ``truncation`` and ``padding`` sections
+are applied as HF applies them (rules in ``fastbpe.reference.wordpiece``), so that
+``WordPiece.encode`` gives HF's ``Tokenizer.encode(...).ids``; another post-processor
+raises ValueError naming the file.
 
 Turkish-aware lowercasing is written as ``Sequence[Replace İ->i, Replace I->ı,
 BertNormalizer]``, which HF applies with the same result, and read back from that shape.
 
 Writing produces a file that ``tokenizers.Tokenizer.from_file`` loads and encodes like
-fastbpe: BertNormalizer, BertPreTokenizer, WordPiece model, a TemplateProcessing
-``[CLS] $A [SEP]`` / ``[CLS] $A [SEP] $B:1 [SEP]:1`` post-processor and the WordPiece decoder.
+fastbpe: BertNormalizer, BertPreTokenizer, WordPiece model, the tokenizer's post-processor
+(by default a TemplateProcessing ``[CLS] $A [SEP]`` / ``[CLS] $A [SEP] $B:1 [SEP]:1``),
+truncation and padding, and the WordPiece decoder.
 """
 from __future__ import annotations
 
@@ -86,6 +90,10 @@ def read_hf_wordpiece(path: str | os.PathLike) -> dict:
         specials.append(content)
     kwargs["vocab"] = vocab
     kwargs["special_tokens"] = tuple(specials)
+    # what HF does around the ids; WordPiece checks them (ValueError, named with the file)
+    kwargs["post_processor"] = data.get("post_processor")
+    kwargs["truncation"] = data.get("truncation")
+    kwargs["padding"] = data.get("padding")
     return kwargs
 
 
@@ -101,15 +109,21 @@ def hf_wordpiece_json(
     continuing_subword_prefix: str,
     special_tokens,
     turkish_lowercase: bool = False,
+    post_processor="bert",
+    truncation: dict | None = None,
+    padding: dict | None = None,
 ) -> str:
-    """The tokenizer.json text for a fastbpe WordPiece configuration."""
+    """The tokenizer.json text for a fastbpe WordPiece configuration.
+
+    ``post_processor``, ``truncation`` and ``padding`` are tokenizer.json objects (or
+    None); ``post_processor="bert"`` writes BERT's template when [CLS] and [SEP] exist."""
     added = [
         {"id": vocab[t], "content": t, "single_word": False, "lstrip": False, "rstrip": False,
          "normalized": False, "special": True}
         for t in special_tokens if t in vocab
     ]
-    post = None
-    if "[CLS]" in vocab and "[SEP]" in vocab:
+    post = None if post_processor == "bert" else post_processor
+    if post_processor == "bert" and "[CLS]" in vocab and "[SEP]" in vocab:
         cls, sep = {"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}
         post = {
             "type": "TemplateProcessing",
@@ -131,8 +145,8 @@ def hf_wordpiece_json(
         normalizer = {"type": "Sequence", "normalizers": TURKISH_REPLACES + [normalizer]}
     doc = {
         "version": "1.0",
-        "truncation": None,
-        "padding": None,
+        "truncation": truncation,
+        "padding": padding,
         "added_tokens": added,
         "normalizer": normalizer,
         "pre_tokenizer": {"type": "BertPreTokenizer"},

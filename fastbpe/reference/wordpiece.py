@@ -47,8 +47,15 @@ Decisions, written down once (the native core must follow every one of them):
 * A word longer than ``max_input_chars_per_word`` characters (code points) is ``[UNK]``;
   otherwise greedy longest-match-first from the left, continuation pieces prefixed with
   ``##``; if any position has no match, the whole word becomes one ``[UNK]``.
-* Special tokens (``[CLS]`` etc.) written in the input text are recognised before
-  normalisation, leftmost-longest, exactly like HF's added tokens with ``normalized=false``.
+* Special-token text in the input (``"x [SEP] y"``) follows tiktoken's rule, the one in
+  ``fastbpe.special``, for every encode and tokenize call: by default it raises ValueError,
+  because a user's text must not turn into a control id the model trusts, and no call
+  silently gives other ids than HF. ``allowed_special="all"`` is HF's behaviour (and
+  ``split_special_tokens=False`` in transformers): such text is cut out before
+  normalisation, leftmost-longest, exactly like HF's added tokens with ``normalized=false``,
+  and becomes the token's id. ``disallowed_special=()`` encodes it as ordinary text
+  (``[``, ``sep``, ``]``), what shards, counts and statistics of documents use
+  (``WordPiece.encode_ordinary``). Text without special-token text is unaffected.
 * Decoding follows HF's WordPiece decoder: a ``##`` piece is glued to the previous token,
   any other token gets a leading space (except the first), and with ``cleanup=True`` each
   token goes through HF's ``cleanup`` replacements (" ." -> "." ...).
@@ -82,6 +89,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter
 
+from ..special import check_no_disallowed, resolve_special_sets
 from . import _bert_unicode as _U
 from .bpe import merge
 
@@ -373,15 +381,26 @@ class BertOptions:
         )
 
 
-def tokenize(text: str, vocab, opts: BertOptions | None = None) -> list[str]:
-    """The token strings of ``text`` (no [CLS]/[SEP]).
+def tokenize(
+    text: str,
+    vocab,
+    opts: BertOptions | None = None,
+    *,
+    allowed_special=frozenset(),
+    disallowed_special="all",
+) -> list[str]:
+    """The token strings of ``text`` (no [CLS]/[SEP]), HF's ``encode(...).tokens``.
 
     ``tokenize("Oyuncular", {"oyun":0, "##cu":1, "##lar":2, "[UNK]":3}) -> ["oyun","##cu","##lar"]``
+
+    ``allowed_special`` / ``disallowed_special``: the special-token rule of ``encode_full``.
     """
     opts = opts or BertOptions()
-    specials = [s for s in opts.special_tokens if s in vocab]
+    specials = frozenset(s for s in opts.special_tokens if s in vocab)
+    allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, specials)
+    check_no_disallowed(text, disallowed)
     tokens: list[str] = []
-    for segment, is_special in split_special_tokens(text, specials):
+    for segment, is_special in split_special_tokens(text, allowed):
         if is_special:
             tokens.append(segment)
             continue
@@ -390,23 +409,431 @@ def tokenize(text: str, vocab, opts: BertOptions | None = None) -> list[str]:
     return tokens
 
 
-def encode(text: str, vocab: dict, opts: BertOptions | None = None, add_special_tokens: bool = True) -> list[int]:
-    """Ids of ``[CLS] text [SEP]`` (or of text alone). Needs "[CLS]"/"[SEP]" in vocab when adding them."""
-    ids = [vocab[t] for t in tokenize(text, vocab, opts)]
-    if add_special_tokens:
-        ids = [vocab["[CLS]"]] + ids + [vocab["[SEP]"]]
-    return ids
+# ---------------------------------------------------------------------------------------
+# Around the ids: post-processor, truncation, padding (HF's ``Tokenizer.post_process``)
+# ---------------------------------------------------------------------------------------
+#
+# Decisions (each follows HF ``tokenizers``; a tokenizer.json's ``post_processor``,
+# ``truncation`` and ``padding`` sections say which apply, and ``encode`` gives exactly
+# HF's ``Tokenizer.encode(...).ids`` for them):
+#
+# * Order: truncate the model's ids, then add the post-processor's special tokens, then pad.
+# * Every post-processor is a template (HF's ``TemplateProcessing``): ``post_processor:
+#   null`` is ``$A:0`` / ``$A:0 $B:1`` (nothing added; the pair's ids get type 1);
+#   ``BertProcessing`` is ``[CLS] $A [SEP]`` / ``[CLS] $A [SEP] $B:1 [SEP]:1``;
+#   ``RobertaProcessing`` is ``<s> $A </s>`` / ``<s> $A </s> </s> $B </s>``, all type 0.
+#   Without ``add_special_tokens`` only the sequences remain, with the template's type ids.
+# * Truncation budget: ``max_length`` minus the special tokens the template adds (only when
+#   they are added). ``longest_first`` cuts the longer side first and leaves an odd
+#   leftover to the longer one (to the pair when both are as long); ``only_first`` /
+#   ``only_second`` cut one side and fail (ValueError) when it is too short, or, for
+#   ``only_second``, when there is no pair to cut. ``direction="left"`` keeps the end.
+#   ``stride`` only shapes HF's overflowing windows, which fastbpe does not produce.
+# * Padding: to ``length`` (HF's ``Fixed``) or, with ``length=None`` (``BatchLongest``), to
+#   the longest row of the batch (a single text: its own length); then up to a multiple of
+#   ``pad_to_multiple_of``. Rows already long enough are left alone. Pads get
+#   ``pad_type_id`` and attention 0, and go on the ``direction`` side.
+
+SEQUENCE_A, SEQUENCE_B = "$A", "$B"
+
+
+class PostProcessor:
+    """What ``add_special_tokens=True`` puts around the ids, as an HF template.
+
+    ``single`` / ``pair`` are tuples of ``(piece, type_id)``; a piece is ``"$A"``, ``"$B"``
+    or the name of an entry of ``special_tokens`` (name -> tuple of ids).
+
+    >>> bert = PostProcessor.bert(101, 102)
+    >>> bert.apply([7, 8], [9])
+    ([101, 7, 8, 102, 9, 102], [0, 0, 0, 0, 1, 1], [1, 0, 0, 1, 0, 1])
+    >>> bert.apply([7, 8], [9], add_special_tokens=False)[:2]
+    ([7, 8, 9], [0, 0, 1])
+    >>> PostProcessor.none().apply([7, 8])[0]        # post_processor: null adds nothing
+    [7, 8]
+    >>> bert.added_tokens(is_pair=False), bert.added_tokens(is_pair=True)
+    (2, 3)
+    """
+
+    def __init__(self, single, pair, special_tokens, hf=None):
+        self.single = tuple((str(p), int(t)) for p, t in single)
+        self.pair = tuple((str(p), int(t)) for p, t in pair)
+        self.special_tokens = {str(k): tuple(int(i) for i in v) for k, v in special_tokens.items()}
+        for template, name in ((self.single, "single"), (self.pair, "pair")):
+            for piece, _ in template:
+                if piece not in (SEQUENCE_A, SEQUENCE_B) and piece not in self.special_tokens:
+                    raise ValueError(f"post-processor {name} template names {piece!r}, which is not one of its special tokens")
+        if [p for p, _ in self.single if p in (SEQUENCE_A, SEQUENCE_B)] != [SEQUENCE_A]:
+            raise ValueError("post-processor single template must hold $A once (and no $B)")
+        if sorted(p for p, _ in self.pair if p in (SEQUENCE_A, SEQUENCE_B)) != [SEQUENCE_A, SEQUENCE_B]:
+            raise ValueError("post-processor pair template must hold $A and $B once each")
+        self.hf = hf  # the tokenizer.json object it came from, written back unchanged
+
+    # -- the HF shapes -------------------------------------------------------------------
+    @classmethod
+    def none(cls) -> "PostProcessor":
+        """``post_processor: null``: nothing added; the pair's ids get type id 1."""
+        return cls([(SEQUENCE_A, 0)], [(SEQUENCE_A, 0), (SEQUENCE_B, 1)], {})
+
+    @classmethod
+    def bert(cls, cls_id: int, sep_id: int, cls_token: str = "[CLS]", sep_token: str = "[SEP]") -> "PostProcessor":
+        """HF's ``BertProcessing``: ``[CLS] $A [SEP]`` / ``[CLS] $A [SEP] $B:1 [SEP]:1``."""
+        return cls(
+            [(cls_token, 0), (SEQUENCE_A, 0), (sep_token, 0)],
+            [(cls_token, 0), (SEQUENCE_A, 0), (sep_token, 0), (SEQUENCE_B, 1), (sep_token, 1)],
+            {cls_token: (cls_id,), sep_token: (sep_id,)},
+        )
+
+    @classmethod
+    def roberta(cls, cls_id: int, sep_id: int, cls_token: str = "<s>", sep_token: str = "</s>") -> "PostProcessor":
+        """HF's ``RobertaProcessing``: ``<s> $A </s>`` / ``<s> $A </s> </s> $B </s>``, all type 0."""
+        return cls(
+            [(cls_token, 0), (SEQUENCE_A, 0), (sep_token, 0)],
+            [(cls_token, 0), (SEQUENCE_A, 0), (sep_token, 0), (sep_token, 0), (SEQUENCE_B, 0), (sep_token, 0)],
+            {cls_token: (cls_id,), sep_token: (sep_id,)},
+        )
+
+    @classmethod
+    def from_hf(cls, data) -> "PostProcessor":
+        """From a tokenizer.json ``post_processor`` value (None, Bert-, Roberta- or
+        TemplateProcessing); ValueError for others (their ids would differ from HF's).
+
+        >>> PostProcessor.from_hf({"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]}).apply([5])[0]
+        [2, 5, 3]
+        """
+        if data is None:
+            return cls.none()
+        kind = data.get("type") if isinstance(data, dict) else None
+        try:
+            if kind in ("BertProcessing", "RobertaProcessing"):
+                (sep_token, sep_id), (cls_token, cls_id) = data["sep"], data["cls"]
+                make = cls.bert if kind == "BertProcessing" else cls.roberta
+                out = make(int(cls_id), int(sep_id), str(cls_token), str(sep_token))
+            elif kind == "TemplateProcessing":
+                specials = {name: tuple(v["ids"]) for name, v in data.get("special_tokens", {}).items()}
+                out = cls(_template(data["single"]), _template(data["pair"]), specials)
+            else:
+                raise ValueError(f"post_processor {kind or data!r} is not supported "
+                                 "(need null, BertProcessing, RobertaProcessing or TemplateProcessing)")
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed {kind} post_processor ({exc!r})") from None
+        out.hf = data
+        return out
+
+    def to_hf(self):
+        """The tokenizer.json value (what it was read from, else a TemplateProcessing)."""
+        if self.hf is not None or self == PostProcessor.none():
+            return self.hf
+
+        def pieces(template):
+            return [{"Sequence": {"id": p[1:], "type_id": t}} if p in (SEQUENCE_A, SEQUENCE_B)
+                    else {"SpecialToken": {"id": p, "type_id": t}} for p, t in template]
+
+        return {
+            "type": "TemplateProcessing", "single": pieces(self.single), "pair": pieces(self.pair),
+            "special_tokens": {name: {"id": name, "ids": list(ids), "tokens": [name] * len(ids)}
+                               for name, ids in self.special_tokens.items()},
+        }
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PostProcessor) and (self.single, self.pair, self.special_tokens) == (
+            other.single, other.pair, other.special_tokens)
+
+    def __repr__(self) -> str:
+        return f"PostProcessor(single={self.single!r}, pair={self.pair!r})"
+
+    # -- applying it -----------------------------------------------------------------------
+    def added_tokens(self, is_pair: bool) -> int:
+        """How many ids ``apply`` adds (HF's ``added_tokens``), for the truncation budget."""
+        template = self.pair if is_pair else self.single
+        return sum(len(self.special_tokens[p]) for p, _ in template if p not in (SEQUENCE_A, SEQUENCE_B))
+
+    def apply(self, a: list[int], b: list[int] | None = None, add_special_tokens: bool = True):
+        """``(ids, type_ids, special_tokens_mask)`` of the template filled with ``a`` (and ``b``)."""
+        ids: list[int] = []
+        types: list[int] = []
+        mask: list[int] = []
+        for piece, type_id in (self.single if b is None else self.pair):
+            if piece in (SEQUENCE_A, SEQUENCE_B):
+                seq = a if piece == SEQUENCE_A else b
+                special = 0
+            elif add_special_tokens:
+                seq = self.special_tokens[piece]
+                special = 1
+            else:
+                continue
+            ids += seq
+            types += [type_id] * len(seq)
+            mask += [special] * len(seq)
+        return ids, types, mask
+
+    def wrap(self, add_special_tokens: bool = True) -> tuple[list[int], list[int]]:
+        """The ids before and after ``$A`` in the single template (what ``encode`` adds)."""
+        ids, _, mask = self.apply([-1], None, add_special_tokens)
+        cut = ids.index(-1)
+        return ids[:cut], ids[cut + 1:]
+
+
+def _template(pieces) -> list[tuple[str, int]]:
+    """HF template pieces (``{"Sequence": {"id": "A", "type_id": 0}}`` ...) as (piece, type_id)."""
+    out = []
+    for item in pieces:
+        if "Sequence" in item:
+            out.append(("$" + item["Sequence"]["id"], item["Sequence"].get("type_id", 0)))
+        else:
+            out.append((item["SpecialToken"]["id"], item["SpecialToken"].get("type_id", 0)))
+    return out
+
+
+TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
+DIRECTIONS = ("right", "left")
+
+
+class Truncation:
+    """HF's ``TruncationParams``: at most ``max_length`` ids per text (or pair), specials included.
+
+    >>> t = Truncation(5)
+    >>> t.lengths(8, None, n_added=2)
+    (3, None)
+    >>> t.lengths(4, 6, n_added=0)          # longest first; both cut to 2 + 3
+    (2, 3)
+    >>> Truncation(3, direction="left").cut([1, 2, 3, 4, 5], 3)
+    [3, 4, 5]
+    """
+
+    def __init__(self, max_length: int, strategy: str = "longest_first", stride: int = 0, direction: str = "right"):
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 0:
+            raise ValueError(f"truncation max_length must be an int >= 0, not {max_length!r}")
+        if strategy not in TRUNCATION_STRATEGIES:
+            raise ValueError(f"truncation strategy must be one of {TRUNCATION_STRATEGIES}, not {strategy!r}")
+        if isinstance(stride, bool) or not isinstance(stride, int) or stride < 0:
+            raise ValueError(f"truncation stride must be an int >= 0, not {stride!r}")
+        if direction not in DIRECTIONS:
+            raise ValueError(f"truncation direction must be 'right' or 'left', not {direction!r}")
+        self.max_length, self.strategy, self.stride, self.direction = max_length, strategy, stride, direction
+
+    @classmethod
+    def from_hf(cls, data) -> "Truncation | None":
+        """From a tokenizer.json ``truncation`` value (None or ``{"max_length": ...}``)."""
+        if data is None:
+            return None
+        try:
+            strategy = {"LongestFirst": "longest_first", "OnlyFirst": "only_first",
+                        "OnlySecond": "only_second"}.get(data.get("strategy", "LongestFirst"), data.get("strategy"))
+            return cls(data["max_length"], strategy, data.get("stride", 0), str(data.get("direction", "Right")).lower())
+        except (KeyError, AttributeError) as exc:
+            raise ValueError(f"malformed truncation {data!r} ({exc!r})") from None
+
+    def to_hf(self) -> dict:
+        strategy = "".join(w.title() for w in self.strategy.split("_"))
+        return {"direction": self.direction.title(), "max_length": self.max_length, "strategy": strategy,
+                "stride": self.stride}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Truncation) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return f"Truncation({self.max_length}, {self.strategy!r}, stride={self.stride}, direction={self.direction!r})"
+
+    def budget(self, n_added: int) -> int:
+        """Ids left for the text(s) once ``n_added`` special tokens are counted."""
+        if n_added > self.max_length:
+            raise ValueError(f"truncation max_length={self.max_length} leaves no room for the {n_added} special tokens")
+        return self.max_length - n_added
+
+    def lengths(self, n1: int, n2: int | None, n_added: int = 0) -> tuple[int, int | None]:
+        """How many ids of each side to keep (HF's ``truncate_encodings``)."""
+        limit = self.budget(n_added)
+        total = n1 + (n2 or 0)
+        if total <= limit:
+            return n1, n2
+        if self.strategy == "longest_first":
+            if n2 is None:
+                return limit, None
+            short, long_ = min(n1, n2), max(n1, n2)
+            keep_long = long_ if short > limit else max(short, limit - short)
+            keep_short = short
+            if keep_short + keep_long > limit:
+                keep_short = limit // 2
+                keep_long = keep_short + limit % 2
+            return (keep_long, keep_short) if n1 > n2 else (keep_short, keep_long)
+        if self.strategy == "only_second" and n2 is None:
+            raise ValueError("truncation strategy 'only_second' needs a pair of texts")
+        target = n1 if self.strategy == "only_first" else n2
+        excess = total - limit
+        if target <= excess:
+            raise ValueError(f"truncation: the {'first' if self.strategy == 'only_first' else 'second'} text has "
+                             f"{target} ids, too few to cut {excess} (max_length={self.max_length})")
+        return (n1 - excess, n2) if self.strategy == "only_first" else (n1, n2 - excess)
+
+    def cut(self, seq: list, keep: int) -> list:
+        """The ``keep`` items of ``seq`` that survive, from the ``direction`` end."""
+        if keep >= len(seq):
+            return list(seq)
+        return list(seq[len(seq) - keep:]) if self.direction == "left" else list(seq[:keep])
+
+
+class Padding:
+    """HF's ``PaddingParams``: rows padded to ``length`` (None: the longest of the batch).
+
+    >>> p = Padding(length=None, pad_to_multiple_of=4, pad_id=0)
+    >>> p.target([3, 6])
+    8
+    >>> p.pad([5, 6, 7], 8)
+    ([5, 6, 7, 0, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0, 0, 0])
+    """
+
+    def __init__(self, length: int | None = None, direction: str = "right", pad_id: int = 0, pad_type_id: int = 0,
+                 pad_token: str = "[PAD]", pad_to_multiple_of: int | None = None):
+        for name, v in (("length", length), ("pad_to_multiple_of", pad_to_multiple_of)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ValueError(f"padding {name} must be None or an int >= 0, not {v!r}")
+        for name, v in (("pad_id", pad_id), ("pad_type_id", pad_type_id)):
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**31:
+                raise ValueError(f"padding {name} must be an int in [0, 2**31), not {v!r}")
+        if direction not in DIRECTIONS:
+            raise ValueError(f"padding direction must be 'right' or 'left', not {direction!r}")
+        if not isinstance(pad_token, str):
+            raise TypeError(f"padding pad_token must be str, not {type(pad_token).__name__}")
+        self.length, self.direction, self.pad_id, self.pad_type_id = length, direction, pad_id, pad_type_id
+        self.pad_token, self.pad_to_multiple_of = pad_token, pad_to_multiple_of
+
+    @classmethod
+    def from_hf(cls, data) -> "Padding | None":
+        """From a tokenizer.json ``padding`` value (None, ``{"strategy": "BatchLongest" | {"Fixed": n}, ...}``)."""
+        if data is None:
+            return None
+        try:
+            strategy = data.get("strategy", "BatchLongest")
+            if strategy == "BatchLongest":
+                length = None
+            elif isinstance(strategy, dict) and set(strategy) == {"Fixed"}:
+                length = strategy["Fixed"]
+            else:
+                raise ValueError(f"padding strategy {strategy!r} is not BatchLongest or Fixed")
+            return cls(length, str(data.get("direction", "Right")).lower(), data.get("pad_id", 0),
+                       data.get("pad_type_id", 0), data.get("pad_token", "[PAD]"), data.get("pad_to_multiple_of"))
+        except AttributeError as exc:
+            raise ValueError(f"malformed padding {data!r} ({exc!r})") from None
+
+    def to_hf(self) -> dict:
+        return {"strategy": "BatchLongest" if self.length is None else {"Fixed": self.length},
+                "direction": self.direction.title(), "pad_to_multiple_of": self.pad_to_multiple_of,
+                "pad_id": self.pad_id, "pad_type_id": self.pad_type_id, "pad_token": self.pad_token}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Padding) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return f"Padding({self.to_hf()!r})"
+
+    def target(self, lengths) -> int:
+        """The padded length of rows of these ``lengths`` (one batch)."""
+        n = self.length if self.length is not None else max(lengths, default=0)
+        m = self.pad_to_multiple_of
+        if m and n % m:
+            n += m - n % m
+        return n
+
+    def pad(self, ids: list[int], target: int, fill=None):
+        """``(ids, attention_mask)`` padded to ``target``; ``fill`` replaces ``pad_id``
+        (e.g. ``pad_type_id`` for type ids)."""
+        n = max(0, target - len(ids))
+        fill = self.pad_id if fill is None else fill
+        mask = [1] * len(ids)
+        if self.direction == "left":
+            return [fill] * n + list(ids), [0] * n + mask
+        return list(ids) + [fill] * n, mask + [0] * n
+
+
+def default_post_processor(vocab) -> PostProcessor | None:
+    """fastbpe's default for a vocabulary without a tokenizer.json: BERT's ``[CLS] $A [SEP]``
+    when both tokens are in it, else None (then asking for special tokens is an error)."""
+    if "[CLS]" in vocab and "[SEP]" in vocab:
+        return PostProcessor.bert(vocab["[CLS]"], vocab["[SEP]"])
+    return None
+
+
+BERT = "bert"  # the ``post_processor`` default: ``default_post_processor(vocab)``
+
+
+def encode_full(
+    text: str,
+    pair: str | None,
+    vocab: dict,
+    opts: BertOptions | None = None,
+    add_special_tokens: bool = True,
+    *,
+    post_processor=BERT,
+    truncation: Truncation | None = None,
+    padding: Padding | None = None,
+    allowed_special=frozenset(),
+    disallowed_special="all",
+) -> dict:
+    """HF's ``Tokenizer.encode(text, pair)`` as lists: ``input_ids``, ``token_type_ids``,
+    ``attention_mask``, ``special_tokens_mask``. The special-token rule is tiktoken's
+    (``fastbpe.special``): by default special-token text in ``text`` raises ValueError;
+    ``allowed_special="all"`` is HF's behaviour (it becomes the control id),
+    ``disallowed_special=()`` makes it ordinary text.
+
+    >>> v = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "[PAD]": 3, "a": 4}
+    >>> encode_full("a a a", None, v, truncation=Truncation(4), padding=Padding(6, pad_id=3))["input_ids"]
+    [1, 4, 4, 2, 3, 3]
+    >>> encode_full("a", "a", v, post_processor=None)["token_type_ids"]
+    [0, 1]
+    """
+    if post_processor == BERT:
+        post_processor = default_post_processor(vocab)
+        if post_processor is None and add_special_tokens:
+            raise ValueError("add_special_tokens=True needs '[CLS]' and '[SEP]' in the vocabulary")
+    post = post_processor if post_processor is not None else PostProcessor.none()
+
+    def ids_of(s):
+        toks = tokenize(s, vocab, opts, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return [vocab[t] for t in toks]
+
+    a = ids_of(text)
+    b = ids_of(pair) if pair is not None else None
+    if truncation is not None:
+        n_added = post.added_tokens(b is not None) if add_special_tokens else 0
+        keep_a, keep_b = truncation.lengths(len(a), None if b is None else len(b), n_added)
+        a = truncation.cut(a, keep_a)
+        if b is not None:
+            b = truncation.cut(b, keep_b)
+    ids, types, special = post.apply(a, b, add_special_tokens)
+    mask = [1] * len(ids)
+    if padding is not None:
+        target = padding.target([len(ids)])
+        ids, mask = padding.pad(ids, target)
+        types, _ = padding.pad(types, target, padding.pad_type_id)
+        special, _ = padding.pad(special, target, 1)
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "special_tokens_mask": special}
+
+
+def pad_batch(rows: list[list[int]], padding: Padding | None) -> list[list[int]]:
+    """HF's ``encode_batch`` padding: every row to ``padding.target`` of the batch's lengths."""
+    if padding is None:
+        return rows
+    target = padding.target([len(r) for r in rows])
+    return [padding.pad(r, target)[0] for r in rows]
+
+
+def encode(text: str, vocab: dict, opts: BertOptions | None = None, add_special_tokens: bool = True,
+           **options) -> list[int]:
+    """Ids of ``[CLS] text [SEP]`` (or of text alone); ``options`` as ``encode_full``.
+
+    ``encode("a [SEP] a", v)`` raises ValueError (special-token text in the input);
+    ``allowed_special="all"`` gives ``[1, 4, 2, 4, 2]``, ``disallowed_special=()`` encodes
+    ``[SEP]`` as the three words ``[``, ``sep``, ``]``.
+    """
+    return encode_full(text, None, vocab, opts, add_special_tokens, **options)["input_ids"]
 
 
 def encode_pair(
-    a: str, b: str, vocab: dict, opts: BertOptions | None = None, add_special_tokens: bool = True
+    a: str, b: str, vocab: dict, opts: BertOptions | None = None, add_special_tokens: bool = True, **options
 ) -> tuple[list[int], list[int]]:
     """Ids and type ids of ``[CLS] A [SEP] B [SEP]``: type 0 up to the first [SEP], then 1."""
-    ids_a = encode(a, vocab, opts, add_special_tokens)
-    ids_b = [vocab[t] for t in tokenize(b, vocab, opts)]
-    if add_special_tokens:
-        ids_b.append(vocab["[SEP]"])
-    return ids_a + ids_b, [0] * len(ids_a) + [1] * len(ids_b)
+    out = encode_full(a, b, vocab, opts, add_special_tokens, **options)
+    return out["input_ids"], out["token_type_ids"]
 
 
 def cleanup(token: str) -> str:

@@ -22,13 +22,19 @@ only makes them fast:
 * ``encode_batch`` runs the kernel on pthreads without the GIL; each thread writes into its
   own growable buffers.
 """
+cimport cython
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memchr, memcpy
 
 from fastbpe._vec cimport I32Vec, I64Vec, i32_push, i64_push
+
+from fastbpe._encode import _batch_threads
+from fastbpe.special import raise_disallowed_special_token
 
 cdef enum:
     OUT_FIRST_CAP = 64      # output buffers start with room for 64 ids
@@ -42,8 +48,25 @@ cdef extern from "<pthread.h>" nogil:
     int pthread_create(pthread_t*, const pthread_attr_t*, void* (*)(void*) noexcept nogil, void*)
     int pthread_join(pthread_t, void**)
 
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    # raw-pointer forms for filling result lists (no reference counting by Cython)
+    ctypedef struct PyObject
+    void incref_raw "Py_INCREF"(PyObject* o)
+    void set_item_raw "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)
+    PyObject* get_item_raw "PyList_GET_ITEM"(object lst, Py_ssize_t i)
+    PyObject* long_raw "PyLong_FromLong"(long v)
+
 cdef enum:
     N_CODEPOINTS = 0x110000
+    SHORT_TEXT = 4096     # code points: shorter texts keep the GIL and the core's buffers
+
+# What special-token text in the input does (``fastbpe.special`` decides; see wordpiece.py)
+cdef enum:
+    MODE_ORDINARY = 0     # it is ordinary text
+    MODE_SPLIT = 1        # it becomes the token's id (HF's behaviour)
+    MODE_CHECK = 2        # finding it is an error: report where, encode nothing
 
 # Flags per code point (input and normalised characters both use them).
 cdef enum:
@@ -140,20 +163,32 @@ cdef struct Model:
     int32_t unk_id
     # trie: node v has edges edge_start[v] .. edge_start[v+1]-1, sorted by edge_char
     const int64_t* edge_start
-    const uint32_t* edge_char
-    const int32_t* edge_child
+    const uint64_t* edges        # (char << 32) | child, so one edge is one load
     const int32_t* fail          # failure link, -1 = none
     const int64_t* pop_start     # failure pops of v: pop_ids[pop_start[v] .. pop_start[v+1]-1]
     const int32_t* pop_ids
     const int32_t* tok_chars     # characters a continuation token covers (prefix excluded)
     const int32_t* tok_full_chars  # characters a token covers at the word start (spelled in full)
     const int32_t* tok_id        # the trie numbers tokens densely 0..n-1; this maps to vocab ids
-    # direct child table of the word-start root for code points < 0x10000 (hot path)
+    # direct child tables of the two roots for code points < 0x10000 (the hot lookups:
+    # every word starts at the word-start root, every continuation at the suffix root)
     const int32_t* root_child_bmp
+    const int32_t* suffix_child_bmp
     int32_t suffix_root
     # training: emit the normalised words (code points, each word followed by a space)
     # instead of token ids; the word buffer then grows instead of stopping at max_chars
     bint words_only
+    # special tokens matched in raw text, longest first: characters of token k are
+    # sp_chars[sp_start[k] : sp_start[k] + sp_len[k]]; sp_first[c] says whether some token
+    # starts with the BMP character c (sp_astral: some token starts outside the BMP)
+    Py_ssize_t n_specials
+    const int64_t* sp_start
+    const int32_t* sp_len
+    const uint32_t* sp_chars
+    const int32_t* sp_id
+    const uint8_t* sp_first
+    bint sp_astral
+    int sp_lead       # the first character of every special token when they share one (< 256), else -1
 
 
 cdef struct Output:
@@ -190,15 +225,15 @@ cdef struct Scratch:
 
 cdef inline int32_t child_of(const Model* m, int32_t v, uint32_t c) noexcept nogil:
     """Trie edge lookup: binary search in the node's sorted edge list; -1 if none."""
-    if v == 0 and c < 0x10000:
-        return m.root_child_bmp[c]
+    if v <= 1 and c < 0x10000:
+        return m.root_child_bmp[c] if v == 0 else m.suffix_child_bmp[c]
     cdef int64_t lo = m.edge_start[v], hi = m.edge_start[v + 1] - 1, mid
     cdef uint32_t x
     while lo <= hi:
         mid = (lo + hi) >> 1
-        x = m.edge_char[mid]
+        x = <uint32_t>(m.edges[mid] >> 32)
         if x == c:
-            return m.edge_child[mid]
+            return <int32_t><uint32_t>m.edges[mid]   # the low half
         if x < c:
             lo = mid + 1
         else:
@@ -447,30 +482,63 @@ cdef inline int feed_mapped(const Model* m, Scratch* s, Output* out, uint32_t c,
     return feed_decomposed(m, s, out, c, True, orig)
 
 
-cdef int encode_text(const Model* m, const uint32_t* text, Py_ssize_t n, int64_t base, Output* out) noexcept nogil:
-    """The whole pipeline over ``text[:n]``; offsets are ``base`` + input index. 0 or -1 (no memory)."""
-    cdef Scratch s
-    cdef Py_ssize_t i
-    cdef uint32_t c
-    cdef uint8_t f
-    cdef int rc = 0
+cdef inline uint32_t read_cp(int kind, const char* data, Py_ssize_t i) noexcept nogil:
+    """Code point i of a str's canonical buffer (1, 2 or 4 bytes per character)."""
+    if kind == 1:
+        return (<const uint8_t*>data)[i]
+    if kind == 2:
+        return (<const uint16_t*>data)[i]
+    return (<const uint32_t*>data)[i]
+
+
+cdef int scratch_open(const Model* m, Scratch* s) noexcept nogil:
+    """Allocate the word buffer of one encoding thread; -1 when memory runs out."""
     s.cap = 256 if m.words_only else m.max_chars + 1
     s.growable = m.words_only
     s.oom = False
-    s.word = <uint32_t*>malloc(s.cap * sizeof(uint32_t))
-    s.orig = <int64_t*>malloc(s.cap * sizeof(int64_t))
     s.n = 0
     s.marks = NULL
     s.mark_q = NULL
     s.n_marks = 0
     s.marks_cap = 0
     s.consumed = 0
+    s.word = <uint32_t*>malloc(s.cap * sizeof(uint32_t))
+    s.orig = <int64_t*>malloc(s.cap * sizeof(int64_t))
     if s.word == NULL or s.orig == NULL:
         free(s.word)
         free(s.orig)
+        s.word = NULL
+        s.orig = NULL
         return -1
+    return 0
+
+
+cdef void scratch_close(Scratch* s) noexcept nogil:
+    free(s.word)
+    free(s.orig)
+    free(s.marks)
+    free(s.mark_q)
+    s.word = NULL
+    s.orig = NULL
+    s.marks = NULL
+    s.mark_q = NULL
+    s.marks_cap = 0
+
+
+cdef int encode_text(const Model* m, Scratch* s, int kind, const char* text, Py_ssize_t n, int64_t base,
+                     Output* out) noexcept nogil:
+    """The whole pipeline over ``text[:n]`` (a str buffer of ``kind`` bytes per character);
+    offsets are ``base`` + input index. 0, or -1 when memory runs out."""
+    cdef Py_ssize_t i
+    cdef uint32_t c
+    cdef uint8_t f
+    cdef int rc = 0
+    s.n = 0
+    s.n_marks = 0
+    s.consumed = 0
+    s.oom = False
     for i in range(n):
-        c = text[i]
+        c = read_cp(kind, text, i)
         if c >= N_CODEPOINTS:
             c = 0xFFFD
         f = m.flags[c]
@@ -478,10 +546,18 @@ cdef int encode_text(const Model* m, const uint32_t* text, Py_ssize_t n, int64_t
             if f & F_DROP:
                 continue
             if f & F_WS:
-                rc = flush_word(m, &s, out)
+                rc = flush_word(m, s, out)
                 if rc != 0:
                     break
                 continue
+        if c < 0x80 and not m.turkish:
+            # ASCII: no decomposition, no combining mark, lowercase is A-Z + 32
+            if m.lowercase and 0x41 <= c <= 0x5A:
+                c += 0x20
+            rc = feed_normalised(m, s, out, c, base + i)
+            if rc != 0:
+                break
+            continue
         if m.turkish and m.lowercase:
             if c == 0x130:
                 c = 0x69      # İ -> i
@@ -490,22 +566,82 @@ cdef int encode_text(const Model* m, const uint32_t* text, Py_ssize_t n, int64_t
                 c = 0x131     # I -> ı
                 f = m.flags[c]
         if m.cjk and (f & F_CJK):
-            rc = flush_word(m, &s, out)
+            rc = flush_word(m, s, out)
             if rc == 0:
-                rc = feed_mapped(m, &s, out, c, base + i)
+                rc = feed_mapped(m, s, out, c, base + i)
             if rc == 0:
-                rc = flush_word(m, &s, out)
+                rc = flush_word(m, s, out)
         else:
-            rc = feed_mapped(m, &s, out, c, base + i)
+            rc = feed_mapped(m, s, out, c, base + i)
         if rc != 0:
             break
     if rc == 0:
-        rc = flush_word(m, &s, out)
-    free(s.word)
-    free(s.orig)
-    free(s.marks)
-    free(s.mark_q)
+        rc = flush_word(m, s, out)
     return rc
+
+
+cdef inline Py_ssize_t match_special(const Model* m, int kind, const char* text, Py_ssize_t i,
+                                     Py_ssize_t n) noexcept nogil:
+    """The special token spelled at ``text[i:]`` (the longest, as they are sorted), or -1."""
+    cdef uint32_t c = read_cp(kind, text, i)
+    cdef Py_ssize_t k, j, length
+    cdef int64_t at
+    if c < 0x10000:
+        if not m.sp_first[c]:
+            return -1
+    elif not m.sp_astral:
+        return -1
+    for k in range(m.n_specials):
+        length = m.sp_len[k]
+        if length > n - i:
+            continue
+        at = m.sp_start[k]
+        for j in range(length):
+            if read_cp(kind, text, i + j) != m.sp_chars[at + j]:
+                break
+        else:
+            return k
+    return -1
+
+
+cdef int encode_segments(const Model* m, Scratch* s, int kind, const char* text, Py_ssize_t n, int mode,
+                         Output* out, Py_ssize_t* found) noexcept nogil:
+    """``encode_text`` with special-token text handled by ``mode``, leftmost-longest (as
+    ``reference.wordpiece.split_special_tokens``). 0; -1 when memory runs out; 1 when
+    ``mode`` is MODE_CHECK and a special token is at ``found[0]`` (nothing encoded)."""
+    cdef Py_ssize_t i = 0, start = 0, k
+    cdef const char* hit
+    if mode != MODE_ORDINARY and m.n_specials:
+        while i < n:
+            if kind == 1 and m.sp_lead >= 0:   # jump to the next possible start ("[" for BERT)
+                hit = <const char*>memchr(text + i, m.sp_lead, n - i)
+                if hit == NULL:
+                    break
+                i = hit - text
+            k = match_special(m, kind, text, i, n)
+            if k < 0:
+                i += 1
+                continue
+            if mode == MODE_CHECK:
+                found[0] = i
+                return 1
+            if i > start and encode_text(m, s, kind, text + start * kind, i - start, start, out) != 0:
+                return -1
+            if emit(out, m.sp_id[k], i, i + m.sp_len[k]) != 0:
+                return -1
+            i += m.sp_len[k]
+            start = i
+    if start < n:
+        return encode_text(m, s, kind, text + start * kind, n - start, start, out)
+    return 0
+
+
+cdef inline void output_init(Output* o, bint offsets) noexcept nogil:
+    o.ids.data = NULL; o.ids.size = 0; o.ids.cap = 0
+    o.starts.data = NULL; o.starts.size = 0; o.starts.cap = 0
+    o.ends.data = NULL; o.ends.size = 0; o.ends.cap = 0
+    o.want_offsets = offsets
+    o.error = 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -514,21 +650,37 @@ cdef int encode_text(const Model* m, const uint32_t* text, Py_ssize_t n, int64_t
 
 cdef struct Job:
     const Model* model
-    const uint32_t* const* texts
+    const char* const* texts    # each text's str buffer, read in place (no copy)
+    const int* kinds
     const Py_ssize_t* lengths
     Py_ssize_t first
     Py_ssize_t last
     Output* outs
+    int mode
+    Py_ssize_t found_text       # MODE_CHECK: the first text of the job holding a special token
+    Py_ssize_t found_pos
     int error
 
 
 cdef void* run_job(void* arg) noexcept nogil:
     cdef Job* job = <Job*>arg
-    cdef Py_ssize_t t
+    cdef Py_ssize_t t, pos = 0
+    cdef Scratch s
+    cdef int rc
+    if scratch_open(job.model, &s) != 0:
+        job.error = 1
+        return NULL
     for t in range(job.first, job.last):
-        if encode_text(job.model, job.texts[t], job.lengths[t], 0, &job.outs[t]) != 0:
+        rc = encode_segments(job.model, &s, job.kinds[t], job.texts[t], job.lengths[t], job.mode,
+                             &job.outs[t], &pos)
+        if rc == 1:
+            job.found_text = t
+            job.found_pos = pos
+            break
+        if rc != 0:
             job.error = 1
-            return NULL
+            break
+    scratch_close(&s)
     return NULL
 
 
@@ -541,9 +693,106 @@ cdef void free_output(Output* o) noexcept nogil:
     o.ends.data = NULL
 
 
-def _as_codepoints(str text):
-    """UTF-32 code points of ``text`` (surrogates would raise; lone ones become U+FFFD)."""
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+cdef class _Batch:
+    """The native side of one batch call: text buffers, outputs, and the threads' run.
+
+    Threads follow ``fastbpe._encode``'s rule (``batch_threads``): ``num_threads`` is an
+    upper bound, about one thread per 16,384 code points, no more than the usable CPUs;
+    each thread takes a run of consecutive texts holding about the same number of
+    code points."""
+
+    cdef const char** texts
+    cdef int* kinds
+    cdef Py_ssize_t* lengths
+    cdef Output* outs
+    cdef Py_ssize_t n
+    cdef list _refs
+
+    def __cinit__(self, list texts, bint offsets):
+        cdef Py_ssize_t i, n = len(texts)
+        self.n = 0
+        self.texts = <const char**>malloc((n + 1) * sizeof(char*))
+        self.kinds = <int*>malloc((n + 1) * sizeof(int))
+        self.lengths = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
+        self.outs = <Output*>malloc((n + 1) * sizeof(Output))
+        if self.texts == NULL or self.kinds == NULL or self.lengths == NULL or self.outs == NULL:
+            raise MemoryError()
+        self._refs = texts     # keeps every str (and its buffer) alive
+        for i in range(n):
+            x = texts[i]
+            if type(x) is not str and not isinstance(x, str):
+                raise TypeError(f"texts[{i}] is {type(x).__name__}, expected str")
+            self.texts[i] = <const char*>PyUnicode_DATA(x)
+            self.kinds[i] = PyUnicode_KIND(x)
+            self.lengths[i] = len(<str>x)
+            output_init(&self.outs[i], offsets)
+            self.n = i + 1
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.outs != NULL:
+            for i in range(self.n):
+                free_output(&self.outs[i])
+        free(self.texts)
+        free(self.kinds)
+        free(self.lengths)
+        free(self.outs)
+
+    cdef int run(self, const Model* model, int num_threads, int mode, Py_ssize_t* found_text,
+                 Py_ssize_t* found_pos) except -1:
+        cdef Py_ssize_t total = 0, t, acc = 0, k
+        cdef int n_thr
+        for t in range(self.n):
+            total += self.lengths[t]
+        n_thr = <int>min(<Py_ssize_t>_batch_threads(num_threads, total), max(self.n, 1))
+        cdef Job* jobs = <Job*>malloc(n_thr * sizeof(Job))
+        cdef pthread_t* threads = <pthread_t*>malloc(n_thr * sizeof(pthread_t))
+        if jobs == NULL or threads == NULL:
+            free(jobs)
+            free(threads)
+            raise MemoryError()
+        t = 0
+        for k in range(n_thr):
+            jobs[k].model = model
+            jobs[k].texts = self.texts
+            jobs[k].kinds = self.kinds
+            jobs[k].lengths = self.lengths
+            jobs[k].outs = self.outs
+            jobs[k].mode = mode
+            jobs[k].found_text = -1
+            jobs[k].found_pos = 0
+            jobs[k].error = 0
+            jobs[k].first = t
+            if k == n_thr - 1:
+                t = self.n
+            else:   # up to about (k + 1) / n_thr of the code points, at least one text
+                while t < self.n and (t == jobs[k].first or acc + self.lengths[t] <= total * (k + 1) // n_thr):
+                    acc += self.lengths[t]
+                    t += 1
+            jobs[k].last = t
+        with nogil:
+            if n_thr == 1:
+                run_job(&jobs[0])
+            else:
+                for k in range(n_thr):
+                    if pthread_create(&threads[k], NULL, run_job, &jobs[k]) != 0:
+                        run_job(&jobs[k])  # could not start a thread: do it here
+                        threads[k] = 0
+                for k in range(n_thr):
+                    if threads[k] != 0:
+                        pthread_join(threads[k], NULL)
+        found_text[0] = -1
+        failed = False
+        for k in range(n_thr):
+            failed = failed or jobs[k].error
+            if jobs[k].found_text >= 0 and found_text[0] < 0:
+                found_text[0] = jobs[k].found_text   # jobs are in text order: the first is the first
+                found_pos[0] = jobs[k].found_pos
+        free(jobs)
+        free(threads)
+        if failed:
+            raise MemoryError("out of memory while encoding")
+        return 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -628,26 +877,50 @@ def build_linmaxmatch(vocab, str prefix):
         pop_list.extend(pops[v])
         pop_start[v + 1] = len(pop_list)
     root_bmp = np.full(0x10000, -1, dtype=np.int32)
-    for c, w in children[0].items():
-        if c < 0x10000:
-            root_bmp[c] = w
+    suffix_bmp = np.full(0x10000, -1, dtype=np.int32)
+    for table, root in ((root_bmp, 0), (suffix_bmp, 1)):
+        for c, w in children[root].items():
+            if c < 0x10000:
+                table[c] = w
     return dict(
         edge_start=edge_start, edge_char=edge_char, edge_child=edge_child,
+        edges=(edge_char.astype(np.uint64) << np.uint64(32)) | edge_child.astype(np.uint32).astype(np.uint64),
         fail=np.array(fail, dtype=np.int32), pop_start=pop_start,
-        pop_ids=np.array(pop_list, dtype=np.int32), root_child_bmp=root_bmp,
+        pop_ids=np.array(pop_list, dtype=np.int32), root_child_bmp=root_bmp, suffix_child_bmp=suffix_bmp,
     )
 
 
+@cython.final
 cdef class WordPieceCore:
     """Native tokenizer state. Built once from a validated vocabulary and options."""
 
     cdef Model model
     cdef object _keep   # numpy arrays the Model points into
     cdef readonly int32_t unk_id
+    cdef list _special_names   # special token k's text, for the error message
+    # what ``encode_ids`` / ``encode_batch_ids`` do around the ids (see ``configure``)
+    cdef object _wrap          # int32 array: prefix ids then suffix ids
+    cdef const int32_t* prefix
+    cdef const int32_t* suffix
+    cdef Py_ssize_t n_prefix, n_suffix
+    cdef Py_ssize_t budget_special, budget_plain   # ids kept of the text; -1: all
+    cdef bint trunc_left, trunc_only_second
+    cdef int pad_mode                              # -1 none, 0 longest of the batch, 1 fixed
+    cdef Py_ssize_t pad_length, pad_multiple
+    cdef bint pad_left
+    cdef int32_t pad_id
+    cdef list _ints           # the int object of each id below n_ints: no allocation per id
+    cdef Py_ssize_t n_ints
+    # the buffers of one short text, reused while the GIL is held (no malloc per call);
+    # ``busy`` while they are in use: building the list may run the garbage collector,
+    # whose finalizers (or a thread they let run) could encode with this core again
+    cdef Scratch scratch
+    cdef Output out
+    cdef bint busy
 
     def __cinit__(self, dict vocab, *, str unk_token, str prefix, int max_chars, bint lowercase,
                   bint strip_accents, bint clean_text, bint cjk, bint turkish=False,
-                  bint words_only=False):
+                  bint words_only=False, specials=()):
         flags, ccc, nfd_index, lower_index, data = unicode_tables()
         trie = build_linmaxmatch(vocab, prefix)
         # The first token of a word comes from the word-start trie, which spells every
@@ -669,12 +942,12 @@ cdef class WordPieceCore:
         cdef cnp.int32_t[::1] li = lower_index
         cdef cnp.uint32_t[::1] md = data
         cdef cnp.int64_t[::1] es = trie["edge_start"]
-        cdef cnp.uint32_t[::1] ec = trie["edge_char"]
-        cdef cnp.int32_t[::1] ed = trie["edge_child"]
+        cdef cnp.uint64_t[::1] eg = trie["edges"]
         cdef cnp.int32_t[::1] fa = trie["fail"]
         cdef cnp.int64_t[::1] ps = trie["pop_start"]
         cdef cnp.int32_t[::1] pi = trie["pop_ids"]
         cdef cnp.int32_t[::1] rb = trie["root_child_bmp"]
+        cdef cnp.int32_t[::1] sb = trie["suffix_child_bmp"]
         cdef cnp.int32_t[::1] tc = tok_chars
         cdef cnp.int32_t[::1] tf = tok_full_chars
         cdef cnp.int32_t[::1] ti = tok_id
@@ -684,12 +957,12 @@ cdef class WordPieceCore:
         self.model.lower_index = &li[0]
         self.model.map_data = &md[0]
         self.model.edge_start = <const int64_t*>&es[0]
-        self.model.edge_char = &ec[0] if ec.shape[0] else NULL
-        self.model.edge_child = &ed[0] if ed.shape[0] else NULL
+        self.model.edges = <const uint64_t*>&eg[0] if eg.shape[0] else NULL
         self.model.fail = &fa[0]
         self.model.pop_start = <const int64_t*>&ps[0]
         self.model.pop_ids = &pi[0] if pi.shape[0] else NULL
         self.model.root_child_bmp = &rb[0]
+        self.model.suffix_child_bmp = &sb[0]
         self.model.tok_chars = &tc[0]
         self.model.tok_full_chars = &tf[0]
         self.model.tok_id = &ti[0]
@@ -702,99 +975,259 @@ cdef class WordPieceCore:
         self.model.max_chars = max_chars
         self.model.unk_id = self.unk_id
         self.model.words_only = words_only
+        self._set_specials(specials)
+        output_init(&self.out, False)
+        if scratch_open(&self.model, &self.scratch) != 0:
+            raise MemoryError()
+        self.configure([], [], -1, -1)
+        top = max(vocab.values(), default=0) + 1
+        self._ints = list(range(top)) if top <= (1 << 20) else []
+        self.n_ints = len(self._ints)
 
-    def encode(self, str text, bint offsets=False, int64_t base=0):
-        """Ids (list) of ``text``, or (ids, starts, ends) lists with ``offsets=True``."""
-        cdef const cnp.uint32_t[::1] cps = _as_codepoints(text)
-        cdef Output out
+    def __dealloc__(self):
+        scratch_close(&self.scratch)
+        free_output(&self.out)
+
+    def _set_specials(self, specials):
+        """Special tokens matched in raw text: (text, id) pairs, tried longest first."""
+        items = sorted(((str(t), int(i)) for t, i in specials if t), key=lambda x: (-len(x[0]), x[0]))
+        self._special_names = [t for t, _ in items]
+        starts = np.zeros(len(items) + 1, dtype=np.int64)
+        lens = np.zeros(len(items) + 1, dtype=np.int32)
+        ids = np.zeros(len(items) + 1, dtype=np.int32)
+        first = np.zeros(0x10000, dtype=np.uint8)
+        astral = False
+        for k, (t, i) in enumerate(items):
+            starts[k + 1] = starts[k] + len(t)
+            lens[k] = len(t)
+            ids[k] = i
+            if ord(t[0]) < 0x10000:
+                first[ord(t[0])] = 1
+            else:
+                astral = True
+        chars = np.array([ord(ch) for t, _ in items for ch in t] + [0], dtype=np.uint32)
+        self._keep = self._keep + (starts, lens, ids, chars, first)
+        cdef cnp.int64_t[::1] st = starts
+        cdef cnp.int32_t[::1] ln = lens
+        cdef cnp.int32_t[::1] di = ids
+        cdef cnp.uint32_t[::1] cv = chars
+        cdef cnp.uint8_t[::1] fi = first
+        self.model.n_specials = len(items)
+        self.model.sp_start = <const int64_t*>&st[0]
+        self.model.sp_len = &ln[0]
+        self.model.sp_id = &di[0]
+        self.model.sp_chars = &cv[0]
+        self.model.sp_first = &fi[0]
+        self.model.sp_astral = astral
+        leads = {t[0] for t, _ in items}
+        lead = ord(leads.pop()) if len(leads) == 1 else -1
+        self.model.sp_lead = lead if lead < 256 else -1   # memchr finds one byte
+
+    def configure(self, prefix, suffix, Py_ssize_t budget_special, Py_ssize_t budget_plain, *,
+                  bint trunc_left=False, bint trunc_only_second=False, int pad_mode=-1,
+                  Py_ssize_t pad_length=0, Py_ssize_t pad_multiple=0, bint pad_left=False, int32_t pad_id=0):
+        """What ``encode_ids`` adds and cuts, checked by the caller (``fastbpe.WordPiece``):
+        ``prefix`` / ``suffix`` ids around the text with special tokens; at most
+        ``budget_*`` ids of the text itself (-1: no limit), cut on the left with
+        ``trunc_left``; ``trunc_only_second``: a single text that needs cutting is an
+        error (HF's only_second strategy); then padding (``reference.wordpiece.Padding``)."""
+        wrap = np.array(list(prefix) + list(suffix) + [0], dtype=np.int32)
+        cdef cnp.int32_t[::1] w = wrap
+        self._wrap = wrap
+        self.n_prefix = len(prefix)
+        self.n_suffix = len(suffix)
+        self.prefix = &w[0]
+        self.suffix = &w[0] + self.n_prefix
+        self.budget_special = budget_special
+        self.budget_plain = budget_plain
+        self.trunc_left = trunc_left
+        self.trunc_only_second = trunc_only_second
+        self.pad_mode = pad_mode
+        self.pad_length = pad_length
+        self.pad_multiple = pad_multiple
+        self.pad_left = pad_left
+        self.pad_id = pad_id
+
+    # -- building the Python lists ---------------------------------------------------------
+    cdef inline int put(self, list out, Py_ssize_t pos, int32_t x) except -1:
+        """out[pos] = the int x (a new reference; the cached object when there is one)."""
+        cdef PyObject* o
+        if 0 <= x < self.n_ints:
+            o = get_item_raw(self._ints, x)
+            incref_raw(o)
+        else:
+            o = long_raw(x)
+            if o == NULL:
+                raise MemoryError()
+        set_item_raw(out, pos, o)
+        return 0
+
+    cdef Py_ssize_t kept(self, Py_ssize_t n, bint add_special, Py_ssize_t budget) except -1:
+        """How many of the text's n ids survive truncation."""
+        if budget == -2:
+            budget = self.budget_special if add_special else self.budget_plain
+        if budget < 0 or n <= budget:
+            return n
+        if self.trunc_only_second:
+            raise ValueError("truncation strategy 'only_second' needs a pair of texts")
+        return budget
+
+    cdef Py_ssize_t padded(self, Py_ssize_t longest):
+        """The length rows are padded to, given the longest row of the batch; 0: none."""
+        cdef Py_ssize_t n
+        if self.pad_mode < 0:
+            return 0
+        n = self.pad_length if self.pad_mode == 1 else longest
+        if self.pad_multiple > 0 and n % self.pad_multiple:
+            n += self.pad_multiple - n % self.pad_multiple
+        return n
+
+    cdef inline void pad_run(self, list out, Py_ssize_t pos, Py_ssize_t stop) except *:
+        """out[pos:stop] = the pad id."""
+        if pos >= stop:
+            return
+        self.put(out, pos, self.pad_id)
+        cdef PyObject* o = get_item_raw(out, pos)
+        for pos in range(pos + 1, stop):
+            incref_raw(o)
+            set_item_raw(out, pos, o)
+
+    cdef list row(self, const int32_t* ids, Py_ssize_t n, Py_ssize_t keep, bint add_special, Py_ssize_t target):
+        """[prefix] + the kept ids + [suffix], padded to ``target``, as a new list."""
+        cdef Py_ssize_t wrap = (self.n_prefix + self.n_suffix) if add_special else 0
+        cdef Py_ssize_t total = keep + wrap, size = max(total, target), pos = 0, i
+        cdef Py_ssize_t start = (n - keep) if self.trunc_left else 0
+        cdef list out = PyList_New(size)
+        if self.pad_left:
+            self.pad_run(out, 0, size - total)
+            pos = size - total
+        if add_special:
+            for i in range(self.n_prefix):
+                self.put(out, pos, self.prefix[i])
+                pos += 1
+        for i in range(start, start + keep):
+            self.put(out, pos, ids[i])
+            pos += 1
+        if add_special:
+            for i in range(self.n_suffix):
+                self.put(out, pos, self.suffix[i])
+                pos += 1
+        self.pad_run(out, pos, size)
+        return out
+
+    cdef int raise_found(self, str text, Py_ssize_t pos, index) except -1:
+        """tiktoken's error for the special token the kernel found at ``pos``."""
+        cdef Py_ssize_t k = match_special(&self.model, PyUnicode_KIND(text), <const char*>PyUnicode_DATA(text),
+                                          pos, len(text))
+        raise_disallowed_special_token(self._special_names[k], pos, index)
+        return -1
+
+    # -- encoding ----------------------------------------------------------------------------
+    def encode_ids(self, str text, int mode, bint add_special, Py_ssize_t budget=-2):
+        """The ids ``fastbpe.WordPiece.encode`` returns, in one call: special-token text by
+        ``mode`` (0 ordinary, 1 split, 2 error), truncation to ``budget`` ids (-2: as
+        configured, -1: none), the special tokens around, padding. Short texts keep the
+        GIL and reuse the core's buffers; long ones release it."""
+        cdef Py_ssize_t n = len(text), found = 0, keep
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const char* data = <const char*>PyUnicode_DATA(text)
+        cdef Py_ssize_t wrap = (self.n_prefix + self.n_suffix) if add_special else 0
         cdef int rc
-        cdef Py_ssize_t n = cps.shape[0]
-        out.ids.data = NULL; out.ids.size = 0; out.ids.cap = 0
-        out.starts.data = NULL; out.starts.size = 0; out.starts.cap = 0
-        out.ends.data = NULL; out.ends.size = 0; out.ends.cap = 0
-        out.want_offsets = offsets
-        out.error = 0
+        cdef Output local
+        cdef Scratch s
+        if n <= SHORT_TEXT and not self.busy:
+            self.busy = True
+            try:
+                self.out.ids.size = 0
+                rc = encode_segments(&self.model, &self.scratch, kind, data, n, mode, &self.out, &found)
+                if rc == 0:
+                    keep = self.kept(self.out.ids.size, add_special, budget)
+                    return self.row(self.out.ids.data, self.out.ids.size, keep, add_special, self.padded(keep + wrap))
+            finally:
+                self.busy = False
+        else:
+            output_init(&local, False)
+            try:
+                with nogil:
+                    rc = scratch_open(&self.model, &s)
+                    if rc == 0:
+                        rc = encode_segments(&self.model, &s, kind, data, n, mode, &local, &found)
+                        scratch_close(&s)
+                if rc == 0:
+                    keep = self.kept(local.ids.size, add_special, budget)
+                    return self.row(local.ids.data, local.ids.size, keep, add_special, self.padded(keep + wrap))
+            finally:
+                free_output(&local)
+        if rc == 1:
+            self.raise_found(text, found, None)
+        raise MemoryError("out of memory while encoding")
+
+    def encode_batch_ids(self, list texts, int num_threads, int mode, bint add_special, Py_ssize_t budget=-2):
+        """``encode_ids`` of every text, on native threads (``_Batch``); padding to the
+        longest row of the batch when so configured, as HF's ``encode_batch``."""
+        cdef _Batch batch = _Batch(texts, False)
+        cdef Py_ssize_t found_text = -1, found_pos = 0, t, longest = 0, target
+        cdef Py_ssize_t wrap = (self.n_prefix + self.n_suffix) if add_special else 0
+        batch.run(&self.model, num_threads, mode, &found_text, &found_pos)
+        if found_text >= 0:
+            self.raise_found(texts[found_text], found_pos, found_text)
+        keeps = np.empty(batch.n, dtype=np.intp)
+        cdef Py_ssize_t[::1] kv = keeps
+        for t in range(batch.n):
+            kv[t] = self.kept(batch.outs[t].ids.size, add_special, budget)
+            longest = max(longest, kv[t] + wrap)
+        target = self.padded(longest)
+        return [self.row(batch.outs[t].ids.data, batch.outs[t].ids.size, kv[t], add_special, target)
+                for t in range(batch.n)]
+
+    def encode(self, str text, bint offsets=False, int64_t base=0, int mode=MODE_ORDINARY):
+        """Ids (list) of ``text``, or (ids, starts, ends) lists with ``offsets=True``;
+        offsets are ``base`` + character index."""
+        cdef Output out
+        cdef Scratch s
+        cdef int rc
+        cdef Py_ssize_t n = len(text), found = 0, i
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const char* data = <const char*>PyUnicode_DATA(text)
+        output_init(&out, offsets)
         try:
             with nogil:
-                rc = encode_text(&self.model, &cps[0] if n else NULL, n, base, &out)
+                rc = scratch_open(&self.model, &s)
+                if rc == 0:
+                    rc = encode_segments(&self.model, &s, kind, data, n, mode, &out, &found)
+                    scratch_close(&s)
+            if rc == 1:
+                self.raise_found(text, found, None)
             if rc != 0:
                 raise MemoryError("out of memory while encoding")
             ids = [out.ids.data[i] for i in range(out.ids.size)]
             if not offsets:
                 return ids
-            return ids, [out.starts.data[i] for i in range(out.starts.size)], [out.ends.data[i] for i in range(out.ends.size)]
+            return (ids, [out.starts.data[i] + base for i in range(out.starts.size)],
+                    [out.ends.data[i] + base for i in range(out.ends.size)])
         finally:
             free_output(&out)
 
-    def encode_batch(self, list texts, int num_threads=1, bint offsets=False):
-        """Encode many texts on ``num_threads`` pthreads without the GIL.
+    def encode_batch(self, list texts, int num_threads=1, bint offsets=False, int mode=MODE_ORDINARY):
+        """Encode many texts on native threads (``_Batch``).
 
         Returns (ids int32, starts int64, ends int64, row_splits int64[len+1]); text t's
         tokens are ids[row_splits[t]:row_splits[t+1]]. Offsets are empty unless asked for.
         """
-        cdef Py_ssize_t n_texts = len(texts), t, total = 0, j
-        arrays = [_as_codepoints(x) for x in texts]
-        cdef const uint32_t** ptrs = <const uint32_t**>malloc((n_texts + 1) * sizeof(uint32_t*))
-        cdef Py_ssize_t* lens = <Py_ssize_t*>malloc((n_texts + 1) * sizeof(Py_ssize_t))
-        cdef Output* outs = <Output*>malloc((n_texts + 1) * sizeof(Output))
-        cdef Job* jobs = NULL
-        cdef pthread_t* threads = NULL
-        cdef const cnp.uint32_t[::1] a
-        cdef int n_thr, k, failed = 0
-        if ptrs == NULL or lens == NULL or outs == NULL:
-            free(ptrs); free(lens); free(outs)
-            raise MemoryError()
-        for t in range(n_texts):
-            a = arrays[t]
-            lens[t] = a.shape[0]
-            ptrs[t] = &a[0] if a.shape[0] else NULL
-            outs[t].ids.data = NULL; outs[t].ids.size = 0; outs[t].ids.cap = 0
-            outs[t].starts.data = NULL; outs[t].starts.size = 0; outs[t].starts.cap = 0
-            outs[t].ends.data = NULL; outs[t].ends.size = 0; outs[t].ends.cap = 0
-            outs[t].want_offsets = offsets
-            outs[t].error = 0
-        n_thr = max(1, min(num_threads, n_texts))
-        try:
-            jobs = <Job*>malloc(n_thr * sizeof(Job))
-            threads = <pthread_t*>malloc(n_thr * sizeof(pthread_t))
-            if jobs == NULL or threads == NULL:
-                raise MemoryError()
-            for k in range(n_thr):
-                jobs[k].model = &self.model
-                jobs[k].texts = ptrs
-                jobs[k].lengths = lens
-                jobs[k].first = n_texts * k // n_thr
-                jobs[k].last = n_texts * (k + 1) // n_thr
-                jobs[k].outs = outs
-                jobs[k].error = 0
-            with nogil:
-                if n_thr == 1:
-                    run_job(&jobs[0])
-                else:
-                    for k in range(n_thr):
-                        if pthread_create(&threads[k], NULL, run_job, &jobs[k]) != 0:
-                            run_job(&jobs[k])  # could not start a thread: do it here
-                            threads[k] = 0
-                    for k in range(n_thr):
-                        if threads[k] != 0:
-                            pthread_join(threads[k], NULL)
-            for k in range(n_thr):
-                failed |= jobs[k].error
-            if failed:
-                raise MemoryError("out of memory while encoding")
-            row_splits = np.zeros(n_texts + 1, dtype=np.int64)
-            for t in range(n_texts):
-                total += outs[t].ids.size
-                row_splits[t + 1] = total
-            ids = np.empty(total, dtype=np.int32)
-            starts = np.empty(total if offsets else 0, dtype=np.int64)
-            ends = np.empty(total if offsets else 0, dtype=np.int64)
-            _fill(ids, starts, ends, outs, n_texts, offsets)
-            return ids, starts, ends, row_splits
-        finally:
-            for t in range(n_texts):
-                free_output(&outs[t])
-            free(ptrs); free(lens); free(outs); free(jobs); free(threads)
+        cdef _Batch batch = _Batch(texts, offsets)
+        cdef Py_ssize_t found_text = -1, found_pos = 0, t, total = 0
+        batch.run(&self.model, num_threads, mode, &found_text, &found_pos)
+        if found_text >= 0:
+            self.raise_found(texts[found_text], found_pos, found_text)
+        row_splits = np.zeros(batch.n + 1, dtype=np.int64)
+        for t in range(batch.n):
+            total += batch.outs[t].ids.size
+            row_splits[t + 1] = total
+        ids = np.empty(total, dtype=np.int32)
+        starts = np.empty(total if offsets else 0, dtype=np.int64)
+        ends = np.empty(total if offsets else 0, dtype=np.int64)
+        _fill(ids, starts, ends, batch.outs, batch.n, offsets)
+        return ids, starts, ends, row_splits
 
 
 def words_text(self_core, list texts, int num_threads=1):
