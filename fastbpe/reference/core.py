@@ -58,6 +58,14 @@ def _retry_without_surrogates(encode):
     return wrapper
 
 
+def _piece_bytes(piece) -> bytes:
+    if isinstance(piece, bytearray):
+        return bytes(piece)
+    if not isinstance(piece, bytes):
+        raise TypeError(f"piece must be bytes, not {type(piece).__name__}")
+    return piece
+
+
 class CoreBPE:
     """Encode and decode with tiktoken's rules.
 
@@ -126,6 +134,22 @@ class CoreBPE:
             return self._special[piece.decode("utf-8")]
         except (UnicodeDecodeError, KeyError):
             raise KeyError(piece) from None
+
+    def encode_single_piece(self, piece: bytes) -> list[int]:
+        """One piece of bytes, no pre-tokenization: its id if it is a token, else merged
+        from single bytes (tiktoken's ``encode_single_piece``); [] for b"".
+
+        >>> CoreBPE({bytes([i]): i for i in range(256)} | {b"ab": 256}, {}, ".").encode_single_piece(b"abc")
+        [256, 99]
+        """
+        piece = _piece_bytes(piece)
+        return bpe.bpe_encode_chunk(piece, self._ranks) if piece else []
+
+    def byte_pair_encode(self, piece: bytes) -> list[int]:
+        """One piece merged from single bytes, without the whole-piece lookup (tiktoken's
+        ``byte_pair_encode``: a token that merging never reaches stays split)."""
+        piece = _piece_bytes(piece)
+        return bpe.merge_bytes(piece, self._ranks) if piece else []
 
     # decoding ------------------------------------------------------------------------
     def decode_bytes(self, tokens: Iterable[int]) -> bytes:
