@@ -174,12 +174,15 @@ _DECODE_BAD_ITEMS = [   # (tokens, error, what the message names)
     ([1, True], TypeError, "True at index 1"),
     (["1"], TypeError, "'1' at index 0"),
     ([1, None], TypeError, "None at index 1"),
-    ([10**9], KeyError, "1000000000"),
-    ([1, -1, 2.5], TypeError, "2.5 at index 2"),   # a non-int before any unknown id
-    ([1, 2**70, 10**9], KeyError, str(2**70)),     # then the first unknown id
-    ((5, 10**9), KeyError, "1000000000"),
-    (np.array([7, 2**64 - 1, 10**9], dtype=np.uint64), KeyError, str(2**64 - 1)),
-    (np.array([-3, 1]), KeyError, "-3"),
+    ([10**9], KeyError, "Invalid token for decoding: 1000000000 at index 0"),
+    # as tiktoken: every item is converted (TypeError, OverflowError outside u32) before
+    # any is looked up (KeyError), so the first item that is no id wins
+    ([1, -1, 2.5], OverflowError, "-1 at index 1"),
+    ([1, 10**9, 2.5], TypeError, "2.5 at index 2"),
+    ([1, 10**9, 2**70], OverflowError, f"{2**70} at index 2"),
+    ((5, 10**9), KeyError, "1000000000 at index 1"),
+    (np.array([7, 2**64 - 1, 10**9], dtype=np.uint64), OverflowError, f"{2**64 - 1} at index 1"),
+    (np.array([-3, 1]), OverflowError, "-3 at index 0"),
     (np.array([1.0]), TypeError, "float64"),
 ]
 
