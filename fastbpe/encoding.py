@@ -342,9 +342,11 @@ class Encoding:
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token, ordinary or special (errors as ``decode_bytes``)."""
         _check_token_id(token)
-        if not self._is_token(int(token)):
-            raise KeyError(f"Invalid token for decoding: {token}")
-        return self._core_bpe.decode_single_token_bytes(int(token))
+        try:
+            return self._core_bpe.decode_single_token_bytes(int(token))
+        except KeyError:
+            pass
+        raise KeyError(f"Invalid token for decoding: {token}")   # outside the except: no chain
 
     def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
         """The bytes of each token (errors as ``decode_bytes``)."""

@@ -350,7 +350,11 @@ def test_decode_error_messages_name_the_item(pair):
         ours.decode([10**6, -1])
     with pytest.raises(TypeError, match="got 2.5 at index 2"):
         ours.decode([10**6, 1, 2.5])
-    for call in (lambda: ours.decode([1, -1]), lambda: ours.decode_tokens_bytes([10**6])):
+    for method in ("decode", "decode_tokens_bytes", "decode_batch"):   # bool is no id, in both cores
+        with pytest.raises(TypeError, match="True"):
+            getattr(ours, method)([[1, True]] if method == "decode_batch" else [1, True])
+    for call in (lambda: ours.decode([1, -1]), lambda: ours.decode_tokens_bytes([10**6]),
+                 lambda: ours.decode_single_token_bytes(10**6)):
         with pytest.raises((KeyError, OverflowError)) as err:
             call()
         assert err.value.__context__ is None

@@ -166,6 +166,8 @@ class CoreBPE:
         return [self.decode_bytes(t) for t in batch]
 
     def decode_single_token_bytes(self, token: int) -> bytes:
+        if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
+            raise TypeError(f"token must be an int, not {type(token).__name__}")
         try:
             return self._decoder[token]
         except KeyError:
