@@ -9,7 +9,6 @@ import regex
 import fastbpe
 from fastbpe.reference import patterns
 
-NAMES = ["gpt2", "cl100k_base", "o200k_base"]
 PAT = {"gpt2": patterns.GPT2, "cl100k_base": patterns.CL100K, "o200k_base": patterns.O200K}
 TEXTS = [
     "Hello world! It's a test, isn't it? I'LL go.",
@@ -17,23 +16,6 @@ TEXTS = [
     "İstanbul'da çok güzel. 中文文本 你好 النص العربي हिन्दी पाठ 🙂 👩‍💻 ١٢٣ १२३",
     "",
 ]
-
-
-@pytest.fixture(scope="module", params=[(n, core) for n in NAMES for core in ("native", "reference")],
-                ids=lambda p: f"{p[0]}-{p[1]}")
-def pair(request, tiktoken_encoding):
-    """(our Encoding, tiktoken's) on one vocabulary, on the native core or its twin."""
-    name, core = request.param
-    tk = tiktoken_encoding(name)
-    ours = fastbpe.Encoding(name, pat_str=tk._pat_str, mergeable_ranks=tk._mergeable_ranks,
-                            special_tokens=tk._special_tokens)
-    if core == "reference":
-        from fastbpe.reference.core import CoreBPE
-
-        ours._core_bpe = CoreBPE(tk._mergeable_ranks, tk._special_tokens, tk._pat_str)
-    else:
-        assert type(ours._core_bpe).__module__ == "fastbpe._encode"
-    return ours, tk
 
 
 def test_properties_match_tiktoken(pair):

@@ -1,5 +1,5 @@
 """The rest of tiktoken's Encoding API, compared with the real tiktoken on gpt2, cl100k_base
-and o200k_base, on the native core and on the reference core: single tokens and pieces,
+and o200k_base, on the native core and on the reference core (the ``pair`` fixture): single tokens and pieces,
 unstable tokens, bytes that are not UTF-8, counting to a limit, and decode errors."""
 from __future__ import annotations
 
@@ -15,23 +15,7 @@ import fastbpe
 from fastbpe import encoding
 from fastbpe.reference.core import CoreBPE, fix_surrogates
 
-NAMES = ["gpt2", "cl100k_base", "o200k_base"]
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module", params=[(n, core) for n in NAMES for core in ("native", "reference")],
-                ids=lambda p: f"{p[0]}-{p[1]}")
-def pair(request, tiktoken_encoding):
-    """(our Encoding, tiktoken's) on one vocabulary, on the native core or its twin."""
-    name, core = request.param
-    tk = tiktoken_encoding(name)
-    ours = fastbpe.Encoding(name, pat_str=tk._pat_str, mergeable_ranks=tk._mergeable_ranks,
-                            special_tokens=tk._special_tokens)
-    if core == "reference":
-        ours._core_bpe = CoreBPE(tk._mergeable_ranks, tk._special_tokens, tk._pat_str)
-    else:
-        assert type(ours._core_bpe).__module__ == "fastbpe._encode"
-    return ours, tk
 
 
 def _run(pair, check, strategy, native: int, reference: int):
@@ -53,7 +37,7 @@ _TEXT_UTF8 = _TEXT.map(fix_surrogates)   # what tiktoken accepts where it has no
 
 GOLDEN = ["", "hello fanta", "hello world", "x  ", "\n\n", "a\n\n", "你好", "🙂", " 👩‍💻", "def f():\n    ",
           "abc123", "It's", "hello<|endoftext|>", "hello <|endoftext|> wor", "\t\t", "a b c   \n",
-          "İstanbul'da", "x\u3000", "a\u2028", "<|endoftext|>"]
+          "İstanbul'da", "x\u3000", "a\u2028", "a\x85", "x\x1c", "<|endoftext|>"]   # \x1c: isspace, not White_Space
 
 
 def _unstable(enc, text, **kwargs):
@@ -330,6 +314,21 @@ def test_decode_errors_are_tiktokens(pair, bad):
         assert want is not None
         got = _error(lambda: getattr(ours, method)(arg))
         assert got is want, (method, bad)
+
+
+@pytest.mark.parametrize("bad", [5, None, b"text", ["a"]], ids=repr)
+def test_encode_of_a_non_str_is_a_type_error_as_in_tiktoken(pair, bad):
+    ours, tk = pair
+    for method in ("encode", "encode_ordinary", "encode_to_numpy", "encode_with_unstable",
+                   "_encode_only_native_bpe", "count"):
+        if hasattr(tk, method):
+            assert _error(lambda: getattr(tk, method)(bad)) is TypeError
+        with pytest.raises(TypeError, match="must be a str"):
+            getattr(ours, method)(bad)
+    for method in ("encode_batch", "encode_ordinary_batch"):
+        assert _error(lambda: getattr(tk, method)(["ok", bad])) is TypeError
+        with pytest.raises(TypeError, match="text 1 of the batch"):
+            getattr(ours, method)(["ok", bad])
 
 
 def test_decode_error_messages_name_the_item(pair):
