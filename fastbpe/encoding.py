@@ -505,9 +505,20 @@ class Encoding:
         return self._core_bpe.token_byte_values()
 
     @functools.cached_property
-    def _token_lengths(self) -> list[int]:
-        """The byte length of every id (0 where no token has that id)."""
-        lengths = [0] * (self.max_token_value + 1)
+    def _sorted_token_texts(self) -> list[str | None]:
+        """``_sorted_token_bytes`` as str, None where a token is not UTF-8."""
+        out: list[str | None] = []
+        for tok in self._sorted_token_bytes:
+            try:
+                out.append(tok.decode("utf-8"))
+            except UnicodeDecodeError:
+                out.append(None)
+        return out
+
+    @functools.cached_property
+    def _token_lengths(self) -> np.ndarray:
+        """The byte length of every id (int64; 0 where no token has that id)."""
+        lengths = np.zeros(self.max_token_value + 1, dtype=np.int64)
         for tok, rank in self._mergeable_ranks.items():
             lengths[rank] = len(tok)
         for tok, rank in self._special_tokens.items():

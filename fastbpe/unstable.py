@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import bisect
 
+import numpy as np
 import regex
 
 from .reference.core import fix_surrogates
@@ -138,24 +139,27 @@ def encode_with_unstable(enc, text: str, allowed: frozenset[str]) -> tuple[list[
     #    may split it) and cut after the first ids that cover the unstable bytes
     texts: list[str] = []
     raw: list[bytes] = []
+    token_texts = enc._sorted_token_texts
     for i in range(1, len(unstable)):
         prefix = unstable[:i]
-        for tok in _starting_with(sorted_bytes, unstable[i:]):
-            possibility = prefix + tok
-            try:
-                texts.append(possibility.decode("utf-8"))
-            except UnicodeDecodeError:
-                raw.append(possibility)
-    encoded = core.encode_ordinary_batch(texts, 1) if texts else []
-    encoded += [core.byte_pair_encode(p) for p in raw]
+        lo, hi = _range_starting_with(sorted_bytes, unstable[i:])
+        try:
+            prefix_text = prefix.decode("utf-8")
+        except UnicodeDecodeError:   # a cut inside a character: the token may complete it
+            for tok in sorted_bytes[lo:hi]:
+                try:
+                    texts.append((prefix + tok).decode("utf-8"))
+                except UnicodeDecodeError:
+                    raw.append(prefix + tok)
+            continue
+        # a cut between characters: prefix + token is UTF-8 exactly when the token is
+        texts += [prefix_text + t for t in token_texts[lo:hi] if t is not None]
+        raw += [prefix + b for b, t in zip(sorted_bytes[lo:hi], token_texts[lo:hi]) if t is None]
     lengths, need = enc._token_lengths, len(unstable)
-    for ids in encoded:
-        total = k = 0
-        for k, t in enumerate(ids):   # noqa: B007 (k is used after the loop)
-            total += lengths[t]
-            if total >= need:
-                break
-        completions[tuple(ids[: k + 1])] = None
+    for ids in _covering_all(core, texts, lengths, need):
+        completions[ids] = None
+    for p in raw:
+        completions[_covering(core.byte_pair_encode(p), lengths, need)] = None
     # 3. a trailing whitespace character may split off once more text comes (gpt2's
     #    "\s+(?!\S)": "\n\n" + "0" is "\n", "\n", "0")
     if len(unstable) > 1:
@@ -167,11 +171,43 @@ def encode_with_unstable(enc, text: str, allowed: frozenset[str]) -> tuple[list[
     return stable, [list(c) for c in completions]
 
 
-def _starting_with(sorted_bytes: list[bytes], prefix: bytes):
-    i = bisect.bisect_left(sorted_bytes, prefix)
-    while i < len(sorted_bytes) and sorted_bytes[i].startswith(prefix):
-        yield sorted_bytes[i]
-        i += 1
+def _starting_with(sorted_bytes: list[bytes], prefix: bytes) -> list[bytes]:
+    lo, hi = _range_starting_with(sorted_bytes, prefix)
+    return sorted_bytes[lo:hi]
+
+
+def _range_starting_with(sorted_bytes: list[bytes], prefix: bytes) -> tuple[int, int]:
+    """The slice of sorted_bytes that starts with prefix."""
+    lo = bisect.bisect_left(sorted_bytes, prefix)
+    hi = lo
+    while hi < len(sorted_bytes) and sorted_bytes[hi].startswith(prefix):
+        hi += 1
+    return lo, hi
+
+
+def _covering_all(core, texts: list[str], lengths: np.ndarray, need: int) -> list[tuple[int, ...]]:
+    """``_covering`` of the ids of each text, in one native batch and numpy: this loop
+    runs for up to ~100,000 texts (every token that starts with a space)."""
+    if not texts:
+        return []
+    flat, offsets = core.encode_batch_to_numpy(texts, frozenset(), 1)
+    reached = np.zeros(len(flat) + 1, dtype=np.int64)      # bytes of flat[:j]
+    np.cumsum(lengths[flat], out=reached[1:])
+    starts, ends = offsets[:-1], offsets[1:]
+    # ids are never empty, so reached rises: the first j past need is one binary search
+    cut = np.minimum(np.searchsorted(reached, reached[starts] + need), ends)
+    ids = flat.tolist()
+    return [tuple(ids[a:b]) for a, b in zip(starts.tolist(), cut.tolist())]
+
+
+def _covering(ids: list[int], lengths: np.ndarray, need: int) -> tuple[int, ...]:
+    """The first ids whose bytes add up to need or more."""
+    total = 0
+    for k, t in enumerate(ids):
+        total += lengths[t]
+        if total >= need:
+            return tuple(ids[: k + 1])
+    return tuple(ids)
 
 
 def _last_char(data: bytes) -> str | None:
