@@ -16,8 +16,10 @@ from typing import AbstractSet, Literal
 import numpy as np
 import regex
 
+from . import unstable
 from .reference.core import CoreBPE as ReferenceCoreBPE
 from .reference.core import DisallowedSpecial
+from .reference.patterns import compile_pattern
 from .special import check_no_disallowed, resolve_special_sets
 
 try:  # the native core lands with the encoder issue; until then the reference serves
@@ -192,38 +194,145 @@ class Encoding:
         self._raise_disallowed(texts[index], disallowed, index)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
-        """The id of one whole token (ordinary or special); KeyError if it is none.
+        """The id of one whole token, ordinary or special, given as str or bytes;
+        ``KeyError(the bytes)`` if it is none, as tiktoken.
 
-        >>> get_toy_encoding().encode_single_token("hi")
-        256
+        >>> enc = get_toy_encoding()
+        >>> enc.encode_single_token("hi"), enc.encode_single_token(b"<|eot|>")
+        (256, 257)
         """
-        if isinstance(text_or_bytes, str):
-            if text_or_bytes in self._special_tokens:
-                return self._special_tokens[text_or_bytes]
-            text_or_bytes = text_or_bytes.encode("utf-8")
-        if not isinstance(text_or_bytes, (bytes, bytearray)):
-            raise TypeError(f"expected str or bytes, not {type(text_or_bytes).__name__}")
+        return self._core_bpe.encode_single_token(_piece_bytes(text_or_bytes))
+
+    def encode_with_unstable(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> tuple[list[int], list[list[int]]]:
+        """``(stable_tokens, completions)`` as tiktoken: the ids of text but its last
+        piece, and every id sequence that may follow them once more text comes (in the
+        order found; the rules are in ``fastbpe.unstable``). Special tokens as in ``encode``.
+
+        >>> get_toy_encoding().encode_with_unstable("hi h")
+        ([256, 32], [[104], [256]])
+        """
+        _check_text(text)
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        check_no_disallowed(text, disallowed)
+        return unstable.encode_with_unstable(self, text, allowed)
+
+    # ----------------------------------------------------------------------- counting
+    def count(self, text: str) -> int:
+        """How many ids ``encode_ordinary(text)`` gives (special-token text is text, as
+        in bpe-openai's ``count`` and ``fastbpe count``).
+
+        >>> get_toy_encoding().count("hi hi")
+        3
+        """
+        _check_text(text)
+        return len(self._core_bpe.encode_ordinary(text))
+
+    def count_till_limit(self, text: str, limit: int) -> int | None:
+        """``count(text)`` if it is at most ``limit``, else None, reading no more of a
+        long text than it takes to pass the limit (bpe-openai's ``count_till_limit``).
+
+        A text of at most ``_COUNT_WHOLE`` characters per allowed token is counted
+        whole, natively; a longer one piece by piece (the pattern's chunks, each encoded
+        alone, as encoding does), stopping at the first piece past the limit.
+
+        >>> enc = get_toy_encoding()
+        >>> enc.count_till_limit("hi hi", 3), enc.count_till_limit("hi hi", 2)
+        (3, None)
+        """
+        _check_text(text)
+        if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
+            raise TypeError(f"limit must be an int, not {type(limit).__name__}")
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        if len(text) <= _COUNT_WHOLE * (limit + 1):
+            n = self.count(text)
+            return n if n <= limit else None
+        total, encode_piece = 0, self._core_bpe.encode_single_piece
         try:
-            return self._mergeable_ranks[bytes(text_or_bytes)]
-        except KeyError:
-            raise KeyError(f"{bytes(text_or_bytes)!r} is not a single token of {self.name!r}") from None
+            for m in self._pat.finditer(text):
+                total += len(encode_piece(m.group().encode("utf-8")))
+                if total > limit:
+                    return None
+        except UnicodeEncodeError:   # lone surrogates: count what encode would encode
+            return self.count_till_limit(unstable.utf8_text(text), limit)
+        return total
+
+    # ----------------------------------------------------------------------- private, as tiktoken
+    def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
+        """Ids of text or bytes as one piece, with no pattern split and no special
+        tokens: its id if it is a token, else BPE from single bytes ([] for empty input,
+        where tiktoken panics).
+
+        >>> get_toy_encoding()._encode_single_piece("hi hi")
+        [256, 32, 256]
+        """
+        return self._core_bpe.encode_single_piece(_piece_bytes(text_or_bytes))
+
+    def _encode_only_native_bpe(self, text: str) -> list[int]:
+        """tiktoken's check of its core: split with the ``regex`` module in Python, BPE
+        each piece alone. The same ids as ``encode_ordinary``."""
+        _check_text(text)
+        text = unstable.utf8_text(text)
+        encode_piece = self._core_bpe.encode_single_piece
+        return [t for piece in self._pat.findall(text) for t in encode_piece(piece.encode("utf-8"))]
+
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """Ids of bytes that need not be UTF-8, as tiktoken (see ``fastbpe.unstable``).
+
+        >>> get_toy_encoding()._encode_bytes(b"hi \\xff")
+        [256, 32, 255]
+        """
+        if isinstance(text, (bytearray, memoryview)):
+            text = bytes(text)
+        if not isinstance(text, bytes):
+            raise TypeError(f"expected bytes, not {type(text).__name__}")
+        return unstable.encode_bytes(self, text)
 
     # ----------------------------------------------------------------------- decoding
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
-        """The bytes of the tokens, joined; KeyError names an unknown id."""
-        return self._core_bpe.decode_bytes(self._check_tokens(tokens))
+        """The bytes of the tokens, joined. Errors as tiktoken's, naming the item: TypeError
+        for one that is not an int, OverflowError for one outside 0..2**32-1, then
+        KeyError for an id that is no token.
+
+        >>> get_toy_encoding().decode_bytes([256, 300])
+        Traceback (most recent call last):
+        KeyError: 'Invalid token for decoding: 300 at index 1'
+        """
+        tokens = self._check_tokens(tokens)
+        try:
+            return self._core_bpe.decode_bytes(tokens)
+        except (KeyError, TypeError, OverflowError):
+            pass
+        self._raise_bad_token(tokens)   # outside the except: no chained error
 
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
         """Decode to str; a UTF-8 character split across tokens becomes U+FFFD."""
         return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
-        if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
-            raise TypeError(f"token must be an int, not {type(token).__name__}")
-        return self._core_bpe.decode_single_token_bytes(int(token))
+        """The bytes of one token, ordinary or special (errors as ``decode_bytes``)."""
+        _check_token_id(token)
+        try:
+            return self._core_bpe.decode_single_token_bytes(int(token))
+        except KeyError:
+            pass
+        raise KeyError(f"Invalid token for decoding: {token}")   # outside the except: no chain
 
     def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
-        return [self.decode_single_token_bytes(t) for t in self._check_tokens(tokens)]
+        """The bytes of each token (errors as ``decode_bytes``)."""
+        tokens = self._check_tokens(tokens)
+        decode = self._core_bpe.decode_single_token_bytes
+        try:
+            return [decode(t) for t in tokens]
+        except (KeyError, TypeError, OverflowError):
+            pass
+        self._raise_bad_token(tokens)
 
     def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
         """Decode, and give each token's starting character offset (as tiktoken does)."""
@@ -239,8 +348,16 @@ class Encoding:
         return [b.decode("utf-8", errors=errors) for b in self.decode_bytes_batch(batch, num_threads=num_threads)]
 
     def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8) -> list[bytes]:
+        """``decode_bytes`` of each sequence; an error names the sequence and the item."""
         num_threads = _check_num_threads(num_threads)
-        return self._core_bpe.decode_batch_bytes([self._check_tokens(t) for t in batch], num_threads)
+        batch = [self._check_tokens(t) for t in batch]
+        try:
+            return self._core_bpe.decode_batch_bytes(batch, num_threads)
+        except (KeyError, TypeError, OverflowError):
+            pass
+        for i, tokens in enumerate(batch):
+            self._raise_bad_token(tokens, i, must=False)
+        raise AssertionError("the core refused a batch in which every id is a token")
 
     # ----------------------------------------------------------------------- properties
     def token_byte_values(self) -> list[bytes]:
@@ -351,6 +468,56 @@ class Encoding:
                 raise TypeError(f"text {i} of the batch is {type(t).__name__}, expected str")
         return texts
 
+    def _raise_bad_token(self, tokens, index: int | None = None, must: bool = True) -> None:
+        """tiktoken's error for the first bad item of tokens (which a core refused):
+        first any item that is no id (TypeError, OverflowError), then an unknown id;
+        ``index`` names the sequence of a batch. Only the error path pays for this loop."""
+        where = "" if index is None else f" of sequence {index} of the batch"
+        items = tokens.tolist() if isinstance(tokens, np.ndarray) else tokens
+        for i, token in enumerate(items):
+            _check_token_id(token, f" at index {i}{where}")
+        for i, token in enumerate(items):
+            if not self._is_token(int(token)):
+                raise KeyError(f"Invalid token for decoding: {token} at index {i}{where}")
+        if must:
+            raise AssertionError("the core refused tokens that are all known ids")
+
+    def _is_token(self, token: int) -> bool:
+        try:
+            self._core_bpe.decode_single_token_bytes(token)
+        except KeyError:
+            return False
+        return True
+
+    @functools.cached_property
+    def _pat(self) -> regex.Pattern:
+        return compile_pattern(self._pat_str)
+
+    @functools.cached_property
+    def _sorted_token_bytes(self) -> list[bytes]:
+        return self._core_bpe.token_byte_values()
+
+    @functools.cached_property
+    def _sorted_token_texts(self) -> list[str | None]:
+        """``_sorted_token_bytes`` as str, None where a token is not UTF-8."""
+        out: list[str | None] = []
+        for tok in self._sorted_token_bytes:
+            try:
+                out.append(tok.decode("utf-8"))
+            except UnicodeDecodeError:
+                out.append(None)
+        return out
+
+    @functools.cached_property
+    def _token_lengths(self) -> np.ndarray:
+        """The byte length of every id (int64; 0 where no token has that id)."""
+        lengths = np.zeros(self.max_token_value + 1, dtype=np.int64)
+        for tok, rank in self._mergeable_ranks.items():
+            lengths[rank] = len(tok)
+        for tok, rank in self._special_tokens.items():
+            lengths[rank] = len(tok.encode("utf-8"))
+        return lengths
+
     @staticmethod
     def _check_tokens(tokens) -> list[int] | np.ndarray:
         if isinstance(tokens, np.ndarray):
@@ -362,6 +529,35 @@ class Encoding:
         # the items are the core's to check (TypeError naming the first that is not an
         # int, KeyError the first unknown id): a loop here cost more than decoding
         return tokens if type(tokens) in (list, tuple) else list(tokens)
+
+
+_MAX_ID = 2**32 - 1   # ids are u32, as in tiktoken
+#: count_till_limit counts a text whole when it has at most this many characters per
+#: allowed token. The walk costs ~0.6 us per token (a Python step per piece), native
+#: encoding 5-11 ns per character: 64 keeps either within ~2x of the other at the switch
+#: (benchmarks/count_till_limit.py measures both).
+_COUNT_WHOLE = 64
+
+
+def _check_token_id(token, where: str = "") -> None:
+    """TypeError unless token is an int (bool is not one), OverflowError unless it is an
+    id tiktoken can hold (0..2**32-1); ``where`` says which item it is."""
+    if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
+        raise TypeError(f"token ids must be ints, got {token!r}{where}")
+    if not 0 <= token <= _MAX_ID:
+        raise OverflowError(f"token id {token}{where} is out of range: ids are 0 .. 2**32 - 1")
+
+
+def _piece_bytes(text_or_bytes) -> bytes:
+    """The bytes of one token or piece given as str or bytes. A lone surrogate raises
+    UnicodeEncodeError, as in tiktoken: replacing it would look up another token."""
+    if isinstance(text_or_bytes, str):
+        return text_or_bytes.encode("utf-8")
+    if isinstance(text_or_bytes, (bytearray, memoryview)):
+        return bytes(text_or_bytes)
+    if not isinstance(text_or_bytes, bytes):
+        raise TypeError(f"expected str or bytes, not {type(text_or_bytes).__name__}")
+    return text_or_bytes
 
 
 def _make_core(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str):

@@ -74,6 +74,25 @@ def tiktoken_encoding():
     return get
 
 
+@pytest.fixture(scope="module", params=[(n, core) for n in TIKTOKEN_SPECIALS for core in ("native", "reference")],
+                ids=lambda p: f"{p[0]}-{p[1]}")
+def pair(request, tiktoken_encoding):
+    """(our Encoding, tiktoken's) on gpt2, cl100k_base and o200k_base, each on the native
+    core and on its pure-Python twin."""
+    import fastbpe
+    from fastbpe.reference.core import CoreBPE
+
+    name, core = request.param
+    tk = tiktoken_encoding(name)
+    ours = fastbpe.Encoding(name, pat_str=tk._pat_str, mergeable_ranks=tk._mergeable_ranks,
+                            special_tokens=tk._special_tokens)
+    if core == "reference":
+        ours._core_bpe = CoreBPE(tk._mergeable_ranks, tk._special_tokens, tk._pat_str)
+    else:
+        assert type(ours._core_bpe).__module__ == "fastbpe._encode"
+    return ours, tk
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _threads_as_asked():
     """Batch calls run on exactly the threads a test asks for.

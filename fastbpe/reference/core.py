@@ -58,6 +58,14 @@ def _retry_without_surrogates(encode):
     return wrapper
 
 
+def _piece_bytes(piece) -> bytes:
+    if isinstance(piece, bytearray):
+        return bytes(piece)
+    if not isinstance(piece, bytes):
+        raise TypeError(f"piece must be bytes, not {type(piece).__name__}")
+    return piece
+
+
 class CoreBPE:
     """Encode and decode with tiktoken's rules.
 
@@ -137,6 +145,22 @@ class CoreBPE:
         except (UnicodeDecodeError, KeyError):
             raise KeyError(piece) from None
 
+    def encode_single_piece(self, piece: bytes) -> list[int]:
+        """One piece of bytes, no pre-tokenization: its id if it is a token, else merged
+        from single bytes (tiktoken's ``encode_single_piece``); [] for b"".
+
+        >>> CoreBPE({bytes([i]): i for i in range(256)} | {b"ab": 256}, {}, ".").encode_single_piece(b"abc")
+        [256, 99]
+        """
+        piece = _piece_bytes(piece)
+        return bpe.bpe_encode_chunk(piece, self._ranks) if piece else []
+
+    def byte_pair_encode(self, piece: bytes) -> list[int]:
+        """One piece merged from single bytes, without the whole-piece lookup (tiktoken's
+        ``byte_pair_encode``: a token that merging never reaches stays split)."""
+        piece = _piece_bytes(piece)
+        return bpe.merge_bytes(piece, self._ranks) if piece else []
+
     # decoding ------------------------------------------------------------------------
     def decode_bytes(self, tokens: Iterable[int]) -> bytes:
         """The tokens' bytes; TypeError names the first item that is not an int (bool is
@@ -152,6 +176,8 @@ class CoreBPE:
         return [self.decode_bytes(t) for t in batch]
 
     def decode_single_token_bytes(self, token: int) -> bytes:
+        if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
+            raise TypeError(f"token must be an int, not {type(token).__name__}")
         try:
             return self._decoder[token]
         except KeyError:

@@ -3366,9 +3366,16 @@ cdef class CoreBPE:
             return self.special_tokens[s]
         raise KeyError(piece)
 
-    def _encode_chunk_bytes(self, bytes piece):
-        """Testing hook: BPE-merge one chunk of raw bytes (no pre-tokenization)."""
+    cdef list encode_piece(self, piece, bint whole_first):
+        """BPE of one piece of raw bytes, no pre-tokenization: the whole piece's id if
+        it is a token and whole_first, else merged from single bytes (tiktoken's
+        byte_pair_encode, which never looks the whole piece up)."""
         self.check_ready()
+        if isinstance(piece, bytearray):
+            piece = bytes(piece)
+        elif not isinstance(piece, bytes):
+            raise TypeError(f"piece must be bytes, not {type(piece).__name__}")
+        cdef bytes b = <bytes>piece
         cdef OutBuf out
         cdef Py_ssize_t err_pos = 0
         cdef int rc
@@ -3376,20 +3383,38 @@ cdef class CoreBPE:
         out.size = 0
         out.cap = 0
         out.arena = NULL
-        cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(piece)
-        cdef Py_ssize_t n = len(piece)
+        cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(b)
+        cdef Py_ssize_t n = len(b)
         if n == 0:
             return []
         try:
             with nogil:
-                rc = bpe_chunk(&self.vocab, p, n, &out, &err_pos, NULL)
+                rc = (bpe_chunk(&self.vocab, p, n, &out, &err_pos, NULL) if whole_first
+                      else bpe_merge(&self.vocab, p, n, &out, &err_pos))
             if rc == ERR_NOMEM:
                 raise MemoryError()
             if rc == ERR_BYTE:
                 raise ValueError(f"byte at {err_pos} is not a token")
+            if rc != ERR_NONE:
+                raise ValueError(f"piece of {n} bytes is too long to merge")
             return outbuf_to_list(&out, self.n_shared_ints)
         finally:
             free(out.data)
+
+    def encode_single_piece(self, piece):
+        """Ids of one piece of bytes (tiktoken's CoreBPE.encode_single_piece): its id if
+        it is a token, else merged from single bytes; [] for b""."""
+        return self.encode_piece(piece, True)
+
+    def byte_pair_encode(self, piece):
+        """Ids of one piece of bytes merged from single bytes, without looking the
+        whole piece up first (tiktoken's byte_pair_encode; a token that merging never
+        reaches stays split)."""
+        return self.encode_piece(piece, False)
+
+    def _encode_chunk_bytes(self, bytes piece):
+        """Testing hook: BPE-merge one chunk of raw bytes (no pre-tokenization)."""
+        return self.encode_piece(piece, True)
 
     def _encode_chunk_by_chars(self, bytes piece):
         """Testing hook: bpe_by_chars on one chunk of UTF-8 (no pre-tokenization, no
