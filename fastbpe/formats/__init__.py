@@ -96,11 +96,10 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             special_tokens=k_special if special_tokens is None else special_tokens,
         )
     if fmt == "hf":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-        model_type = (data.get("model") or {}).get("type") if isinstance(data, dict) else None
+        from ._hfjson import model_of, read_json
+
+        data = read_json(path)
+        model_type = model_of(data, str(path)).get("type")
         if model_type == "WordPiece":
             from ..wordpiece import WordPiece
 
