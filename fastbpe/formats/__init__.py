@@ -96,10 +96,10 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             special_tokens=k_special if special_tokens is None else special_tokens,
         )
     if fmt == "hf":
-        from ._hfjson import model_of, read_json
+        from ._hfjson import field, model_of, read_json
 
         data = read_json(path)
-        model_type = model_of(data, str(path)).get("type")
+        model_type = field(model_of(data, str(path)), "type", str, "model", str(path), default=None)
         if model_type == "WordPiece":
             from ..wordpiece import WordPiece
 

@@ -40,9 +40,14 @@ def show(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def key_path(parent: str, key: str) -> str:
-    """``parent["key"]`` (or ``parent.key`` for a plain identifier) as a JSON path."""
-    if key.isidentifier():
+def key_path(parent: str, key: str, *, bracket: bool = False) -> str:
+    """``parent.key`` as a JSON path, or ``parent["key"]`` for a key that is data (a
+    token) or not a plain identifier.
+
+    >>> key_path("model", "vocab"), key_path("model.vocab", "x", bracket=True)
+    ('model.vocab', 'model.vocab["x"]')
+    """
+    if key.isidentifier() and not bracket:
         return f"{parent}.{key}" if parent else key
     return f"{parent}[{json.dumps(key, ensure_ascii=False)}]"
 
@@ -117,7 +122,7 @@ def check_vocab(vocab, where: str, source: str) -> dict[str, int]:
     expect(vocab, dict, where, source)
     owner: dict[int, str] = {}
     for token, idx in vocab.items():
-        here = key_path(where, token)
+        here = key_path(where, token, bracket=True)
         check_id(idx, here, source)
         if idx in owner:
             raise ValueError(f"{source}: {here} has id {idx}, already the id of {show(owner[idx])}")

@@ -249,7 +249,7 @@ def from_hf_json(data: dict, source: str = "<json>") -> tuple[dict[bytes, int], 
         if text in specials:
             continue
         # the byte-level table is a bijection: distinct texts are distinct bytes
-        ranks[str_to_token(text, f"{source}: {key_path('model.vocab', text)}")] = idx
+        ranks[str_to_token(text, f"{source}: {key_path('model.vocab', text, bracket=True)}")] = idx
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise ValueError(f"{source}: the vocabulary lacks {len(missing)} single-byte tokens (e.g. byte {missing[0]}); not a byte-level BPE")
