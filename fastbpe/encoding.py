@@ -303,12 +303,17 @@ class Encoding:
         return dict(self._special_tokens)
 
     # ----------------------------------------------------------------------- files
-    def save(self, path: str | os.PathLike, format: str | None = None) -> None:
-        """Save as ``.tiktoken`` (ranks only) or ``tokenizer.json`` (everything);
-        the format comes from the extension unless ``format`` is given."""
+    def save(self, path: str | os.PathLike, format: str | None = None, *, lossy: bool = False,
+             transformers: bool = False) -> None:
+        """Save as ``.tiktoken`` (ranks only), ``tokenizer.json`` (everything) or GPT-2's
+        two files; the format comes from the extension unless ``format`` is given. A
+        folder (or ``transformers=True``) gets a tokenizer.json with the config files
+        ``transformers`` reads. A format that cannot hold the split pattern or special
+        tokens refuses unless ``lossy=True`` (``.tiktoken`` only warns); see
+        ``fastbpe.formats``."""
         from .formats import save_encoding
 
-        save_encoding(self, path, format=format)
+        save_encoding(self, path, format=format, lossy=lossy, transformers=transformers)
 
     # ----------------------------------------------------------------------- pickling
     def __getstate__(self) -> dict:
