@@ -51,6 +51,21 @@ class Encoding:
     ...     special_tokens={"<|eot|>": 257})
     >>> enc.encode("hi<|eot|>", allowed_special="all")
     [256, 257]
+
+    ``added_tokens`` (not in tiktoken) are HF's non-special added tokens (``"special":
+    false`` in a tokenizer.json, e.g. ``<|im_start|>`` added with ``add_tokens``). They
+    are ordinary vocabulary, not control tokens: their text is always matched, by every
+    ``encode*`` method including ``encode_ordinary``, without ``allowed_special`` and
+    never refused by ``disallowed_special``; ``special_tokens`` and
+    ``is_special_token`` leave them out. They are split out of the text before the
+    pattern, as HF does, together with the allowed special tokens (leftmost, then
+    longest, match first).
+
+    >>> chat = fastbpe.Encoding("chat", pat_str=r"\\S+|\\s+",
+    ...     mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={},
+    ...     added_tokens={"<|im|>": 256})
+    >>> chat.encode_ordinary("a<|im|>b"), chat.is_special_token(256)
+    ([97, 256, 98], False)
     """
 
     def __init__(
@@ -61,6 +76,7 @@ class Encoding:
         mergeable_ranks: dict[bytes, int],
         special_tokens: dict[str, int],
         explicit_n_vocab: int | None = None,
+        added_tokens: dict[str, int] | None = None,
     ):
         # 1. validate once, with messages that name what is wrong
         if not isinstance(name, str):
@@ -92,6 +108,7 @@ class Encoding:
             if rank in seen:
                 raise ValueError(f"special token {tok!r} has id {rank}, already used by {seen[rank]!r}")
             seen[rank] = tok
+        added_tokens = _check_added_tokens(added_tokens, special_tokens, seen)
         missing = [b for b in range(256) if bytes([b]) not in mergeable_ranks]
         if missing:
             raise ValueError(
@@ -103,6 +120,8 @@ class Encoding:
         self._mergeable_ranks = {bytes(k): int(v) for k, v in mergeable_ranks.items()}
         self._special_tokens = {k: int(v) for k, v in special_tokens.items()}
         self._all_specials = frozenset(self._special_tokens)   # the default disallowed set
+        self._added_tokens = added_tokens
+        self._added_names = frozenset(added_tokens)
         self.max_token_value = max(seen)
         if explicit_n_vocab is not None:
             if len(seen) != explicit_n_vocab:
@@ -110,7 +129,8 @@ class Encoding:
             if self.max_token_value != explicit_n_vocab - 1:
                 raise ValueError(f"explicit_n_vocab={explicit_n_vocab} but the largest id is {self.max_token_value}")
         # 2. build the core once
-        self._core_bpe = _make_core(self._mergeable_ranks, self._special_tokens, pat_str)
+        # added tokens are matched in text by the core's special-token split, always allowed
+        self._core_bpe = _make_core(self._mergeable_ranks, {**self._special_tokens, **added_tokens}, pat_str)
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -123,6 +143,8 @@ class Encoding:
         [256]
         """
         _check_text(text)
+        if self._added_names:
+            return self._core_bpe.encode(text, self._added_names, frozenset())
         return self._core_bpe.encode_ordinary(text)
 
     def encode(
@@ -172,6 +194,8 @@ class Encoding:
         CPUs this process may run on, and about one per 16,384 characters of text: a
         thread costs tens of microseconds to start, which a small batch does not repay."""
         texts = self._check_batch(text)
+        if self._added_names:
+            return self._core_bpe.encode_batch(texts, self._added_names, _check_num_threads(num_threads), frozenset())
         return self._core_bpe.encode_ordinary_batch(texts, _check_num_threads(num_threads))
 
     def encode_batch(
@@ -224,6 +248,8 @@ class Encoding:
         if isinstance(text_or_bytes, str):
             if text_or_bytes in self._special_tokens:
                 return self._special_tokens[text_or_bytes]
+            if text_or_bytes in self._added_tokens:
+                return self._added_tokens[text_or_bytes]
             text_or_bytes = text_or_bytes.encode("utf-8")
         if not isinstance(text_or_bytes, (bytes, bytearray)):
             raise TypeError(f"expected str or bytes, not {type(text_or_bytes).__name__}")
@@ -302,6 +328,11 @@ class Encoding:
     def special_tokens(self) -> dict[str, int]:
         return dict(self._special_tokens)
 
+    @property
+    def added_tokens(self) -> dict[str, int]:
+        """Added tokens that are not special (HF's ``"special": false``): see ``__init__``."""
+        return dict(self._added_tokens)
+
     # ----------------------------------------------------------------------- files
     def save(self, path: str | os.PathLike, format: str | None = None, *, lossy: bool = False,
              transformers: bool = False) -> None:
@@ -317,12 +348,15 @@ class Encoding:
 
     # ----------------------------------------------------------------------- pickling
     def __getstate__(self) -> dict:
-        return {
+        state = {
             "name": self.name,
             "pat_str": self._pat_str,
             "mergeable_ranks": self._mergeable_ranks,
             "special_tokens": self._special_tokens,
         }
+        if self._added_tokens:
+            state["added_tokens"] = self._added_tokens
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(**{k: v for k, v in state.items() if k != "name"}, name=state["name"])
@@ -332,8 +366,12 @@ class Encoding:
         """(allowed, disallowed) as the core takes them (``fastbpe.special`` holds the
         rule). The core looks for the disallowed ones in every text before encoding it
         (natively, on the encoding threads) and reports the first text that holds one,
-        which ``_raise_disallowed`` turns into tiktoken's error."""
-        return resolve_special_sets(allowed_special, disallowed_special, self._all_specials)
+        which ``_raise_disallowed`` turns into tiktoken's error. Added tokens are ordinary
+        text: always allowed, never disallowed."""
+        allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, self._all_specials)
+        if self._added_names:
+            return allowed | self._added_names, disallowed - self._added_names
+        return allowed, disallowed
 
     @staticmethod
     def _raise_disallowed(text: str, disallowed: frozenset[str], index: int | None = None):
@@ -374,6 +412,29 @@ class Encoding:
         # the items are the core's to check (TypeError naming the first that is not an
         # int, KeyError the first unknown id): a loop here cost more than decoding
         return tokens if type(tokens) in (list, tuple) else list(tokens)
+
+
+def _check_added_tokens(added_tokens, special_tokens: dict, seen: dict) -> dict[str, int]:
+    """``added_tokens`` checked like special tokens (``seen``: id -> token so far)."""
+    if added_tokens is None:
+        return {}
+    if not isinstance(added_tokens, dict):
+        raise TypeError(f"added_tokens must be a dict of str -> int, not {type(added_tokens).__name__}")
+    for tok, idx in added_tokens.items():
+        if not isinstance(tok, str):
+            raise TypeError(f"added_tokens keys must be str, got {tok!r}")
+        if not tok:
+            raise ValueError("an added token cannot be the empty string")
+        if tok in special_tokens:
+            raise ValueError(f"added token {tok!r} is also a special token")
+        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)) or idx < 0:
+            raise ValueError(f"id of added token {tok!r} must be a non-negative int, got {idx!r}")
+        # HF may add a token that is already in the vocabulary (GPT-2's "ing"): it keeps
+        # that id, and its text is then matched whole wherever it appears
+        if idx in seen and seen[idx] != tok.encode("utf-8"):
+            raise ValueError(f"added token {tok!r} has id {idx}, already used by {seen[idx]!r}")
+        seen[idx] = tok.encode("utf-8") if idx in seen else tok
+    return {k: int(v) for k, v in added_tokens.items()}
 
 
 def _make_core(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str):

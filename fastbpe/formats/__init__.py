@@ -75,6 +75,8 @@ def _what_is_lost(enc, pattern: str, specials: dict[str, int]) -> list[str]:
         lost.append(f"the split pattern (it would be read back with the {_pattern_name(pattern)} pattern)")
     if specials != enc.special_tokens:
         lost.append(f"the special tokens {sorted(enc.special_tokens)}")
+    if enc.added_tokens:
+        lost.append(f"the added tokens {sorted(enc.added_tokens)}")
     return lost
 
 
@@ -105,8 +107,8 @@ def save_encoding(enc, path: str | os.PathLike, format: str | None = None, *, lo
         if format not in (None, "hf"):
             raise ValueError(f"transformers=True saves a tokenizer.json, not format={format!r}")
         folder = transformers_folder(path)
-        write_hf_bpe(folder / TOKENIZER_JSON, enc.mergeable_ranks, enc.pat_str, enc.special_tokens)
-        write_transformers_config(folder, enc.special_tokens, "bpe")
+        write_hf_bpe(folder / TOKENIZER_JSON, enc.mergeable_ranks, enc.pat_str, enc.special_tokens, enc.added_tokens)
+        write_transformers_config(folder, enc.special_tokens, "bpe", enc.added_tokens)
         return
     fmt = format or _format_from_path(path)
     if fmt == "tiktoken":
@@ -124,7 +126,7 @@ def save_encoding(enc, path: str | os.PathLike, format: str | None = None, *, lo
     elif fmt == "hf":
         from .hf_bpe import write_hf_bpe
 
-        write_hf_bpe(path, enc.mergeable_ranks, enc.pat_str, enc.special_tokens)
+        write_hf_bpe(path, enc.mergeable_ranks, enc.pat_str, enc.special_tokens, enc.added_tokens)
     elif fmt == "gpt2":
         from .gpt2_files import write_gpt2_files
 
@@ -183,9 +185,9 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             raise ValueError(f"{path}: unsupported tokenizer model {model_type!r} (expected BPE or WordPiece)")
         from .hf_bpe import from_hf_json
 
-        ranks, pat, specials = from_hf_json(data, str(path))
+        ranks, pat, specials, added = from_hf_json(data, str(path))
         return Encoding(name or path.stem, pat_str=pat, mergeable_ranks=ranks,
-                        special_tokens=specials if special_tokens is None else special_tokens)
+                        special_tokens=specials if special_tokens is None else special_tokens, added_tokens=added)
     if fmt == "gpt2":
         from .gpt2_files import read_gpt2_files
 

@@ -98,9 +98,9 @@ def to_oniguruma(pattern: str) -> str:
     return pattern
 
 
-def hf_vocab(ranks: dict[bytes, int], special_tokens: dict[str, int]) -> dict[str, int]:
+def hf_vocab(ranks: dict[bytes, int], special_tokens: dict[str, int], added_tokens: dict[str, int] | None = None) -> dict[str, int]:
     """``model.vocab`` as we write it: every rank's byte-level text, and every special
-    token at its own id.
+    token (and non-special added token) at its own id.
 
     HF gives an added token the id of the same string in ``model.vocab`` and otherwise
     numbers it from ``len(model.vocab)`` on, ignoring the id the file states (see
@@ -112,17 +112,21 @@ def hf_vocab(ranks: dict[bytes, int], special_tokens: dict[str, int]) -> dict[st
     {'a': 0, 'Ġb': 1, '<|eot|>': 7}
     """
     vocab = {token_to_str(t): r for t, r in sorted(ranks.items(), key=lambda kv: kv[1])}
-    for text, idx in sorted(special_tokens.items(), key=lambda kv: kv[1]):
+    for text, idx in sorted({**special_tokens, **(added_tokens or {})}.items(), key=lambda kv: kv[1]):
+        if text in (added_tokens or {}) and vocab.get(text) == idx and ranks.get(text.encode("utf-8")) == idx:
+            continue  # an added token that is also that very token ("ing"): one entry
         if text in vocab:
             raise ValueError(
-                f"special token {text!r} is also the byte-level text of the token with rank {vocab[text]}; "
+                f"{'special' if text in special_tokens else 'added'} token {text!r} is also the byte-level text of the token with rank {vocab[text]}; "
                 "tokenizer.json has one vocabulary for both, so it cannot hold them apart"
             )
         vocab[text] = idx
     return vocab
 
 
-def to_hf_json(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int]) -> dict:
+def to_hf_json(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int],
+               added_tokens: dict[str, int] | None = None) -> dict:
+    added_tokens = added_tokens or {}
     pretok = [
         {"type": "Split", "pattern": {"Regex": to_oniguruma(pattern)}, "behavior": "Isolated", "invert": False},
         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
@@ -133,8 +137,8 @@ def to_hf_json(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, 
         "padding": None,
         "added_tokens": [
             {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-             "normalized": False, "special": True}
-            for s, i in sorted(special_tokens.items(), key=lambda kv: kv[1])
+             "normalized": False, "special": s in special_tokens}
+            for s, i in sorted({**special_tokens, **added_tokens}.items(), key=lambda kv: kv[1])
         ],
         "normalizer": None,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": pretok},
@@ -143,15 +147,17 @@ def to_hf_json(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, 
         "model": {
             "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
             "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
-            "vocab": hf_vocab(ranks, special_tokens),
+            "vocab": hf_vocab(ranks, special_tokens, added_tokens),
             "merges": [[token_to_str(a), token_to_str(b)] for a, b in _merges_of(ranks)],
         },
     }
 
 
-def write_hf_bpe(path: str | os.PathLike, ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int]) -> Path:
+def write_hf_bpe(path: str | os.PathLike, ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int],
+                 added_tokens: dict[str, int] | None = None) -> Path:
     """Save as ``tokenizer.json`` (atomically); ``tokenizers.Tokenizer.from_file`` loads it."""
-    return atomic_write_text(path, json.dumps(to_hf_json(ranks, pattern, special_tokens), ensure_ascii=False, indent=2))
+    doc = to_hf_json(ranks, pattern, special_tokens, added_tokens)
+    return atomic_write_text(path, json.dumps(doc, ensure_ascii=False, indent=2))
 
 
 def _pattern_of_split(p: dict, where: str, source: str) -> str:
@@ -213,8 +219,9 @@ def _merge_parts(merge, where: str, source: str) -> tuple[str, str]:
     return merge[0], merge[1]
 
 
-def from_hf_json(data: dict, source: str = "<json>") -> tuple[dict[bytes, int], str, dict[str, int]]:
-    """``(ranks, pattern, special_tokens)`` from a parsed byte-level BPE tokenizer.json.
+def from_hf_json(data: dict, source: str = "<json>") -> tuple[dict[bytes, int], str, dict[str, int], dict[str, int]]:
+    """``(ranks, pattern, special_tokens, added_tokens)`` from a parsed byte-level BPE
+    tokenizer.json (``added_tokens``: the non-special ones, see ``Encoding``).
 
     The vocabulary ids become tiktoken ranks, which is exact only when the merge list is
     in the order of the merged tokens' ids (true for GPT-2, for files HF trains and for
@@ -234,19 +241,22 @@ def from_hf_json(data: dict, source: str = "<json>") -> tuple[dict[bytes, int], 
     if field(model, "dropout", (int, float, None), "model", source, default=None) not in (None, 0, 0.0):
         raise ValueError(f"{source}: model.dropout makes encoding random; fastbpe encodes deterministically")
     vocab = check_vocab(field(model, "vocab", dict, "model", source), "model.vocab", source)
-    added = check_added_tokens(data, source)
-    specials = {}
-    for n, (entry, idx) in enumerate(zip(added, added_token_ids(added, vocab, source))):
-        where = f"added_tokens[{n}]"
-        if not entry["special"]:
-            raise ValueError(f"{source}: {where} {show(entry['content'])} is not special; non-special added tokens are not supported")
-        for flag in ("lstrip", "rstrip", "single_word"):
-            if entry[flag]:
-                raise ValueError(f"{source}: {where} {show(entry['content'])} has {flag}=true, which fastbpe cannot honour")
-        specials[entry["content"]] = idx
+    specials, added = _added_tokens_of(data, vocab, source)
+    merges = []
+    for n, merge in enumerate(field(model, "merges", list, "model", source, default=[])):
+        where = f"model.merges[{n}]"
+        a, b = _merge_parts(merge, where, source)
+        for part in (a, b):
+            if part not in vocab:
+                raise ValueError(f"{source}: {where} has {show(part)}, which is not in model.vocab")
+        merges.append((where, a, b))
+    # byte-level text concatenates as the bytes do: a merge makes the text a + b
+    produced = {a + b for _, a, b in merges}
     ranks: dict[bytes, int] = {}
     for text, idx in vocab.items():
-        if text in specials:
+        # an added token's own vocab entry is no rank, unless BPE makes that token too
+        # (GPT-2's "ing" added with add_tokens keeps its id 278 and its merges)
+        if (text in specials or text in added) and len(text) > 1 and text not in produced:
             continue
         # the byte-level table is a bijection: distinct texts are distinct bytes
         ranks[str_to_token(text, f"{source}: {key_path('model.vocab', text, bracket=True)}")] = idx
@@ -254,14 +264,8 @@ def from_hf_json(data: dict, source: str = "<json>") -> tuple[dict[bytes, int], 
     if missing:
         raise ValueError(f"{source}: the vocabulary lacks {len(missing)} single-byte tokens (e.g. byte {missing[0]}); not a byte-level BPE")
     last = -1
-    for n, merge in enumerate(field(model, "merges", list, "model", source, default=[])):
-        where = f"model.merges[{n}]"
-        a, b = _merge_parts(merge, where, source)
-        for part in (a, b):
-            if part not in vocab:
-                raise ValueError(f"{source}: {where} has {show(part)}, which is not in model.vocab")
-        merged = str_to_token(a, f"{source}: {where}") + str_to_token(b, f"{source}: {where}")
-        rank = ranks.get(merged)
+    for where, a, b in merges:
+        rank = ranks.get(str_to_token(a, f"{source}: {where}") + str_to_token(b, f"{source}: {where}"))
         if rank is None:
             raise ValueError(f"{source}: {where} ({a!r}, {b!r}) makes a token that is not in the vocabulary")
         if rank < last:
@@ -270,8 +274,48 @@ def from_hf_json(data: dict, source: str = "<json>") -> tuple[dict[bytes, int], 
                 "from token ids cannot be represented as tiktoken ranks"
             )
         last = rank
-    return ranks, _find_pattern(data.get("pre_tokenizer"), source), specials
+    return ranks, _find_pattern(data.get("pre_tokenizer"), source), specials, added
 
 
-def read_hf_bpe(path: str | os.PathLike) -> tuple[dict[bytes, int], str, dict[str, int]]:
+def _may_overlap(a: str, b: str) -> bool:
+    """Whether one string can share characters with the other in some text."""
+    return a in b or b in a or any(a.endswith(b[:k]) or b.endswith(a[:k]) for k in range(1, min(len(a), len(b))))
+
+
+def _added_tokens_of(data: dict, vocab: dict[str, int], source: str) -> tuple[dict[str, int], dict[str, int]]:
+    """``(special_tokens, added_tokens)`` from ``added_tokens``, with HF's ids.
+
+    HF splits added tokens out of the text before the pre-tokenizer: first those with
+    ``normalized: false``, then, in what is left, those with ``normalized: true``.
+    Without a normalizer (byte-level BPE has none) that is one leftmost-longest split,
+    as fastbpe's core does, unless a token of one group can overlap a token of the other;
+    such a file, and the ``lstrip`` / ``rstrip`` / ``single_word`` flags (which make HF
+    swallow the spaces around a token or skip matches inside words), raise ValueError
+    rather than encode differently from HF.
+    """
+    entries = check_added_tokens(data, source)
+    specials: dict[str, int] = {}
+    added: dict[str, int] = {}
+    groups: dict[bool, list[str]] = {True: [], False: []}
+    for n, (entry, idx) in enumerate(zip(entries, added_token_ids(entries, vocab, source))):
+        where, content = f"added_tokens[{n}]", entry["content"]
+        for flag in ("lstrip", "rstrip", "single_word"):
+            if entry[flag]:
+                raise ValueError(f"{source}: {where} {show(content)} has {flag}=true, which fastbpe cannot honour")
+        (specials if entry["special"] else added)[content] = idx
+        groups[entry["normalized"]].append(content)
+    for a in groups[True]:
+        for b in groups[False]:
+            if _may_overlap(a, b):
+                raise ValueError(
+                    f"{source}: added tokens {show(a)} (normalized) and {show(b)} (not normalized) can overlap; "
+                    "HF matches the two kinds in two passes, which fastbpe does not reproduce"
+                )
+    both = specials.keys() & added.keys()
+    if both:
+        raise ValueError(f"{source}: {show(sorted(both)[0])} is listed in added_tokens as both special and not special")
+    return specials, added
+
+
+def read_hf_bpe(path: str | os.PathLike) -> tuple[dict[bytes, int], str, dict[str, int], dict[str, int]]:
     return from_hf_json(read_json(path), str(path))

@@ -64,8 +64,10 @@ def transformers_folder(path: str | os.PathLike) -> Path:
     return path
 
 
-def write_transformers_config(folder: Path, special_tokens: dict[str, int], kind: str) -> None:
-    """Write tokenizer_config.json and special_tokens_map.json into ``folder``."""
+def write_transformers_config(folder: Path, special_tokens: dict[str, int], kind: str,
+                              added_tokens: dict[str, int] | None = None) -> None:
+    """Write tokenizer_config.json and special_tokens_map.json into ``folder``
+    (``added_tokens``: the non-special ones)."""
     roles = special_token_roles(special_tokens, kind)
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
@@ -73,8 +75,8 @@ def write_transformers_config(folder: Path, special_tokens: dict[str, int], kind
         **roles,
         "added_tokens_decoder": {
             str(idx): {"content": text, "lstrip": False, "normalized": False, "rstrip": False,
-                       "single_word": False, "special": True}
-            for text, idx in sorted(special_tokens.items(), key=lambda kv: kv[1])
+                       "single_word": False, "special": text in special_tokens}
+            for text, idx in sorted({**special_tokens, **(added_tokens or {})}.items(), key=lambda kv: kv[1])
         },
     }
     atomic_write_text(folder / "tokenizer_config.json", json.dumps(config, ensure_ascii=False, indent=2) + "\n")
