@@ -126,3 +126,14 @@ def test_transformers_true_takes_a_tokenizer_json_path_but_no_other_name(gpt2_tr
         gpt2_trained.save(tmp_path / "c.json", transformers=True)
     with pytest.raises(ValueError, match="not format='gpt2'"):
         gpt2_trained.save(tmp_path / "d", transformers=True, format="gpt2")
+
+
+def test_a_wordpiece_folder_loads_in_transformers(vocab_file, tmp_path):
+    wp = fastbpe.load(vocab_file("bert-base-uncased/vocab.txt"))
+    wp.save(tmp_path / "bert", transformers=True)
+    assert fastbpe.load(tmp_path / "bert").vocab == wp.vocab
+    tok = _auto(tmp_path / "bert")
+    roles = (tok.unk_token, tok.sep_token, tok.pad_token, tok.cls_token, tok.mask_token)
+    assert roles == ("[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]") and tok.pad_token_id == 0
+    for text in ["Hello, world!", "çok güzel 中文 [MASK] x"]:
+        assert tok(text)["input_ids"] == wp.encode(text)
