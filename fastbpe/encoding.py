@@ -53,6 +53,21 @@ class Encoding:
     ...     special_tokens={"<|eot|>": 257})
     >>> enc.encode("hi<|eot|>", allowed_special="all")
     [256, 257]
+
+    ``added_tokens`` (not in tiktoken) are HF's non-special added tokens (``"special":
+    false`` in a tokenizer.json, e.g. ``<|im_start|>`` added with ``add_tokens``). They
+    are ordinary vocabulary, not control tokens: their text is always matched, by every
+    ``encode*`` method including ``encode_ordinary``, without ``allowed_special`` and
+    never refused by ``disallowed_special``; ``special_tokens`` and
+    ``is_special_token`` leave them out. They are split out of the text before the
+    pattern, as HF does, together with the allowed special tokens (leftmost, then
+    longest, match first).
+
+    >>> chat = fastbpe.Encoding("chat", pat_str=r"\\S+|\\s+",
+    ...     mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={},
+    ...     added_tokens={"<|im|>": 256})
+    >>> chat.encode_ordinary("a<|im|>b"), chat.is_special_token(256)
+    ([97, 256, 98], False)
     """
 
     def __init__(
@@ -63,6 +78,7 @@ class Encoding:
         mergeable_ranks: dict[bytes, int],
         special_tokens: dict[str, int],
         explicit_n_vocab: int | None = None,
+        added_tokens: dict[str, int] | None = None,
     ):
         # 1. validate once, with messages that name what is wrong
         if not isinstance(name, str):
@@ -79,16 +95,21 @@ class Encoding:
             raise TypeError(f"special_tokens must be a dict of str -> int, not {type(special_tokens).__name__}")
         ranks = _checked_ranks(mergeable_ranks)
         specials = _checked_specials(special_tokens, ranks)
+        added_tokens = _check_added_tokens(added_tokens, specials, ranks)
         self.name = name
         self._pat_str = pat_str
         self._mergeable_ranks = ranks
         self._special_tokens = specials
         self._all_specials = frozenset(self._special_tokens)   # the default disallowed set
-        self.max_token_value = max(max(ranks.values()), max(specials.values(), default=0))
+        self._added_tokens = added_tokens
+        self._added_names = frozenset(added_tokens)
+        self.max_token_value = max(max(ranks.values()), max(specials.values(), default=0),
+                                   max(added_tokens.values(), default=0))
         if explicit_n_vocab is not None:
             _check_explicit_n_vocab(explicit_n_vocab, len(ranks) + len(specials), self.max_token_value)
         # 2. build the core once
-        self._core_bpe = _make_core(self._mergeable_ranks, self._special_tokens, pat_str)
+        # added tokens are matched in text by the core's special-token split, always allowed
+        self._core_bpe = _make_core(self._mergeable_ranks, {**self._special_tokens, **added_tokens}, pat_str)
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -101,6 +122,8 @@ class Encoding:
         [256]
         """
         _check_text(text)
+        if self._added_names:
+            return self._core_bpe.encode(text, self._added_names, frozenset())
         return self._core_bpe.encode_ordinary(text)
 
     def encode(
@@ -150,6 +173,8 @@ class Encoding:
         CPUs this process may run on, and about one per 16,384 characters of text: a
         thread costs tens of microseconds to start, which a small batch does not repay."""
         texts = self._check_batch(text)
+        if self._added_names:
+            return self._core_bpe.encode_batch(texts, self._added_names, _check_num_threads(num_threads), frozenset())
         return self._core_bpe.encode_ordinary_batch(texts, _check_num_threads(num_threads))
 
     def encode_batch(
@@ -395,13 +420,23 @@ class Encoding:
     def special_tokens(self) -> dict[str, int]:
         return dict(self._special_tokens)
 
+    @property
+    def added_tokens(self) -> dict[str, int]:
+        """Added tokens that are not special (HF's ``"special": false``): see ``__init__``."""
+        return dict(self._added_tokens)
+
     # ----------------------------------------------------------------------- files
-    def save(self, path: str | os.PathLike, format: str | None = None) -> None:
-        """Save as ``.tiktoken`` (ranks only) or ``tokenizer.json`` (everything);
-        the format comes from the extension unless ``format`` is given."""
+    def save(self, path: str | os.PathLike, format: str | None = None, *, lossy: bool = False,
+             transformers: bool = False) -> None:
+        """Save as ``.tiktoken`` (ranks only), ``tokenizer.json`` (everything) or GPT-2's
+        two files; the format comes from the extension unless ``format`` is given. A
+        folder (or ``transformers=True``) gets a tokenizer.json with the config files
+        ``transformers`` reads. A format that cannot hold the split pattern or special
+        tokens refuses unless ``lossy=True`` (``.tiktoken`` only warns); see
+        ``fastbpe.formats``."""
         from .formats import save_encoding
 
-        save_encoding(self, path, format=format)
+        save_encoding(self, path, format=format, lossy=lossy, transformers=transformers)
 
     # ----------------------------------------------------------------------- pickling
     def __reduce_ex__(self, protocol):
@@ -422,12 +457,15 @@ class Encoding:
         return super().__reduce_ex__(protocol)
 
     def __getstate__(self) -> dict:
-        return {
+        state = {
             "name": self.name,
             "pat_str": self._pat_str,
             "mergeable_ranks": self._mergeable_ranks,
             "special_tokens": self._special_tokens,
         }
+        if self._added_tokens:
+            state["added_tokens"] = self._added_tokens
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(**{k: v for k, v in state.items() if k != "name"}, name=state["name"])
@@ -437,8 +475,12 @@ class Encoding:
         """(allowed, disallowed) as the core takes them (``fastbpe.special`` holds the
         rule). The core looks for the disallowed ones in every text before encoding it
         (natively, on the encoding threads) and reports the first text that holds one,
-        which ``_raise_disallowed`` turns into tiktoken's error."""
-        return resolve_special_sets(allowed_special, disallowed_special, self._all_specials)
+        which ``_raise_disallowed`` turns into tiktoken's error. Added tokens are ordinary
+        text: always allowed, never disallowed."""
+        allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, self._all_specials)
+        if self._added_names:
+            return allowed | self._added_names, disallowed - self._added_names
+        return allowed, disallowed
 
     @staticmethod
     def _raise_disallowed(text: str, disallowed: frozenset[str], index: int | None = None):
@@ -558,6 +600,33 @@ def _piece_bytes(text_or_bytes) -> bytes:
     if not isinstance(text_or_bytes, bytes):
         raise TypeError(f"expected str or bytes, not {type(text_or_bytes).__name__}")
     return text_or_bytes
+
+
+def _check_added_tokens(added_tokens, specials: dict[str, int], ranks: dict[bytes, int]) -> dict[str, int]:
+    """``added_tokens`` checked like special tokens, against the ids already taken."""
+    if added_tokens is None:
+        return {}
+    if not isinstance(added_tokens, dict):
+        raise TypeError(f"added_tokens must be a dict of str -> int, not {type(added_tokens).__name__}")
+    if not added_tokens:
+        return {}
+    seen: dict[int, object] = {r: b for b, r in ranks.items()}
+    seen.update((i, t) for t, i in specials.items())
+    for tok, idx in added_tokens.items():
+        if not isinstance(tok, str):
+            raise TypeError(f"added_tokens keys must be str, got {tok!r}")
+        if not tok:
+            raise ValueError("an added token cannot be the empty string")
+        if tok in specials:
+            raise ValueError(f"added token {tok!r} is also a special token")
+        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)) or idx < 0:
+            raise ValueError(f"id of added token {tok!r} must be a non-negative int, got {idx!r}")
+        # HF may add a token that is already in the vocabulary (GPT-2's "ing"): it keeps
+        # that id, and its text is then matched whole wherever it appears
+        if idx in seen and seen[idx] != tok.encode("utf-8"):
+            raise ValueError(f"added token {tok!r} has id {idx}, already used by {seen[idx]!r}")
+        seen[idx] = tok.encode("utf-8") if idx in seen else tok
+    return {k: int(v) for k, v in added_tokens.items()}
 
 
 def _make_core(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str):

@@ -626,15 +626,27 @@ class WordPiece:
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
 
-    def save(self, path: str | os.PathLike, format: str | None = None) -> Path:
+    def save(self, path: str | os.PathLike, format: str | None = None, *, transformers: bool = False) -> Path:
         """Save atomically as ``vocab.txt`` (``.txt``) or ``tokenizer.json`` (``.json``).
 
-        vocab.txt holds only the tokens; tokenizer.json also keeps the options.
+        vocab.txt holds only the tokens; tokenizer.json also keeps the options. A folder
+        (or ``transformers=True``) gets tokenizer.json plus the config files
+        ``transformers.AutoTokenizer.from_pretrained`` reads (``fastbpe.formats.transformers_files``).
         """
         from .formats.hf_wordpiece import write_hf_wordpiece
         from .formats.vocab_txt import write_vocab_txt
 
         path = Path(path)
+        if transformers or (format in (None, "tokenizer.json", "json", "hf") and path.is_dir()):
+            from .formats.transformers_files import TOKENIZER_JSON, transformers_folder, write_transformers_config
+
+            if format not in (None, "tokenizer.json", "json", "hf"):
+                raise ValueError(f"transformers=True saves a tokenizer.json, not format={format!r}")
+            folder = transformers_folder(path)
+            write_hf_wordpiece(folder / TOKENIZER_JSON, self._vocab, **self._options())
+            specials = {t: self._vocab[t] for t in self.special_tokens if t in self._vocab}
+            write_transformers_config(folder, specials, "wordpiece")
+            return folder / TOKENIZER_JSON
         if format is None:
             suffix = path.suffix.lower()
             format = {".txt": "vocab.txt", ".json": "tokenizer.json"}.get(suffix)

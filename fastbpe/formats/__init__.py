@@ -1,16 +1,38 @@
 """Load and save tokenizers in the formats people already have.
 
-=================  =========================================  =====================
+=================  =========================================  ===========================
 format             files                                      holds
-=================  =========================================  =====================
-``tiktoken``       ``*.tiktoken``                             ranks
+=================  =========================================  ===========================
+``tiktoken``       ``*.tiktoken``                             ranks only
 ``hf``             ``tokenizer.json`` (byte-level BPE or       everything
                    WordPiece)
-``gpt2``           ``encoder.json`` + ``vocab.bpe``           ranks, special tokens
+``transformers``   a folder: ``tokenizer.json``,               everything, and the special
+                   ``tokenizer_config.json``,                  tokens' roles (bos, eos, ...;
+                   ``special_tokens_map.json``                 see ``transformers_files``)
+``gpt2``           ``encoder.json`` + ``vocab.bpe``           ranks, special tokens; the
+                                                              GPT-2 pattern is implied
 ``vocab.txt``      BERT ``vocab.txt``                         WordPiece vocabulary
-=================  =========================================  =====================
+=================  =========================================  ===========================
 
-Every save is atomic (temporary file + rename).
+**What a save may lose.** A save is judged by what ``load`` gives back: the split
+pattern and special tokens it would read. When that differs from the encoding, the
+save says what is lost, and:
+
+- ``gpt2`` refuses (ValueError) unless ``lossy=True``. Every reader of GPT-2's files
+  (``load``, tiktoken's ``data_gym_to_mergeable_bpe_ranks``, HF's GPT-2 tokenizer)
+  splits with GPT-2's pattern, so an encoding with another pattern would silently
+  encode texts differently after reloading.
+- ``tiktoken`` warns (UserWarning) unless ``lossy=True``, and saves. The format holds
+  ranks by definition, and tiktoken users pass ``pat_str`` and ``special_tokens`` in
+  code; ``load`` restores both only for the three public OpenAI files, which it
+  recognises by their sha256 (so saving ``cl100k_base`` as .tiktoken loses nothing).
+- ``hf`` and ``transformers`` hold everything and never lose anything.
+
+``lossy=True`` is the caller saying "I know": nothing is raised or warned.
+
+Every save is atomic and keeps the target's mode and symlinks (``_atomic``).
+Malformed tokenizer.json files raise ValueError naming the file and JSON path
+(``_hfjson``).
 """
 from __future__ import annotations
 
@@ -20,6 +42,7 @@ import warnings
 from pathlib import Path
 
 from ..reference import patterns
+from ._atomic import atomic_write_bytes
 
 SAVE_FORMATS = ("tiktoken", "hf", "gpt2")
 
@@ -40,28 +63,80 @@ def _format_from_path(path: Path) -> str:
     )
 
 
-def save_encoding(enc, path: str | os.PathLike, format: str | None = None) -> None:
+def _pattern_name(pattern: str) -> str:
+    return next((name for name, pat in patterns.PATTERNS.items() if pat == pattern), "given")
+
+
+def _what_is_lost(enc, pattern: str, specials: dict[str, int]) -> list[str]:
+    """What ``load`` of the saved file would not give back: ``pattern`` and
+    ``specials`` are what it would read."""
+    lost = []
+    if pattern != enc.pat_str:
+        lost.append(f"the split pattern (it would be read back with the {_pattern_name(pattern)} pattern)")
+    if specials != enc.special_tokens:
+        lost.append(f"the special tokens {sorted(enc.special_tokens)}")
+    if enc.added_tokens:
+        lost.append(f"the added tokens {sorted(enc.added_tokens)}")
+    return lost
+
+
+def _tiktoken_read_back(contents: bytes) -> tuple[str, dict[str, int]]:
+    """The (pattern, specials) ``load`` gives a ``.tiktoken`` file with these contents."""
+    import hashlib
+
+    from .tiktoken_bpe import KNOWN_FILES
+
+    known = KNOWN_FILES.get(hashlib.sha256(contents).hexdigest())
+    return (known[1], known[2]) if known else (patterns.CL100K, {})
+
+
+def save_encoding(enc, path: str | os.PathLike, format: str | None = None, *, lossy: bool = False,
+                  transformers: bool = False) -> None:
     """Save an ``Encoding``; for ``gpt2`` pass the directory or the ``vocab.bpe`` path
-    (``encoder.json`` is written beside it)."""
+    (``encoder.json`` is written beside it). See the module docstring for what each
+    format holds and what happens when it cannot hold the encoding (``lossy``).
+
+    A folder (or ``transformers=True``) gets what ``transformers.AutoTokenizer.from_pretrained``
+    reads: ``tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``.
+    """
     path = Path(path)
+    if transformers or (format in (None, "hf") and path.is_dir()):
+        from .hf_bpe import write_hf_bpe
+        from .transformers_files import TOKENIZER_JSON, transformers_folder, write_transformers_config
+
+        if format not in (None, "hf"):
+            raise ValueError(f"transformers=True saves a tokenizer.json, not format={format!r}")
+        folder = transformers_folder(path)
+        write_hf_bpe(folder / TOKENIZER_JSON, enc.mergeable_ranks, enc.pat_str, enc.special_tokens, enc.added_tokens)
+        write_transformers_config(folder, enc.special_tokens, "bpe", enc.added_tokens)
+        return
     fmt = format or _format_from_path(path)
     if fmt == "tiktoken":
-        from .tiktoken_bpe import write_tiktoken
+        from .tiktoken_bpe import dump_tiktoken_bpe
 
-        if enc.special_tokens or enc.pat_str not in patterns.PATTERNS.values():
+        contents = dump_tiktoken_bpe(enc.mergeable_ranks)
+        lost = _what_is_lost(enc, *_tiktoken_read_back(contents))
+        if lost and not lossy:
             warnings.warn(
-                f"the .tiktoken format holds only ranks: the split pattern and special tokens of "
-                f"{enc.name!r} are not saved in {path}; save as tokenizer.json to keep them",
+                f"the .tiktoken format holds only ranks: {' and '.join(lost)} of {enc.name!r} are not saved in "
+                f"{path}; pass pat_str= and special_tokens= to fastbpe.load, or save as tokenizer.json to keep them",
                 stacklevel=3,
             )
-        write_tiktoken(path, enc.mergeable_ranks)
+        atomic_write_bytes(path, contents)
     elif fmt == "hf":
         from .hf_bpe import write_hf_bpe
 
-        write_hf_bpe(path, enc.mergeable_ranks, enc.pat_str, enc.special_tokens)
+        write_hf_bpe(path, enc.mergeable_ranks, enc.pat_str, enc.special_tokens, enc.added_tokens)
     elif fmt == "gpt2":
         from .gpt2_files import write_gpt2_files
 
+        lost = _what_is_lost(enc, patterns.GPT2, enc.special_tokens)
+        if lost and not lossy:
+            raise ValueError(
+                f"GPT-2's encoder.json + vocab.bpe cannot hold {' and '.join(lost)} of {enc.name!r}: every reader "
+                "of these files splits with GPT-2's pattern, so texts would encode differently after reloading. "
+                "Save as tokenizer.json to keep it, or pass lossy=True to save the ranks anyway"
+            )
         folder = path if path.is_dir() else path.parent
         write_gpt2_files(folder / "encoder.json", folder / "vocab.bpe", enc.mergeable_ranks, enc.special_tokens)
     else:
@@ -83,6 +158,8 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"tokenizer file not found: {path}")
+    if path.is_dir() and format in (None, "hf") and (path / "tokenizer.json").exists():
+        path = path / "tokenizer.json"  # a transformers folder
     fmt = format or (_format_from_path(path) if not path.is_dir() else "gpt2")
     if fmt == "tiktoken":
         from .tiktoken_bpe import read_tiktoken
@@ -96,11 +173,10 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             special_tokens=k_special if special_tokens is None else special_tokens,
         )
     if fmt == "hf":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-        model_type = (data.get("model") or {}).get("type") if isinstance(data, dict) else None
+        from ._hfjson import field, model_of, read_json
+
+        data = read_json(path)
+        model_type = field(model_of(data, str(path)), "type", str, "model", str(path), default=None)
         if model_type == "WordPiece":
             from ..wordpiece import WordPiece
 
@@ -109,9 +185,9 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             raise ValueError(f"{path}: unsupported tokenizer model {model_type!r} (expected BPE or WordPiece)")
         from .hf_bpe import from_hf_json
 
-        ranks, pat, specials = from_hf_json(data, str(path))
+        ranks, pat, specials, added = from_hf_json(data, str(path))
         return Encoding(name or path.stem, pat_str=pat, mergeable_ranks=ranks,
-                        special_tokens=specials if special_tokens is None else special_tokens)
+                        special_tokens=specials if special_tokens is None else special_tokens, added_tokens=added)
     if fmt == "gpt2":
         from .gpt2_files import read_gpt2_files
 

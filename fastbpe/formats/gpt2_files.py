@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from ._atomic import atomic_write_text
-from .hf_bpe import str_to_token, token_to_str
+from .hf_bpe import hf_vocab, str_to_token, token_to_str
 
 
 def read_gpt2_files(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> tuple[dict[bytes, int], dict[str, int]]:
@@ -58,8 +58,7 @@ def write_gpt2_files(
 ) -> None:
     """Save encoder.json + vocab.bpe (each atomically): one merge per multi-byte token,
     in rank order, so merge priority equals rank."""
-    encoder = {token_to_str(t): r for t, r in sorted(ranks.items(), key=lambda kv: kv[1])}
-    encoder.update(special_tokens)
+    encoder = hf_vocab(ranks, special_tokens)  # the same token -> id object, clashes refused
     lines = ["#version: 0.2"]
     for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
         if len(tok) < 2:

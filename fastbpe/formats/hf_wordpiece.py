@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 
 from ._atomic import atomic_write_text
+from ._hfjson import added_token_ids, check_added_tokens, check_vocab, expect, field, model_of, read_json
 
 
 # Turkish-aware lowercasing as HF can express it: two Replace normalizers before BERT's.
@@ -33,46 +34,46 @@ TURKISH_REPLACES = [
 ]
 
 
+def _normalizer_kwargs(norm, path) -> dict:
+    if norm is None:
+        return dict(lowercase=False, strip_accents=False, clean_text=False, tokenize_chinese_chars=False)
+    where = "normalizer"
+    if field(norm, "type", str, where, path) != "BertNormalizer":
+        raise ValueError(f"{path}: normalizer {norm.get('type')!r} is not supported (need BertNormalizer)")
+    return dict(
+        lowercase=field(norm, "lowercase", bool, where, path, default=True),
+        strip_accents=field(norm, "strip_accents", (bool, None), where, path, default=None),
+        clean_text=field(norm, "clean_text", bool, where, path, default=True),
+        tokenize_chinese_chars=field(norm, "handle_chinese_chars", bool, where, path, default=True),
+    )
+
+
 def read_hf_wordpiece(path: str | os.PathLike) -> dict:
-    """Constructor keyword arguments for ``fastbpe.WordPiece`` from a tokenizer.json."""
+    """Constructor keyword arguments for ``fastbpe.WordPiece`` from a tokenizer.json.
+
+    The structure is checked by ``_hfjson`` (ValueError naming the file and JSON path);
+    added tokens get the ids HF gives them (``_hfjson.added_token_ids``).
+    """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f" line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise ValueError(f"{path}:{where} not a valid tokenizer.json ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
-        raise ValueError(f"{path}: no 'model' object; not a tokenizer.json")
-    model = data["model"]
+    data = read_json(path)
+    model = model_of(data, str(path))
     if model.get("type", "WordPiece") != "WordPiece" or "continuing_subword_prefix" not in model:
         raise ValueError(f"{path}: model type {model.get('type')!r} is not supported here (need WordPiece)")
-    vocab = model.get("vocab")
-    if not isinstance(vocab, dict) or not all(isinstance(t, str) and isinstance(i, int) for t, i in vocab.items()):
-        raise ValueError(f"{path}: model.vocab must map token strings to integer ids")
+    vocab = check_vocab(field(model, "vocab", dict, "model", path), "model.vocab", path)
 
     kwargs: dict = {
-        "unk_token": model.get("unk_token", "[UNK]"),
-        "max_input_chars_per_word": int(model.get("max_input_chars_per_word", 100)),
-        "continuing_subword_prefix": model.get("continuing_subword_prefix", "##"),
+        "unk_token": field(model, "unk_token", str, "model", path, default="[UNK]"),
+        "max_input_chars_per_word": field(model, "max_input_chars_per_word", int, "model", path, default=100),
+        "continuing_subword_prefix": field(model, "continuing_subword_prefix", str, "model", path),
     }
-    norm = data.get("normalizer")
+    norm = expect(data.get("normalizer"), (dict, None), "normalizer", path)
     kwargs["turkish_lowercase"] = False
-    if isinstance(norm, dict) and norm.get("type") == "Sequence" and norm.get("normalizers", [])[:2] == TURKISH_REPLACES:
-        rest = norm["normalizers"][2:]
-        if len(rest) == 1:
+    if norm is not None and norm.get("type") == "Sequence":
+        steps = field(norm, "normalizers", list, "normalizer", path)
+        if steps[:2] == TURKISH_REPLACES and len(steps) == 3:
             kwargs["turkish_lowercase"] = True
-            norm = rest[0]
-    if norm is None:
-        kwargs.update(lowercase=False, strip_accents=False, clean_text=False, tokenize_chinese_chars=False)
-    elif norm.get("type") == "BertNormalizer":
-        kwargs.update(
-            lowercase=bool(norm.get("lowercase", True)),
-            strip_accents=norm.get("strip_accents"),
-            clean_text=bool(norm.get("clean_text", True)),
-            tokenize_chinese_chars=bool(norm.get("handle_chinese_chars", True)),
-        )
-    else:
-        raise ValueError(f"{path}: normalizer {norm.get('type')!r} is not supported (need BertNormalizer)")
+            norm = expect(steps[2], dict, "normalizer.normalizers[2]", path)
+    kwargs.update(_normalizer_kwargs(norm, path))
     pre = data.get("pre_tokenizer")
     if not isinstance(pre, dict) or pre.get("type") != "BertPreTokenizer":
         got = pre.get("type") if isinstance(pre, dict) else pre
@@ -80,14 +81,10 @@ def read_hf_wordpiece(path: str | os.PathLike) -> dict:
 
     vocab = dict(vocab)
     specials = []
-    for added in data.get("added_tokens") or []:
-        content, idx = added.get("content"), added.get("id")
-        if not isinstance(content, str) or not isinstance(idx, int):
-            raise ValueError(f"{path}: malformed added_tokens entry {added!r}")
-        if vocab.get(content, idx) != idx:
-            raise ValueError(f"{path}: added token {content!r} has id {idx} but the vocab says {vocab[content]}")
-        vocab[content] = idx
-        specials.append(content)
+    added = check_added_tokens(data, path)
+    for entry, idx in zip(added, added_token_ids(added, vocab, path)):
+        vocab[entry["content"]] = idx
+        specials.append(entry["content"])
     kwargs["vocab"] = vocab
     kwargs["special_tokens"] = tuple(specials)
     # what HF does around the ids; WordPiece checks them (ValueError, named with the file)
