@@ -145,7 +145,7 @@ def bert(vocab_file):
     hf = tokenizers.Tokenizer.from_file(str(path))
     hf.no_truncation()
     hf.no_padding()
-    return hf, WordPiece.from_file(path)
+    return hf, WordPiece.from_file(path, truncation=None, padding=None)   # as HF above: the Unicode is the question
 
 
 # alone (between spaces), between letters, and between combining marks of classes 230

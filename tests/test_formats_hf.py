@@ -31,7 +31,7 @@ def _trained_with_gaps():
     docs = ["the quick brown fox jumps over the lazy dog. " * 3, "def f(x):\n    return x * 2\n"] * 5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the tiny corpus stops early
-        base = fastbpe.train_bpe(docs, 300, pattern="cl100k", progress=False)
+        base = fastbpe.train_bpe(documents=docs, vocab_size=300, pattern="cl100k", progress=False)
     n = len(base.mergeable_ranks)
     # custom ids: out of order, with gaps, one far past the vocabulary
     specials = {"<|endoftext|>": n + 7, "<|pad|>": n + 2, "<|im_start|>": 5000, "[MASK]": n}

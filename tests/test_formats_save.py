@@ -16,7 +16,7 @@ def _train(pattern, specials):
     docs = ["the quick brown fox jumps over the lazy dog. " * 3, "def f(x):\n    return x * 2\n  \n"] * 5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the tiny corpus stops early
-        return fastbpe.train_bpe(docs, 300, pattern=pattern, special_tokens=specials, progress=False)
+        return fastbpe.train_bpe(documents=docs, vocab_size=300, pattern=pattern, special_tokens=specials, progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -69,10 +69,13 @@ def _comment_literal(line: str):
     if "#" not in line:
         return None
     comment = line.rsplit("#", 1)[1].strip()
-    try:
-        return (ast.literal_eval(comment),)
-    except (ValueError, SyntaxError):
-        return None
+    # "# [1, 2]" or "# [1, 2]: why" (the literal, then an explanation)
+    for candidate in (comment, comment.split(": ", 1)[0]):
+        try:
+            return (ast.literal_eval(candidate),)
+        except (ValueError, SyntaxError):
+            continue
+    return None
 
 
 # the README trains a 32,000-token vocabulary on a few lines, and saves it as .tiktoken

@@ -309,7 +309,10 @@ def test_shards_keep_document_text_ordinary(tmp_path, vocab_file):
     """Issue 22: the document "first [SEP] second" gave three separators for one boundary."""
     wp = WordPiece.from_file(vocab_file("bert-base-uncased/tokenizer.json"))   # pads to 128
     sep = wp.token_to_id("[SEP]")
-    shards.write_shards(wp, ["first [SEP] second", "third"], tmp_path, progress=False)
+    # the library rule by default: special-token text in a document is refused, naming it
+    with pytest.raises(shards.DisallowedSpecialInDocument):
+        shards.write_shards(wp, ["first [SEP] second", "third"], tmp_path / "refused", progress=False)
+    shards.write_shards(wp, ["first [SEP] second", "third"], tmp_path, progress=False, disallowed_special=())
     stream = shards.read_shards(tmp_path).tolist()
     assert stream.count(sep) == 1
     assert stream == wp.encode_ordinary("first [SEP] second") + [sep] + wp.encode_ordinary("third")

@@ -554,6 +554,11 @@ cdef int encode_text(const Model* m, Scratch* s, int kind, const char* text, Py_
             # ASCII: no decomposition, no combining mark, lowercase is A-Z + 32
             if m.lowercase and 0x41 <= c <= 0x5A:
                 c += 0x20
+            if s.n_marks:  # a starter ends NFD's pending run of marks (feed_decomposed's rule)
+                rc = flush_marks(m, s, out)
+                if rc != 0:
+                    break
+            s.consumed = base + i
             rc = feed_normalised(m, s, out, c, base + i)
             if rc != 0:
                 break
