@@ -392,3 +392,7 @@ def test_every_public_name_of_tiktoken_is_in_the_table(tiktoken_encoding):
     for name in encoding_names:
         status = rows[f"Encoding.{name}"]
         assert hasattr(ours, name) == (status != "absent"), name
+    # the module's functions: an "identical" row has its twin in fastbpe, by name
+    for name in module_names:
+        if rows[name] == "identical" and callable(getattr(tiktoken, name.split(".", 1)[1])):
+            assert hasattr(fastbpe, name.split(".", 1)[1]), name
