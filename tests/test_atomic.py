@@ -120,7 +120,7 @@ def test_a_save_killed_by_sigkill_leaves_a_temp_the_next_save_removes(tmp_path):
     target.write_text("old")
     script = textwrap.dedent(f"""
         import os, signal, sys
-        sys.path.insert(0, {str(ROOT)!r})
+        sys.path.insert(0, {os.path.dirname(os.path.dirname(fastbpe.__file__))!r})  # the fastbpe under test
         from fastbpe.formats import _atomic
         def killed(*args):
             os.kill(os.getpid(), signal.SIGKILL)

@@ -6,6 +6,7 @@ import gzip
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import warnings
 from pathlib import Path
@@ -28,7 +29,8 @@ def _quiet_train(*args, **kwargs):
 
 
 def _run_child(code: str, timeout: float = 120):
-    """Run ``code`` in a fresh interpreter from the worktree; return (proc, peak RSS MiB)."""
+    """Run ``code`` in a fresh interpreter that imports the same fastbpe as this test run
+    (installed or in-tree), from outside the source tree; return (rc, peak RSS MiB, output)."""
     wrapper = textwrap.dedent("""
         import resource, subprocess, sys
         proc = subprocess.run([sys.executable, "-c", sys.argv[1]], capture_output=True, text=True,
@@ -37,7 +39,9 @@ def _run_child(code: str, timeout: float = 120):
         print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
         sys.stdout.write(proc.stdout + "\\n---\\n" + proc.stderr)
     """)
-    out = subprocess.run([sys.executable, "-c", wrapper, code, str(timeout)], cwd=ROOT, capture_output=True,
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fastbpe.__file__)))
+    out = subprocess.run([sys.executable, "-c", wrapper, code, str(timeout)], cwd=tempfile.gettempdir(), env=env,
+                         capture_output=True,
                          text=True, timeout=timeout + 30, check=True).stdout
     rc, rss_kb, rest = out.split("\n", 2)
     return int(rc), int(rss_kb) / 1024, rest
