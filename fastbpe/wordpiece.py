@@ -54,20 +54,13 @@ def _post_processor(value, vocab):
     raise TypeError(f"post_processor must be 'bert', None, a PostProcessor or a tokenizer.json object, not {value!r}")
 
 
-def _truncation(value):
-    if value is None or isinstance(value, _ref.Truncation):
+def _section(value, cls, what: str):
+    """A ``truncation`` / ``padding`` argument: None, a ``cls``, or its tokenizer.json object."""
+    if value is None or isinstance(value, cls):
         return value
     if isinstance(value, dict):
-        return _ref.Truncation.from_hf(value)
-    raise TypeError(f"truncation must be None, a Truncation or a tokenizer.json object, not {value!r}")
-
-
-def _padding(value):
-    if value is None or isinstance(value, _ref.Padding):
-        return value
-    if isinstance(value, dict):
-        return _ref.Padding.from_hf(value)
-    raise TypeError(f"padding must be None, a Padding or a tokenizer.json object, not {value!r}")
+        return cls.from_hf(value)
+    raise TypeError(f"{what} must be None, a {cls.__name__} or a tokenizer.json object, not {value!r}")
 
 
 def _check_text(text, what: str = "text") -> str:
@@ -159,8 +152,8 @@ class WordPiece:
             specials=[(t, self._vocab[t]) for t in self._special_set],
         )
         self._post = _post_processor(post_processor, self._vocab)
-        self._truncation = _truncation(truncation)
-        self._padding = _padding(padding)
+        self._truncation = _section(truncation, _ref.Truncation, "truncation")
+        self._padding = _section(padding, _ref.Padding, "padding")
         self._configure_core()
 
     def _configure_core(self) -> None:
