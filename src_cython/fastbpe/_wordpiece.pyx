@@ -641,6 +641,18 @@ cdef int encode_segments(const Model* m, Scratch* s, int kind, const char* text,
     return 0
 
 
+cdef int encode_fresh(const Model* m, int kind, const char* text, Py_ssize_t n, int mode, Output* out,
+                      Py_ssize_t* found) noexcept nogil:
+    """``encode_segments`` with a scratch buffer of its own (for calls that cannot use
+    the core's shared one); -1 when memory runs out."""
+    cdef Scratch s
+    cdef int rc = scratch_open(m, &s)
+    if rc == 0:
+        rc = encode_segments(m, &s, kind, text, n, mode, out, found)
+        scratch_close(&s)
+    return rc
+
+
 cdef inline void output_init(Output* o, bint offsets) noexcept nogil:
     o.ids.data = NULL; o.ids.size = 0; o.ids.cap = 0
     o.starts.data = NULL; o.starts.size = 0; o.starts.cap = 0
@@ -1139,7 +1151,6 @@ cdef class WordPieceCore:
         cdef Py_ssize_t wrap = (self.n_prefix + self.n_suffix) if add_special else 0
         cdef int rc
         cdef Output local
-        cdef Scratch s
         if n <= SHORT_TEXT and not self.busy:
             self.busy = True
             try:
@@ -1154,10 +1165,7 @@ cdef class WordPieceCore:
             output_init(&local, False)
             try:
                 with nogil:
-                    rc = scratch_open(&self.model, &s)
-                    if rc == 0:
-                        rc = encode_segments(&self.model, &s, kind, data, n, mode, &local, &found)
-                        scratch_close(&s)
+                    rc = encode_fresh(&self.model, kind, data, n, mode, &local, &found)
                 if rc == 0:
                     keep = self.kept(local.ids.size, add_special, budget)
                     return self.row(local.ids.data, local.ids.size, keep, add_special, self.padded(keep + wrap))
@@ -1189,7 +1197,6 @@ cdef class WordPieceCore:
         """Ids (list) of ``text``, or (ids, starts, ends) lists with ``offsets=True``;
         offsets are ``base`` + character index."""
         cdef Output out
-        cdef Scratch s
         cdef int rc
         cdef Py_ssize_t n = len(text), found = 0, i
         cdef int kind = PyUnicode_KIND(text)
@@ -1197,10 +1204,7 @@ cdef class WordPieceCore:
         output_init(&out, offsets)
         try:
             with nogil:
-                rc = scratch_open(&self.model, &s)
-                if rc == 0:
-                    rc = encode_segments(&self.model, &s, kind, data, n, mode, &out, &found)
-                    scratch_close(&s)
+                rc = encode_fresh(&self.model, kind, data, n, mode, &out, &found)
             if rc == 1:
                 self.raise_found(text, found, None)
             if rc != 0:
