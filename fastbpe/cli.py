@@ -119,17 +119,19 @@ def check_files(files) -> None:
 
 
 def read_input_text(file: str | None, errors: str = "strict") -> str:
-    """A file's text (``.gz`` too), or stdin's; invalid UTF-8 is an error naming where."""
-    from . import _data
-
+    """A (small) file's whole text, decompressed, or stdin's; invalid UTF-8 is an error
+    naming where."""
     if file and file != "-":
         check_files([file])
-        return "".join(_data.iter_file_blocks(Path(file), errors=errors))
+        from .stats import read_text
+
+        return read_text(file, errors)
     data = sys.stdin.buffer.read()
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as exc:
-        raise _data.utf8_error("stdin", 0, exc) from None
+        raise ValueError(f"stdin: not valid UTF-8 at byte offset {exc.start} ({exc.reason}); "
+                         "pass --errors replace to replace invalid bytes") from None
 
 
 def cli_message(message: str, keep: str = "") -> str:
@@ -226,6 +228,41 @@ class SpecialRule:
             for where, text in items:
                 self.refuse(tok, where, text)
             raise
+
+
+@contextlib.contextmanager
+def corpus_special_guard():
+    """A streamed corpus's refusal (``corpus.DisallowedSpecialInDocument``, which names the
+    file and where) as the CLI's one-line error with the flags to pass."""
+    from .corpus import DisallowedSpecialInDocument
+
+    try:
+        yield
+    except DisallowedSpecialInDocument as exc:
+        raise CLIError(f"{exc.where}, character {exc.position + 1}: special-token text {exc.token!r}; pass "
+                       f"--allow-special {shlex.quote(exc.token)} to encode it as its id, or --special-as-text "
+                       "to encode it as ordinary text") from None
+
+
+def add_corpus_flags(parser) -> None:
+    g = parser.add_argument_group(
+        "documents",
+        "What a document is (fastbpe.reference.documents): a text file is one document unless --docs "
+        "says otherwise; .jsonl(.gz/.zst/.xz) files hold one per line in --field; .parquet files in "
+        "--column. Files may be gzip/zstd/xz-compressed, directories stand for their files, fsspec "
+        "URLs work when fsspec is installed.")
+    g.add_argument("--docs", metavar="RULE", default=None,
+                   help="text files: file (default), lines, blank-line, or sep:STR (e.g. sep:'<|endoftext|>')")
+    g.add_argument("--field", metavar="NAME", default=None, help="JSON Lines: the field holding the text (default text)")
+    g.add_argument("--column", metavar="NAME", default=None, help="Parquet: the column holding the text (default text)")
+
+
+def corpus_of(args, files=None):
+    """The ``fastbpe.io.Corpus`` of the command's files and document flags."""
+    from .io import Corpus
+
+    files = args.files if files is None else files
+    return Corpus.resolve([str(f) for f in files], docs=args.docs, field=args.field, column=args.column)
 
 
 def add_special_flags(parser) -> None:
@@ -353,17 +390,29 @@ def _output_format(args) -> str:
 
 
 def _training_data(args) -> dict:
-    """``files=`` paths (the fast native reader), or ``documents=`` str from stdin (each
-    line a document, as in a file): the API never guesses which (``fastbpe._data``)."""
-    from . import _data
-
+    """The corpus of the files (and document flags), or ``documents=`` from stdin (one
+    document per line): the API never guesses which (``fastbpe.io``)."""
     if not args.files:
-        return {"documents": _data.iter_binary_lines(sys.stdin.buffer, "stdin", 0, None, args.errors)}
-    return {"files": [str(f) for f in args.files]}
+        if args.docs or args.field or args.column:
+            raise CLIError("--docs/--field/--column apply to FILEs; stdin is read one document per line")
+        return {"documents": _stdin_lines(args.errors)}
+    return {"files": corpus_of(args)}
+
+
+def _stdin_lines(errors: str):
+    """stdin's lines (without their newline; empty ones dropped), decoded as they come."""
+    for n, raw in enumerate(sys.stdin.buffer, 1):
+        try:
+            line = raw.decode("utf-8", errors=errors)
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"stdin, line {n}: not valid UTF-8 at column {exc.start + 1}; "
+                             "pass --errors replace to replace invalid bytes") from None
+        line = line[:-1] if line.endswith("\n") else line
+        if line:
+            yield line
 
 
 def cmd_train(args) -> int:
-    check_files(args.files)
     data = _training_data(args)
     if args.model == "wordpiece":
         try:
@@ -405,11 +454,12 @@ def cmd_encode(args) -> int:
     rule = SpecialRule.from_args(args, [tok])
     if args.shards:
         return _encode_shards(args, tok, rule)
-    for opt in ("jsonl_field", "doc_sep_lines"):
-        if getattr(args, opt):
-            raise CLIError(f"--{opt.replace('_', '-')} applies to --shards only")
     if len(args.files) > 1:
         raise CLIError("give one FILE (or none for stdin); use --shards DIR to encode many files")
+    if args.files and not _is_wordpiece(tok):
+        return _encode_streamed(args, tok, rule)
+    if args.docs or args.field or args.column:
+        raise CLIError("--docs/--field/--column apply to a BPE tokenizer's FILE or to --shards")
     where = args.files[0] if args.files else "stdin"
     text = read_input_text(args.files[0] if args.files else None, args.errors)
     with rule.guard(tok, [(where, text)]):
@@ -418,6 +468,24 @@ def cmd_encode(args) -> int:
         else:
             ids = tok.encode(text, **rule.kwargs())
     sys.stdout.write(" ".join(map(str, ids)) + "\n")
+    return 0
+
+
+def _encode_streamed(args, tok, rule: SpecialRule) -> int:
+    """A BPE FILE's ids, one line per document, written as its blocks are encoded (a
+    file bigger than memory prints as it goes)."""
+    from .corpus import block_ids, cutter
+
+    out = sys.stdout
+    corpus = corpus_of(args)
+    with corpus_special_guard():
+        for block in corpus.blocks(cut=cutter(tok), errors=args.errors):
+            ids, offsets = block_ids(tok, block, args.threads, **rule.kwargs())
+            ids = ids.tolist()
+            for k in range(len(block)):
+                part = " ".join(map(str, ids[offsets[k]:offsets[k + 1]]))
+                last = k == len(block) - 1 and block.last_open
+                out.write(part + (" " if last and part else "" if last else "\n"))
     return 0
 
 
@@ -495,31 +563,38 @@ def cmd_count(args) -> int:
         with rule.guard(tok, [("stdin", text)]):
             print(len(stats.count_tokens(tok, text, **rule.kwargs())))
         return 0
-    check_files(args.files)
-    # Files are encoded whole (exact counts), in parallel batches of up to ~64 MB of text
-    # so that a long list of big files is never all in memory at once.
+    # each file streamed in blocks (bounded memory), long documents in exact pieces
+    from .corpus import count_corpus
+
     counts: list[int] = []
-    batch: list[tuple[str, str]] = []
-    size = 0
-
-    def count_batch():
-        with rule.guard(tok, batch):
-            return stats.count_tokens_batch(tok, [t for _, t in batch], num_threads=args.threads, **rule.kwargs())
-
-    for f in args.files:
-        batch.append((f, stats.read_text(f, args.errors)))
-        size += len(batch[-1][1])
-        if size >= 64 << 20:
-            counts += count_batch()
-            batch, size = [], 0
-    if batch:
-        counts += count_batch()
+    names = [str(f) for f in args.files]
+    with corpus_special_guard(), _bar(args, corpus_of(args)) as bar:
+        for f in names:
+            c = count_corpus(tok, corpus_of(args, [f]), num_threads=args.threads, errors=args.errors,
+                             progress=bar, **rule.kwargs())
+            counts.append(c["tokens"])
     width = max(len(f"{c:,}") for c in [*counts, sum(counts)])
-    for f, c in zip(args.files, counts):
+    for f, c in zip(names, counts):
         print(f"{c:>{width},}  {cli_message(f)}")
-    if len(args.files) > 1:
+    if len(names) > 1:
         print(f"{sum(counts):>{width},}  total")
     return 0
+
+
+@contextlib.contextmanager
+def _bar(args, corpus, desc: str = "reading"):
+    """A bytes progress bar (MB/s, ETA) over the corpus's stored size, or None (-q)."""
+    if getattr(args, "quiet", False):
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=corpus.total_bytes(), unit="B", unit_scale=True, desc=desc, file=sys.stderr,
+               leave=False)
+    try:
+        yield bar
+    finally:
+        bar.close()
 
 
 def _argv_text(text: str, errors: str) -> str:
@@ -571,7 +646,6 @@ def cmd_stats(args) -> int:
         raise CLIError("give --files F... and/or --parallel EN_FILE OTHER_FILE...")
     if args.parallel and len(args.parallel) < 2:
         raise CLIError("--parallel needs the English file first and at least one translation")
-    check_files(list(args.files or []) + list(args.parallel or []))
     toks: dict[str, object] = {}
     for spec in args.tokenizers:
         name = tokenizer_name(spec, None)
@@ -581,13 +655,9 @@ def cmd_stats(args) -> int:
     rule = SpecialRule.from_args(args, toks.values())
     names = list(toks)
     files = list(dict.fromkeys(list(args.files or []) + list(args.parallel or [])))
-    table: dict[str, dict] = {}
-    for f in files:  # stats.file_stats, with the rule's errors naming file, line and column
-        text = stats.read_text(f, args.errors)
-        table[f] = {}
-        for name, tok in toks.items():
-            with rule.guard(tok, [(f, text)]):
-                table[f][name] = stats.text_stats(tok, text, **rule.kwargs())
+    with corpus_special_guard():
+        table = stats.file_stats(toks, files, errors=args.errors, docs=args.docs, field=args.field,
+                                 column=args.column, **rule.kwargs())
     print(cli_message(stats.format_stats(table, names), keep="\n"))
     tax = None
     if args.parallel:
@@ -636,8 +706,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
 
     t = sub.add_parser("train", help="train BPE or WordPiece from files (or stdin lines)")
-    t.add_argument("files", nargs="*", metavar="FILE", help="text files (.gz too); each line is a document; "
-                                                            "stdin lines when none")
+    t.add_argument("files", nargs="*", metavar="FILE",
+                   help="corpus files or folders (text, .jsonl, .parquet; see --docs); stdin lines when none")
     t.add_argument("--model", choices=["bpe", "wordpiece"], default="bpe", help="the model to train (default bpe)")
     t.add_argument("--vocab-size", type=_positive("--vocab-size"), required=True,
                    help="tokens in the vocabulary, bytes and special tokens included")
@@ -652,6 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--format", choices=["tiktoken", "hf", "tokenizer.json", "gpt2", "vocab.txt"], default=None,
                    help="default: from the output's extension")
     add_errors_flag(t)
+    add_corpus_flags(t)
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(func=cmd_train)
 
@@ -662,6 +733,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no special ids at all: --special-as-text, and no [CLS]/[SEP] around WordPiece ids")
     add_errors_flag(e)
     add_special_flags(e)
+    add_corpus_flags(e)
     g = e.add_argument_group("token shards")
     g.add_argument("--shards", metavar="DIR", help="write shards of ids to DIR instead of printing ids")
     g.add_argument("--format", choices=["npy", "bin"], default="npy",
@@ -692,6 +764,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--threads", type=_positive("--threads"), default=min(8, os.cpu_count() or 1), help=threads_help)
     add_errors_flag(c)
     add_special_flags(c)
+    add_corpus_flags(c)
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=cmd_count)
 
     s = sub.add_parser("show", help="the text with token boundaries coloured (or as an HTML page)")
@@ -714,6 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--plot", metavar="DIR", help="save PNG charts to DIR (needs matplotlib)")
     add_errors_flag(st)
     add_special_flags(st)
+    add_corpus_flags(st)
     st.set_defaults(func=cmd_stats)
     return p
 

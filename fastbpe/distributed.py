@@ -280,16 +280,43 @@ def merge_counts(*tables: dict) -> dict:
     return out
 
 
-def _count_bpe_range(path, start, end, pat_str, special_tokens, errors):
+def _count_bpe_task(task, pat_str, special_tokens, errors):
     from . import train
 
-    if isinstance(path, Path):  # the native range counter reads local files itself
-        return train.count_file_range(path, start, end, pat_str, special_tokens, errors)
-    return train.count_documents(iter_range_documents(path, start, end, errors), pat_str, special_tokens, 1)
+    return train.count_task(task, pat_str, special_tokens, errors)
 
 
-def _count_lines_range(path, start, end, count_lines, errors):
-    return dict(count_lines(iter_range_documents(path, start, end, errors)))
+def _count_words_task(task, opts, errors):
+    """WordPiece word counts of one task's documents (pieces cut before whitespace)."""
+    from . import io as _io
+
+    blocks = task.blocks(cut=_io.WordPieceCut(opts.special_tokens), errors=errors)
+    return dict(_count_words_lines((p for b in blocks for p in b.pieces()), opts))
+
+
+def plan_tasks(paths, n_workers: int = 1, ranges_per_file: int | None = None, *, docs=None, field=None,
+               column=None) -> list:
+    """The units of work (``fastbpe.io.Task``, picklable) in corpus order: byte ranges at
+    document starts sized so that there are about four per worker thread, each between
+    ``MIN_RANGE_BYTES`` and ``MAX_RANGE_BYTES`` (or ``ranges_per_file`` per file); a
+    compressed or ``docs="file"`` file is one task, a Parquet file a task per row groups.
+    Local paths are made absolute (a worker's working directory need not be the client's).
+    """
+    from . import io as _io
+
+    if ranges_per_file is not None and (
+        isinstance(ranges_per_file, bool) or not isinstance(ranges_per_file, int) or ranges_per_file < 1
+    ):
+        raise ValueError(f"ranges_per_file must be None or a positive int, got {ranges_per_file!r}")
+    corpus = _io.Corpus.resolve(paths, docs=docs, field=field, column=column)
+    for s in corpus.sources:
+        if not _io.documents.streams.is_url(s.path):
+            s.path = Path(s.path).absolute()
+    if ranges_per_file is not None:
+        return corpus.plan(n_parts=ranges_per_file, min_bytes=1)
+    total = corpus.total_bytes() or 0
+    target = min(max(total // max(4 * n_workers, 1), MIN_RANGE_BYTES), MAX_RANGE_BYTES)
+    return corpus.plan(target_bytes=target)
 
 
 def _tree_reduce(client, futures: list, split_every: int):
@@ -307,47 +334,39 @@ def _tree_reduce(client, futures: list, split_every: int):
     return futures[0].result()
 
 
-def count_distributed(client, paths, count_range: Callable, *args, ranges_per_file: int | None = None,
-                      split_every: int = 4) -> dict:
-    """Run ``count_range(path, start, end, *args) -> {key: count}`` as one Dask task per
-    byte range of ``paths`` and return the tree-reduced sum. ``count_range`` must be
+def count_distributed(client, paths, count_task: Callable, *args, ranges_per_file: int | None = None,
+                      split_every: int = 4, docs=None, field=None, column=None) -> dict:
+    """Run ``count_task(task, *args) -> {key: count}`` as one Dask task per unit of
+    ``plan_tasks(paths)`` and return the tree-reduced sum. ``count_task`` must be
     importable on the workers (a module-level function, or a ``functools.partial`` of one)."""
     _check_client(client, "distributed counting")
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
         raise ValueError(f"split_every must be an int >= 2, got {split_every!r}")
-    plan = plan_ranges(paths, ranges_per_file, _n_worker_threads(client))
+    plan = plan_tasks(paths, _n_worker_threads(client), ranges_per_file, docs=docs, field=field, column=column)
     tag = uuid.uuid4().hex
-    futures = [
-        client.submit(count_range, p, s, e, *args, key=f"fastbpe-count-{i}-{tag}")
-        for i, (p, s, e) in enumerate(plan)
-    ]
+    futures = [client.submit(count_task, t, *args, key=f"fastbpe-count-{i}-{tag}") for i, t in enumerate(plan)]
     return _tree_reduce(client, futures, split_every)
 
 
 def count_chunks_distributed(client, paths, pat_str: str, special_tokens: list[str], errors: str = "strict",
-                             ranges_per_file: int | None = None, split_every: int = 4) -> dict[bytes, int]:
-    """Phase 1 of ``train_bpe`` on a Dask cluster: ``{chunk bytes: count}`` over every
-    line of ``paths`` (local paths or fsspec URLs, text or gzip), equal to
-    ``train.count_documents(_data.iter_documents(paths), pat_str, special_tokens)``.
+                             ranges_per_file: int | None = None, split_every: int = 4, *, docs=None,
+                             field=None, column=None) -> dict[bytes, int]:
+    """Phase 1 of ``train_bpe`` on a Dask cluster: ``{chunk bytes: count}`` over the
+    documents of ``paths`` (local paths or fsspec URLs; ``docs``/``field``/``column`` as
+    in ``fastbpe.io.Corpus.resolve``), equal to one machine's ``_train.count_chunks``.
 
     This is the hook ``train_bpe(..., client=client)`` calls with its validated
     ``pat_str`` and ``special_tokens``.
     """
+    from . import io as _io
+
     _check_client(client, "train_bpe(client=...)")
     if not isinstance(pat_str, str):
         raise TypeError(f"pat_str must be a str, not {type(pat_str).__name__}")
-    _data.check_errors(errors)
-    return count_distributed(client, paths, _count_bpe_range, pat_str, list(special_tokens), errors,
-                             ranges_per_file=ranges_per_file, split_every=split_every)
-
-
-def count_lines_distributed(client, paths, count_lines: Callable[[Iterable[str]], dict], errors: str = "strict",
-                            ranges_per_file: int | None = None, split_every: int = 4) -> dict:
-    """Generic phase 1 for other trainers (e.g. WordPiece word counts):
-    ``count_lines(iterable of lines) -> {key: count}`` per range, tree-summed."""
-    _data.check_errors(errors)
-    return count_distributed(client, paths, _count_lines_range, count_lines, errors,
-                             ranges_per_file=ranges_per_file, split_every=split_every)
+    _io.check_errors(errors)
+    return count_distributed(client, paths, _count_bpe_task, pat_str, list(special_tokens), errors,
+                             ranges_per_file=ranges_per_file, split_every=split_every, docs=docs,
+                             field=field, column=column)
 
 
 def _count_words_lines(lines, opts):
@@ -362,25 +381,60 @@ def _count_words_lines(lines, opts):
     return _count_words_native(lines, opts, 1)
 
 
+def _count_docs_task(task, count_docs, errors):
+    """``count_docs`` over one task's documents, whole (no cutter: the caller's counts
+    may depend on whole documents)."""
+    return dict(count_docs(_whole_documents(task.blocks(errors=errors))))
+
+
+def _whole_documents(blocks):
+    pending = []
+    for block in blocks:
+        pieces = block.pieces()
+        if pending:
+            pieces[0] = "".join(pending) + pieces[0]
+            pending = []
+        if block.last_open:
+            pending.append(pieces.pop())
+        yield from pieces
+    if pending:
+        yield "".join(pending)
+
+
+def count_documents_distributed(client, paths, count_docs: Callable[[Iterable[str]], dict], errors: str = "strict",
+                                ranges_per_file: int | None = None, split_every: int = 4, *, docs=None,
+                                field=None, column=None) -> dict:
+    """Generic phase 1 for other trainers: ``count_docs(iterable of documents) ->
+    {key: count}`` per task, tree-summed."""
+    from . import io as _io
+
+    _io.check_errors(errors)
+    return count_distributed(client, paths, _count_docs_task, count_docs, errors, ranges_per_file=ranges_per_file,
+                             split_every=split_every, docs=docs, field=field, column=column)
+
+
 def count_words_distributed(client, paths, opts=None, errors: str = "strict",
-                            ranges_per_file: int | None = None, split_every: int = 4):
+                            ranges_per_file: int | None = None, split_every: int = 4, *, docs=None,
+                            field=None, column=None):
     """Phase 1 of ``train_wordpiece`` on a Dask cluster: the ``Counter`` of normalised,
-    pre-tokenised words over every line of ``paths``, equal to
-    ``reference.wordpiece.count_words(_data.iter_texts(paths), opts)`` (BERT
-    normalisation is per character and whitespace ends words, so lines count alike).
+    pre-tokenised words over the documents of ``paths``, equal to
+    ``reference.wordpiece.count_words(Corpus.resolve(paths, ...).documents(), opts)``.
 
     ``opts`` is a ``reference.wordpiece.BertOptions`` (default: BERT uncased).
     """
     from collections import Counter
 
+    from . import io as _io
     from .reference import wordpiece as ref_wordpiece
 
     _check_client(client, "train_wordpiece(client=...)")
     opts = opts if opts is not None else ref_wordpiece.BertOptions()
     if not isinstance(opts, ref_wordpiece.BertOptions):
         raise TypeError(f"opts must be a BertOptions, not {type(opts).__name__}")
-    count = functools.partial(_count_words_lines, opts=opts)
-    return Counter(count_lines_distributed(client, paths, count, errors, ranges_per_file, split_every))
+    _io.check_errors(errors)
+    return Counter(count_distributed(client, paths, _count_words_task, opts, errors,
+                                     ranges_per_file=ranges_per_file, split_every=split_every, docs=docs,
+                                     field=field, column=column))
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -731,7 +785,8 @@ def encode_corpus_local(paths, encoding, *, docs: str = "lines", eot: bool = Tru
 __all__ = [
     "count_chunks_distributed",
     "count_distributed",
-    "count_lines_distributed",
+    "count_documents_distributed",
+    "plan_tasks",
     "count_words_distributed",
     "encode_corpus_local",
     "encode_files",

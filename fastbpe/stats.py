@@ -18,7 +18,7 @@ special-token rule (``fastbpe.special``): special-token text such as ``<|endofte
 inside a file raises ValueError unless ``allowed_special`` lists it (it counts as one
 token) or ``disallowed_special=()`` (it counts as ordinary text), so ``stats``, ``count``
 and ``encode`` always agree. WordPiece text is counted without ``[CLS]``/``[SEP]`` and
-without its tokenizer.json's truncation or padding (``shards.document_ids_batch``).
+without its tokenizer.json's truncation or padding (``corpus.document_ids_batch``).
 Each file is encoded whole, so counts are exact (no block boundary changes a
 pre-tokenizer chunk).
 
@@ -33,9 +33,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _data
 from .show import is_wordpiece
-from .shards import document_ids_batch
+from .corpus import document_ids_batch
 
 
 @dataclass
@@ -87,21 +86,28 @@ def text_stats(tok, text: str, **special) -> TextStats:
 
 
 def read_text(path: str | os.PathLike, errors: str = "strict") -> str:
-    """A file's text (``.gz`` decompressed); ValueError naming the file and byte offset
-    for invalid UTF-8 unless ``errors="replace"``."""
-    return "".join(_data.iter_file_blocks(Path(path), errors=errors))
+    """A small file's whole text (decompressed); ValueError naming the file and byte
+    offset for invalid UTF-8 unless ``errors="replace"``."""
+    from .io import Corpus
+
+    return "".join(Corpus.resolve(path, docs="file").documents(errors))
 
 
-def file_stats(tokenizers: dict[str, object], files: list[str], *, errors: str = "strict",
-               **special) -> dict[str, dict[str, TextStats]]:
-    """``{file: {tokenizer name: TextStats}}``; ``special`` as in ``text_stats``."""
+def file_stats(tokenizers: dict[str, object], files: list[str], *, errors: str = "strict", docs=None,
+               field=None, column=None, num_threads: int = 1, **special) -> dict[str, dict[str, TextStats]]:
+    """``{file: {tokenizer name: TextStats}}`` of each file's documents, streamed;
+    ``docs``/``field``/``column`` as in ``fastbpe.io.Corpus.resolve``, ``special`` as in
+    ``text_stats``."""
+    from .corpus import count_corpus
+    from .io import Corpus
+
     out: dict[str, dict[str, TextStats]] = {}
     for f in files:
-        text = read_text(f, errors)
-        try:
-            out[f] = {name: text_stats(tok, text, **special) for name, tok in tokenizers.items()}
-        except ValueError as exc:  # special-token text: say which file (the position is in exc)
-            raise ValueError(f"{f}: {exc}") from None
+        corpus = Corpus.resolve(f, docs=docs, field=field, column=column)
+        out[f] = {}
+        for name, tok in tokenizers.items():
+            c = count_corpus(tok, corpus, num_threads=num_threads, errors=errors, **special)
+            out[f][name] = TextStats(c["bytes"], c["chars"], c["words"], c["tokens"], c["unknown"])
     return out
 
 

@@ -3,7 +3,7 @@
 Two phases, both native (``fastbpe._train``; ``reference.bpe`` holds the rules both
 follow and the tests compare them):
 
-1. read and count: stream the documents (``fastbpe._data``) in blocks, split them by the
+1. read and count: stream the documents (``fastbpe.io``) in blocks, split them by the
    pattern (native pre-tokenizers for the built-in patterns, on ``num_threads`` threads;
    ``regex`` in worker processes for a custom one) and count unique chunks;
 2. merge: learn merges over the unique chunks until ``vocab_size`` is reached
@@ -21,7 +21,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 
-from . import _data, _train
+from . import _train
+from . import io as _io
 from .encoding import Encoding
 from .reference import patterns
 
@@ -60,12 +61,10 @@ def count_documents(documents: Iterable[str], pat_str: str, special_tokens: list
                                num_threads=num_threads)
 
 
-def count_file_range(path, start: int, end: int, pat_str: str, special_tokens: list[str],
-                     errors: str = "strict") -> dict[bytes, int]:
-    """Phase 1 over the lines of one byte range of a file (see ``_data.split_ranges``);
+def count_task(task, pat_str: str, special_tokens: list[str], errors: str = "strict") -> dict[bytes, int]:
+    """Phase 1 over one ``fastbpe.io.Task`` (a range of one source, from ``Corpus.plan``);
     the unit of work of distributed training."""
-    return _train.count_file_range(path, start, end, pat_str, special_tokens, num_threads=1,
-                                   errors=errors)
+    return _train.count_task(task, pat_str, special_tokens, num_threads=1, errors=errors)
 
 
 def learn_merges(chunk_counts, n_tokens: int, *, min_frequency: int = 0,
@@ -97,6 +96,9 @@ def train_bpe(
     vocab_size: int | None = None,
     *,
     documents=None,
+    docs: str | None = None,
+    field: str | None = None,
+    column: str | None = None,
     pattern: str = "cl100k",
     special_tokens: Iterable[str] = (),
     min_frequency: int = 0,
@@ -109,10 +111,14 @@ def train_bpe(
 ) -> Encoding:
     """Train a byte-level BPE tokenizer and return it as an ``Encoding``.
 
-    The corpus is ``files`` (a path or a list of paths, text or ``.gz``, or directories
-    of them; each line is a document) or ``documents=`` (any iterable of str: a list, a
-    generator, a ``datasets`` column; each item is a document), never a guess between
-    the two: see ``fastbpe._data`` for the rules. ``vocab_size`` counts the 256 byte
+    The corpus is ``files`` (a path or a list of paths, or directories of them: text
+    files, plain or gzip/zstd/xz, read by the document rule ``docs`` — ``"file"`` (the
+    default: each file is one document), ``"lines"``, ``"blank-line"`` or ``"sep:STR"``;
+    JSON Lines files by their ``field``, default ``"text"``; Parquet files by their
+    ``column``; fsspec URLs) or ``documents=`` (any iterable of str: a list, a generator, a
+    ``datasets`` column; each item is a document; a ``datasets`` dataset with
+    ``column=``), never a guess between the two: see ``fastbpe.reference.documents`` for
+    the rules. Chunks never span two documents. ``vocab_size`` counts the 256 byte
     tokens, the merges and ``special_tokens`` (which get the last ids). ``pattern`` is
     ``"gpt2"``, ``"cl100k"``, ``"o200k"`` or a regex. If the corpus runs out of pairs
     before ``vocab_size``, training stops early with a warning.
@@ -128,7 +134,7 @@ def train_bpe(
     if vocab_size is None:
         raise TypeError("train_bpe() needs vocab_size")
     special_tokens = _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_threads)
-    _data.check_errors(errors)
+    _io.check_errors(errors)
     pat_str = patterns.resolve_pattern(pattern)
     patterns.compile_pattern(pat_str)  # a bad pattern fails before any reading
 
@@ -139,9 +145,11 @@ def train_bpe(
         if documents is not None:
             raise TypeError("train_bpe(client=...) reads files on the workers: pass files, "
                             "not documents= (an iterable can't be shipped to them)")
-        counts = count_chunks_distributed(client, files, pat_str, special_tokens, errors=errors)
+        counts = count_chunks_distributed(client, files, pat_str, special_tokens, errors=errors,
+                                          docs=docs, field=field, column=column)
     else:
-        corpus = _data.Corpus.resolve(files, documents)  # every file checked before any work
+        # every file checked before any work
+        corpus = _io.Corpus.resolve(files, documents, docs=docs, field=field, column=column)
         bar = _bar(progress, total=corpus.total_bytes(), desc="reading", unit="B", unit_scale=True,
                    unit_divisor=1024)
         try:

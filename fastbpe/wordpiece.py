@@ -745,6 +745,9 @@ def train_wordpiece(
     vocab_size: int | None = None,
     *,
     documents=None,
+    docs: str | None = None,
+    field: str | None = None,
+    column: str | None = None,
     errors: str = "strict",
     lowercase: bool = True,
     strip_accents: bool | None = None,
@@ -758,7 +761,8 @@ def train_wordpiece(
     client=None,
 ) -> WordPiece:
     """Train a likelihood WordPiece vocabulary on ``files`` (a path or a list of paths) or
-    ``documents=`` (an iterable of str), read as ``fastbpe._data`` says (``errors`` too).
+    ``documents=`` (an iterable of str), read as ``fastbpe.reference.documents`` says:
+    ``docs``, ``field``, ``column`` and ``errors`` as in ``fastbpe.train_bpe``.
 
     Scores are count(AB)/(count(A)count(B)), compared exactly; see
     ``fastbpe.reference.wordpiece`` for the tie-break and every other rule. The result is
@@ -768,11 +772,11 @@ def train_wordpiece(
     With a ``dask.distributed`` ``client``, word counting runs on the cluster over byte
     ranges of the input files (see ``fastbpe.distributed``).
     """
-    from . import _data
+    from . import io as _io
 
     if vocab_size is None:
         raise TypeError("train_wordpiece() needs vocab_size")
-    _data.check_errors(errors)
+    _io.check_errors(errors)
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
         raise ValueError(f"vocab_size must be a positive int, not {vocab_size!r}")
     if not isinstance(min_frequency, int) or min_frequency < 0:
@@ -793,24 +797,31 @@ def train_wordpiece(
     opts = _ref.BertOptions(lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens,
                             turkish_lowercase=turkish_lowercase)
     word_counts = None
+    bar = None
     if client is not None:  # phase 1 on a Dask cluster
         from .distributed import count_words_distributed
 
         if documents is not None:
             raise TypeError("train_wordpiece(client=...) reads files on the workers: pass files, "
                             "not documents= (an iterable can't be shipped to them)")
-        texts, word_counts = (), count_words_distributed(client, files, opts, errors=errors)
+        texts, word_counts = (), count_words_distributed(client, files, opts, errors=errors, docs=docs,
+                                                         field=field, column=column)
     else:
-        # whole lines or whole documents: a line end is whitespace to the BERT pre-tokeniser
-        texts = _data.Corpus.resolve(files, documents).iter_texts(errors)
+        # documents, long ones in pieces cut before whitespace (Corollary 4 of
+        # reference.documents): words never span two of them
+        corpus = _io.Corpus.resolve(files, documents, docs=docs, field=field, column=column)
         if progress:
             from tqdm.auto import tqdm
 
-            texts = tqdm(texts, desc="reading", unit="doc")
+            bar = tqdm(total=corpus.total_bytes(), desc="reading", unit="B", unit_scale=True)
+        blocks = corpus.blocks(cut=_io.WordPieceCut(special_tokens), errors=errors, progress=bar)
+        texts = (piece for block in blocks for piece in block.pieces())
     vocab = _train_native(
         texts, vocab_size, opts, min_frequency=min_frequency, limit_alphabet=limit_alphabet,
         special_tokens=special_tokens, num_threads=num_threads, progress=progress, algorithm=algorithm,
         word_counts=word_counts,
     )
+    if bar is not None:
+        bar.close()
     return WordPiece(vocab, lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens,
                      turkish_lowercase=turkish_lowercase)

@@ -1435,7 +1435,7 @@ from collections import Counter as _Counter
 
 import numpy as _np
 
-from fastbpe import _data
+from fastbpe import io as _io
 from fastbpe.reference import bpe as _ref
 from fastbpe.reference import patterns as _patterns
 
@@ -1509,61 +1509,22 @@ def _utf8_invalid_at(bytes data):
     return r
 
 
-class _FileRange:
-    """Input that is the lines starting in [start, end) of one file."""
-
-    def __init__(self, path, start, end):
-        self.path, self.start, self.end = path, start, end
+def _where(block, k=0):
+    """Where piece k of a block comes from, for errors."""
+    return block.where(k)
 
 
-def _where(where):
-    """Where a block came from, for errors: ``(path, offset)`` or ``(None, first_doc)``."""
-    source, pos = where
-    if source is None:
-        return f"documents from item {pos}"
-    return f"{source}: the block of lines at byte offset {pos}"
+def _cutter(pid, specials):
+    """The cutter of a native pattern (long documents are counted in pieces, Corollaries
+    1-3 of ``reference.documents``); a custom regex is never cut."""
+    return _io.BPECut(specials) if pid >= 0 else None
 
 
-def _file_blocks(source, errors, block_size):
-    """(path, offset, bytes) of the file blocks of a _FileRange or a files Corpus."""
-    if isinstance(source, _FileRange):
-        for offset, block in _data.iter_file_byte_blocks(source.path, errors, block_size,
-                                                         source.start, source.end):
-            yield source.path, offset, block
-        return
-    for p in source.files:
-        for offset, block in _data.iter_file_byte_blocks(p, errors, block_size):
-            yield p, offset, block
-
-
-def _iter_native_blocks(source, errors, block_size=_data.BLOCK_SIZE):
-    """Yield (kind, bytes, ends, n_bytes, where): kind "lines" (file block) or "docs"
-    (documents packed, document i ending at ends[i]); where is for errors (_where)."""
-    if isinstance(source, _FileRange) or source.files is not None:
-        for path, offset, block in _file_blocks(source, errors, block_size):
-            yield "lines", block, None, len(block), (path, offset)
-        return
-    parts = []
-    ends = []
-    total = 0
-    first = 0
-    cdef Py_ssize_t i = -1
-    for doc in source.documents:  # Corpus.iter_items's checks, inline: this loop is per document
-        i += 1
-        if not isinstance(doc, str):
-            raise _data.not_a_document(i, doc)
-        try:
-            b = doc.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: _data.fix_document's rule
-            b = _data.fix_document(doc).encode("utf-8")
-        parts.append(b)
-        total += len(b)
-        ends.append(total)
-        if total >= DOC_BLOCK_BYTES:
-            yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total, (None, first)
-            parts, ends, total, first = [], [], 0, i + 1
-    if parts:
-        yield "docs", b"".join(parts), _np.array(ends, dtype=_np.int64), total, (None, first)
+def _blocks(source, errors, cut, progress):
+    """The blocks of a Corpus or a Task (``fastbpe.io``)."""
+    if isinstance(source, _io.Task):
+        return source.blocks(cut=cut, errors=errors, progress=progress)
+    return source.blocks(cut=cut, errors=errors, progress=progress)
 
 
 def _progress_update(progress, n):
@@ -1574,19 +1535,16 @@ def _progress_update(progress, n):
 def _count_native(source, int pid, specials, int num_threads, errors, progress, as_table):
     sp_bytes = [s.encode("utf-8") for s in specials]
     counters = [_NativeCounter(pid, sp_bytes) for _ in range(num_threads)]
+    cut = _cutter(pid, specials)
 
-    def run(counter, kind, block, ends, where):
-        if kind == "lines":
-            status = counter.count_lines(block)
-        else:
-            status = counter.count_documents(block, ends)
+    def run(counter, block):
+        status = counter.count_documents(block.data, block.ends)
         if status < 0:
-            raise _failure(status, _where(where))
+            raise _failure(status, _where(block))
 
     if num_threads == 1:
-        for kind, block, ends, n, where in _iter_native_blocks(source, errors):
-            run(counters[0], kind, block, ends, where)
-            _progress_update(progress, n)
+        for block in _blocks(source, errors, cut, progress):
+            run(counters[0], block)
     else:
         # bounded queue: at most a few blocks in flight, never the whole corpus
         work = _queue.Queue(maxsize=2 * num_threads)
@@ -1600,7 +1558,7 @@ def _count_native(source, int pid, specials, int num_threads, errors, progress, 
                 if failures:
                     continue  # keep draining so the producer never blocks
                 try:
-                    run(counter, *item)
+                    run(counter, item)
                 except BaseException as exc:  # reported by the main thread
                     failures.append(exc)
 
@@ -1608,11 +1566,10 @@ def _count_native(source, int pid, specials, int num_threads, errors, progress, 
         for t in threads:
             t.start()
         try:
-            for kind, block, ends, n, where in _iter_native_blocks(source, errors):
+            for block in _blocks(source, errors, cut, progress):
                 if failures:
                     break
-                work.put((kind, block, ends, where))
-                _progress_update(progress, n)
+                work.put(block)
         finally:
             for _ in threads:
                 work.put(None)
@@ -1624,12 +1581,11 @@ def _count_native(source, int pid, specials, int num_threads, errors, progress, 
     return table if as_table else table.to_dict()
 
 
-def _regex_count_into(counts, kind, payload, pattern, specials):
-    """Count one block with the regex module into ``counts`` (str chunks; the caller
+def _regex_count_into(counts, docs, pattern, specials):
+    """Count documents with the regex module into ``counts`` (str chunks; the caller
     encodes the unique ones once at the end)."""
     pat = _patterns.compile_pattern(pattern)
     special = _ref.special_token_regex(specials)
-    docs = _data.split_lines(payload) if kind == "lines" else payload
     findall = pat.findall
     update = counts.update
     for doc in docs:
@@ -1649,35 +1605,25 @@ def _regex_worker(tasks, results, pattern, specials):
             item = tasks.get()
             if item is None:
                 break
-            _regex_count_into(counts, item[0], item[1], pattern, specials)
+            _regex_count_into(counts, item, pattern, specials)
         results.put(("ok", counts))
     except BaseException as exc:  # reported by the parent
         results.put(("error", exc))
 
 
-def _iter_regex_blocks(source, errors):
-    if isinstance(source, _FileRange) or source.files is not None:
-        for _, _, block in _file_blocks(source, errors, _data.BLOCK_SIZE):
-            yield "lines", block.decode("utf-8"), len(block)
-        return
-    docs, total = [], 0
-    for doc in source.iter_items():  # surrogates fixed: the chunks are encoded at the end
-        docs.append(doc)
-        total += len(doc)
-        if total >= DOC_BLOCK_BYTES:
-            yield "docs", docs, total
-            docs, total = [], 0
-    if docs:
-        yield "docs", docs, total
+def _iter_regex_blocks(source, errors, progress):
+    """Whole documents as str (a custom pattern is never cut: Corollary 1 is about the
+    built-in ones)."""
+    for block in _blocks(source, errors, None, progress):
+        yield block.pieces()
 
 
 def _count_regex(source, pattern, specials, int num_threads, errors, progress):
     _patterns.compile_pattern(pattern)  # a bad pattern fails here, before any work
     if num_threads == 1:
         total = _Counter()
-        for kind, payload, n in _iter_regex_blocks(source, errors):
-            _regex_count_into(total, kind, payload, pattern, specials)
-            _progress_update(progress, n)
+        for docs in _iter_regex_blocks(source, errors, progress):
+            _regex_count_into(total, docs, pattern, specials)
         return {chunk.encode("utf-8"): n for chunk, n in total.items()}
 
     import multiprocessing
@@ -1706,9 +1652,8 @@ def _count_regex(source, pattern, specials, int num_threads, errors, progress):
 
     parts = []
     try:
-        for kind, payload, n in _iter_regex_blocks(source, errors):
-            put((kind, payload))
-            _progress_update(progress, n)
+        for docs in _iter_regex_blocks(source, errors, progress):
+            put(docs)
         for _ in procs:
             put(None)
         while len(parts) < num_threads:
@@ -1734,11 +1679,12 @@ def _count_regex(source, pattern, specials, int num_threads, errors, progress):
 
 
 def count_chunk_table(files=None, pattern="cl100k", special_tokens=(), *, documents=None,
-                      num_threads=None, errors="strict", progress=None):
+                      docs=None, field=None, column=None, num_threads=None, errors="strict",
+                      progress=None):
     """Like count_chunks, but return the native table (``len()``, ``to_dict()``), which
     ``train_merges`` takes directly without building a Python object per chunk."""
-    counts = _count(_data.Corpus.resolve(files, documents), pattern, special_tokens, num_threads,
-                    errors, progress, True)
+    counts = _count(_io.Corpus.resolve(files, documents, docs=docs, field=field, column=column),
+                    pattern, special_tokens, num_threads, errors, progress, True)
     if isinstance(counts, _ChunkTable):
         return counts
     cdef _ChunkTable table = _ChunkTable()
@@ -1752,27 +1698,24 @@ def count_chunk_table(files=None, pattern="cl100k", special_tokens=(), *, docume
     return table
 
 
-def count_file_range(path, start, end, pattern="cl100k", special_tokens=(), *,
-                     num_threads=1, errors="strict", progress=None):
-    """count_chunks over the lines that start in bytes ``[start, end)`` of one file (the
-    ranges of ``_data.split_ranges``): the unit of work of distributed counting."""
-    path = _Path(path)
-    if _data.local_files(path) != [path]:  # checked: exists, a regular file
-        raise IsADirectoryError(f"{path}: count_file_range reads one file, not a directory")
-    if end is None:
-        end = path.stat().st_size
-    return _count(_FileRange(path, start, end), pattern, special_tokens, num_threads, errors,
-                  progress, False)
+def count_task(task, pattern="cl100k", special_tokens=(), *, num_threads=1, errors="strict",
+               progress=None):
+    """count_chunks over one ``fastbpe.io.Task`` (a range of one source, from
+    ``Corpus.plan``): the unit of work of distributed counting."""
+    if not isinstance(task, _io.Task):
+        raise TypeError(f"task must be a fastbpe.io.Task, not {type(task).__name__}")
+    return _count(task, pattern, special_tokens, num_threads, errors, progress, False)
 
 
 def count_chunks(files=None, pattern="cl100k", special_tokens=(), *, documents=None,
-                 num_threads=None, errors="strict", progress=None):
+                 docs=None, field=None, column=None, num_threads=None, errors="strict",
+                 progress=None):
     """Count the UTF-8 bytes of every chunk of every document: ``dict[bytes, int]``.
 
-    Equal to ``fastbpe.reference.bpe.count_chunks(_data.iter_documents(files,
-    documents=documents), pattern, special_tokens)``. ``files`` is a path or a list of
-    paths (each line of a file is a document); ``documents=`` an iterable of str (each
-    item is a document); see ``fastbpe._data`` for the rules. The built-in patterns
+    Equal to ``fastbpe.reference.bpe.count_chunks(Corpus.resolve(...).documents(),
+    pattern, special_tokens)``: ``files`` (paths; ``docs``, ``field``, ``column`` as in
+    ``fastbpe.io.Corpus.resolve``) or ``documents=`` (an iterable of str, one document
+    per item); see ``fastbpe.reference.documents`` for the rules. The built-in patterns
     (names or exact strings) use the native pre-tokenizer on ``num_threads`` threads
     (default: all cores); a custom pattern uses ``regex`` in worker processes.
     ``progress`` is None or a tqdm-like object updated with the bytes read.
@@ -1780,12 +1723,12 @@ def count_chunks(files=None, pattern="cl100k", special_tokens=(), *, documents=N
     >>> count_chunks(documents=["ab ab"], pattern=r"\\w+| ")
     {b'ab': 2, b' ': 1}
     """
-    return _count(_data.Corpus.resolve(files, documents), pattern, special_tokens, num_threads,
-                  errors, progress, False)
+    return _count(_io.Corpus.resolve(files, documents, docs=docs, field=field, column=column),
+                  pattern, special_tokens, num_threads, errors, progress, False)
 
 
 def _count(source, pattern, special_tokens, num_threads, errors, progress, as_table):
-    _data.check_errors(errors)
+    _io.check_errors(errors)
     specials = _check_specials(special_tokens)
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
