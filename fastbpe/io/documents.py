@@ -289,9 +289,9 @@ def text_blocks(stream, kind: str, sep: bytes | None, *, cut=None, errors: str =
         if eof:
             if buf:
                 block = emit(bytes(buf), base, False)
-                if open_doc and not len(block.ends):
-                    raise AssertionError("an open document ended with an empty piece")
-                yield block
+                assert len(block.ends) or not open_doc, "an open document ended with an empty piece"
+                if len(block.ends):
+                    yield block
             return
         cut_at = bounds.last(buf)
         if cut_at > 0:
@@ -322,7 +322,8 @@ def text_blocks(stream, kind: str, sep: bytes | None, *, cut=None, errors: str =
                 bounds.reset(buf)
                 nocut = 1
                 continue
-        limit = bounds.cut_limit(buf)
+        # a special token across the cut must be wholly in buf to be seen
+        limit = bounds.cut_limit(buf) - (cut.margin if cut is not None else 0)
         c = cut.find(buf, nocut, limit) if cut is not None and limit >= nocut else -1
         if c > 0:
             block = emit(bytes(buf[:c]), base, True)
