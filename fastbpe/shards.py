@@ -101,7 +101,6 @@ import bisect
 import builtins
 import hashlib
 import json
-import os
 import re
 import sys
 from collections.abc import Iterable
@@ -153,6 +152,9 @@ class DisallowedSpecialInDocument(ValueError):
             f"allowed_special={{{token!r}}} to write its id, or disallowed_special=() to encode it as text"
         )
         self.document, self.token, self.position, self.where, self.shard = document, token, position, where, shard
+
+    def __reduce__(self):  # travels back from a Dask worker whole
+        return type(self), (self.document, self.token, self.position, self.where, self.shard)
 
 
 # --------------------------------------------------------------------------- what a run writes
@@ -255,7 +257,13 @@ class Spec:
     errors: str
 
     def task_key(self, source_key: dict) -> dict:
-        """The key of a shard: the task's own key and this spec (see the module docstring)."""
+        """The key of a shard: the task's own key and this spec (see the module docstring).
+        The task's key is put in one order (sorted), so a key read back from a sidecar
+        equals, and dumps as, a fresh one."""
+        try:
+            source_key = json.loads(json.dumps(source_key, sort_keys=True))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"a task's key() must be a JSON-able dict ({exc})") from None
         return {"format": FORMAT, "version": VERSION, "source": source_key, "tokenizer": self.tokenizer["sha256"],
                 "dtype": self.dtype, "eot": self.eot_id, "allowed_special": list(self.allowed),
                 "disallowed_special": list(self.disallowed), "errors": self.errors}
@@ -479,7 +487,7 @@ def write_task(tok, task, out_dir, index: int, spec: Spec, *, num_threads: int =
     info = {"format": FORMAT, "version": VERSION, "index": index, "key": key, "bin": f"{stem}.bin",
             "idx": f"{stem}.idx", **counts}
     # last: its presence says the shard files are complete
-    atomic_write_text(side, json.dumps(info, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(side, json.dumps(info, indent=1) + "\n")
     return {**info, "skipped": False}
 
 

@@ -307,6 +307,10 @@ def test_special_token_text_follows_the_library_rule(enc, tmp_path):
                              r"at character 2; pass allowed_special=") as info:
         shards.write_shards(enc, [ListTask(docs, name="src")], tmp_path, progress=False)
     assert (info.value.document, info.value.token, info.value.position, info.value.shard) == (1, "<|endoftext|>", 2, 0)
+    import pickle
+
+    again = pickle.loads(pickle.dumps(info.value))  # as it comes back from a Dask worker
+    assert str(again) == str(info.value) and again.where == "src: from item 0"
     assert _temps(tmp_path) == [] and not (tmp_path / "manifest.json").exists()
     shards.write_shards(enc, [ListTask(docs)], tmp_path, progress=False, allowed_special={"<|endoftext|>"})
     assert shards.read_shards(tmp_path).tolist() == (
@@ -433,3 +437,21 @@ def test_tokenizer_identity_changes_with_what_decides_ids(enc):
 def test_block_stub_shape():
     b = Block.of(["ab", "ç", "d"], True)
     assert b.pieces() == ["ab", "ç", "d"] and b.ends.tolist() == [2, 4, 5] and b.last_open
+
+
+def test_resume_whatever_order_a_task_key_has(enc, tmp_path):
+    class Unsorted(ListTask):
+        def key(self):
+            return {"z": 1, "a": {"y": 2, "b": 3}}
+
+    shards.write_shards(enc, [Unsorted(DOCS)], tmp_path, progress=False)
+    before = _files(tmp_path)
+    m = shards.write_shards(enc, [Unsorted(DOCS)], tmp_path, progress=False)
+    assert m["skipped"] == 1 and _files(tmp_path) == before   # the manifest too
+
+    class NotJSON(ListTask):
+        def key(self):
+            return {"path": Path("x")}
+
+    with pytest.raises(TypeError, match="JSON-able"):
+        shards.write_shards(enc, [NotJSON(DOCS)], tmp_path, progress=False)
