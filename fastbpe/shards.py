@@ -103,6 +103,7 @@ import hashlib
 import json
 import re
 import sys
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,30 +159,42 @@ class DisallowedSpecialInDocument(ValueError):
 
 
 # --------------------------------------------------------------------------- what a run writes
+_IDENTITY = weakref.WeakKeyDictionary()  # tokenizers are immutable: hashed once each
+
+
 def tokenizer_identity(tok) -> dict:
     """``{"name", "kind", "n_vocab", "sha256"}``: the sha256 covers everything that decides
     a document's ids (BPE: pattern, ranks, special and added tokens; WordPiece: the
-    vocabulary and the normalisation options), and nothing else (a WordPiece file's
-    post-processor, truncation and padding never touch documents)."""
-    h = hashlib.sha256()
+    vocabulary and the normalisation options), and nothing else (the name; a WordPiece
+    file's post-processor, truncation and padding, which never touch documents)."""
+    try:
+        return dict(_IDENTITY[tok])
+    except (KeyError, TypeError):
+        pass
     if is_wordpiece(tok):
         o = tok._options()
-        h.update(b"wordpiece\0" + json.dumps(
+        head = b"wordpiece\0" + json.dumps(
             {k: o[k] for k in ("lowercase", "strip_accents", "clean_text", "tokenize_chinese_chars", "unk_token",
                                "max_input_chars_per_word", "continuing_subword_prefix", "special_tokens",
-                               "turkish_lowercase")}, sort_keys=True).encode("utf-8"))
-        for token, i in sorted(tok.vocab.items(), key=lambda kv: kv[1]):
-            b = token.encode("utf-8")
-            h.update(i.to_bytes(8, "little") + len(b).to_bytes(4, "little") + b)
-        n_vocab = max(tok.vocab.values(), default=-1) + 1
-        return {"name": "wordpiece", "kind": "wordpiece", "n_vocab": n_vocab, "sha256": h.hexdigest()}
-    h.update(b"bpe\0" + tok.pat_str.encode("utf-8") + b"\0")
-    for token, rank in sorted(tok._mergeable_ranks.items(), key=lambda kv: kv[1]):
-        h.update(rank.to_bytes(8, "little") + len(token).to_bytes(4, "little") + token)
-    for name, table in ((b"\1", tok._special_tokens), (b"\2", tok._added_tokens)):
-        for token, i in sorted(table.items()):
-            h.update(name + i.to_bytes(8, "little") + token.encode("utf-8") + b"\0")
-    return {"name": tok.name, "kind": "bpe", "n_vocab": tok.n_vocab, "sha256": h.hexdigest()}
+                               "turkish_lowercase")}, sort_keys=True).encode("utf-8")
+        body = b"".join(i.to_bytes(8, "little") + len(b).to_bytes(4, "little") + b
+                        for b, i in sorted(((t.encode("utf-8"), i) for t, i in tok.vocab.items()), key=lambda x: x[1]))
+        ident = {"name": "wordpiece", "kind": "wordpiece", "n_vocab": max(tok.vocab.values(), default=-1) + 1,
+                 "sha256": hashlib.sha256(head + body).hexdigest()}
+    else:
+        head = b"bpe\0" + tok.pat_str.encode("utf-8") + b"\0"
+        body = b"".join(rank.to_bytes(8, "little") + len(t).to_bytes(4, "little") + t
+                        for t, rank in sorted(tok._mergeable_ranks.items(), key=lambda kv: kv[1]))
+        tail = b"".join(tag + i.to_bytes(8, "little") + t.encode("utf-8") + b"\0"
+                        for tag, table in ((b"\1", tok._special_tokens), (b"\2", tok._added_tokens))
+                        for t, i in sorted(table.items()))
+        ident = {"name": tok.name, "kind": "bpe", "n_vocab": tok.n_vocab,
+                 "sha256": hashlib.sha256(head + body + tail).hexdigest()}
+    try:
+        _IDENTITY[tok] = ident
+    except TypeError:  # not weak-referenceable: computed each time
+        pass
+    return dict(ident)
 
 
 def _max_id(tok) -> int:
