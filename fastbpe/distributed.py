@@ -361,7 +361,7 @@ def _check_threads(name: str, value) -> None:
 def encode_files(paths, encoding, out_dir, client=None, *, docs: str | None = None, field: str | None = None,
                  column: str | None = None, dtype=None, eot=shards.DEFAULT, allowed_special=frozenset(),
                  disallowed_special="all", errors: str = "strict", num_threads: int | None = None,
-                 n_parts: int | None = None, block_bytes: int = shards.BLOCK_BYTES, progress: bool = False) -> dict:
+                 n_parts: int | None = None, block_bytes: int = shards.BLOCK_BYTES, progress: bool = True) -> dict:
     """Encode the documents of ``paths`` into ``fastbpe.shards``' format in ``out_dir``;
     return the manifest (plus ``"skipped"``: shards kept from an earlier run).
 
@@ -371,7 +371,8 @@ def encode_files(paths, encoding, out_dir, client=None, *, docs: str | None = No
     ``dask.distributed.Client`` (one Dask task per planned part, each the same
     ``shards.write_task`` as on one machine, on one native thread; then ``shards.commit``
     on the client), or None to encode here on ``num_threads`` native threads (default:
-    all cores). ``n_parts``: tasks to plan (default: see ``_n_parts``). ``dtype``, ``eot``,
+    all cores). ``n_parts``: tasks to plan (default: see ``_n_parts``). ``progress``: a
+    bar of text bytes on stderr (on a cluster it moves as shards finish). ``dtype``, ``eot``,
     ``allowed_special``, ``disallowed_special``, ``errors``: as ``shards.write_shards``.
     ``out_dir`` must be a folder every worker writes to (a shared filesystem on a real
     cluster). The tokens are the same whichever way the work is spread.
@@ -403,7 +404,7 @@ def encode_files(paths, encoding, out_dir, client=None, *, docs: str | None = No
                       key=f"fastbpe-shard-{i:06d}-{tag}", pure=False)
         for i, t in enumerate(tasks)
     ]
-    bar = shards._progress_bar(progress, None)
+    bar = shards._progress_bar(progress, shards._total_bytes(tasks))  # updated as shards finish
     try:
         for f in distributed.as_completed(futures):
             if bar is not None and f.status == "finished":

@@ -393,6 +393,9 @@ def test_wordpiece(tmp_path):
     m = shards.write_shards(wp, [ListTask(["unfair", "unfairs un"])], tmp_path, progress=False)
     assert shards.read_shards(tmp_path).tolist() == [3, 4, 2, 3, 4, 8, 3, 2]  # no [CLS]; [SEP] after each
     assert m["tokenizer"]["kind"] == "wordpiece" and m["eot"]["token"] == "[SEP]" and m["dtype"] == "uint16"
+    # a document of spaces has no ids; it still gets its EOT and its .idx entry
+    shards.write_shards(wp, [ListTask(["un", "   ", "un"])], tmp_path, progress=False)
+    assert shards.read_shards(tmp_path).tolist() == [3, 2, 2, 3, 2] and shards.open(tmp_path).doc(1).tolist() == [2]
     shards.write_shards(wp, [ListTask(["unfair"])], tmp_path, eot="[EOD]", progress=False)
     assert shards.read_shards(tmp_path).tolist() == [3, 4, 9]
     # the special-token rule, as WordPiece.encode_text
