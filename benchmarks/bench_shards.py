@@ -106,13 +106,15 @@ def batches(docs: list[str], block_bytes: int) -> list[list[str]]:
     return out
 
 
-def best(fn, repeat: int) -> float:
-    times = []
+def best(fn, repeat: int) -> tuple[float, float]:
+    """The best wall time of ``repeat`` runs, and the CPU seconds of that run (this
+    process's, all threads: on a shared machine the steadier measure of added work)."""
+    runs = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        runs.append((time.perf_counter() - t0, time.process_time() - c0))
+    return min(runs)
 
 
 def main() -> int:
@@ -157,21 +159,23 @@ def main() -> int:
                                                             dtype=np.uint16)[0] for g in groups])
             stream = got.read()
             assert (stream[stream != eot] == ids).all() and (stream == eot).sum() == len(docs)
-            base = best(baseline, args.repeat)
-            ready = best(writer(True), args.repeat)
-            decode = best(writer(False), args.repeat)
-            rows.append((t, mb / base, mb / ready, base / ready, mb / decode, base / decode))
+            (base, base_cpu), (ready, ready_cpu), (decode, decode_cpu) = (
+                best(baseline, args.repeat), best(writer(True), args.repeat), best(writer(False), args.repeat))
+            rows.append((t, mb / base, mb / ready, base / ready, mb / decode, base / decode,
+                         base_cpu, ready_cpu, decode_cpu))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"\n{'threads':>7} {'encode_batch_to_numpy':>22} {'write_shards':>13} {'ratio':>6} "
-          f"{'+ pieces()':>11} {'ratio':>6}   (MB/s)")
-    for t, b, r, rr, d, dr in rows:
-        print(f"{t:>7} {b:>22.1f} {r:>13.1f} {rr:>5.2f}x {d:>11.1f} {dr:>5.2f}x")
+          f"{'+ pieces()':>11} {'ratio':>6}   (MB/s; CPU seconds: encode / write / + pieces())")
+    for t, b, r, rr, d, dr, bc, rc, dc in rows:
+        print(f"{t:>7} {b:>22.1f} {r:>13.1f} {rr:>5.2f}x {d:>11.1f} {dr:>5.2f}x   {bc:.2f} / {rc:.2f} / {dc:.2f} "
+              f"(CPU ratio {bc / rc:.2f}x, {bc / dc:.2f}x)")
     if len(rows) > 1:
         print(f"\nwrite_shards {rows[-1][0]} threads vs 1: {rows[-1][2] / rows[0][2]:.2f}x "
               f"(encode_batch_to_numpy: {rows[-1][1] / rows[0][1]:.2f}x)")
     print(json.dumps([dict(zip(("threads", "encode_MBps", "write_MBps", "ratio", "write_decode_MBps",
-                                "ratio_decode"), r)) for r in rows]))
+                                "ratio_decode", "encode_cpu_s", "write_cpu_s", "write_decode_cpu_s"), r))
+                      for r in rows]))
     return 0
 
 
