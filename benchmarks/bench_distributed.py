@@ -7,8 +7,8 @@ files so that byte ranges matter):
   ``count_chunks_distributed`` on a ``LocalCluster`` of 1 and 2 single-threaded worker
   processes (the merge phase runs where the client is in every case, so it is not
   timed here);
-* encoding: ``encode_files(num_workers=1)`` (this process), ``num_workers=2`` (local
-  processes), and ``encode_files(client=...)`` with 1 and 2 Dask workers.
+* encoding: ``encode_files(num_threads=1)`` (this process), ``num_threads=2`` (this
+  process, two native threads), and ``encode_files(client=...)`` with 1 and 2 Dask workers.
 
 Cluster start-up is not timed (a cluster is started once and reused); shipping the
 encoding to the workers is. Every variant's result is checked against the
@@ -34,7 +34,7 @@ if any((ROOT / "fastbpe").glob("_core*.so")) and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import fastbpe  # noqa: E402
-from fastbpe import _data, train  # noqa: E402
+from fastbpe import _data, shards, train  # noqa: E402
 from fastbpe import distributed as D  # noqa: E402
 from fastbpe.cli import stdlib_sources  # noqa: E402
 from fastbpe.reference import patterns  # noqa: E402
@@ -173,18 +173,18 @@ def main(argv=None) -> int:
 
             def run(out, **kw):
                 shutil.rmtree(out, ignore_errors=True)  # else the run would resume (skip everything)
-                m = D.encode_files(enc_paths, enc, out, **kw)
-                return [s["sha256"] for s in m["shards"]], m["total_tokens"]
+                m = D.encode_files(enc_paths, enc, out, docs="lines", disallowed_special=(), **kw)
+                return [s["sha256"] for s in m["shards"]], m["tokens"]
 
-            (ref_sums, n_tok), base, cpu = timed(lambda: run(tmp / "out-1", num_workers=1), repeat=args.repeat)
-            ref_tokens = D.load_shards(tmp / "out-1")[0]
+            (ref_sums, n_tok), base, cpu = timed(lambda: run(tmp / "out-1", num_threads=1), repeat=args.repeat)
+            ref_tokens = shards.read_shards(tmp / "out-1")
             rows.append(("encode", "single process", enc_mb / base, 1.0, cpu))
-            variants = [("local 2 processes", dict(num_workers=2), None)]
+            variants = [("local 2 threads", dict(num_threads=2), None)]
             variants += [(f"dask {w} worker{'s' * (w > 1)}", dict(client=c), c) for w, (_, c) in clusters.items()]
             for label, kw, client in variants:
                 out = tmp / f"out-{label.replace(' ', '-')}"
                 (sums, n), dt, cpu = timed(lambda: run(out, **kw), client, args.repeat)
-                assert n == n_tok and (D.load_shards(out)[0] == ref_tokens).all(), label
+                assert n == n_tok and (shards.read_shards(out) == ref_tokens).all(), label
                 rows.append(("encode", label, enc_mb / dt, base / dt, cpu))
             print(f"encode: {n_tok} tokens ({enc_mb * 1e6 / n_tok:.2f} bytes/token)")
 

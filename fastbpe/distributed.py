@@ -12,39 +12,19 @@ Training (``count_chunks_distributed``)
     counts, hence the merges, equal single-machine training on the same files.
 
 Encoding a corpus (``encode_files``)
-    The corpus is the documents of ``paths`` in order: every line of every file
-    (``docs="lines"``, the same documents as training) or every file as one document
-    (``docs="file"``). Each document is encoded with ``encode_ordinary`` (text that
-    looks like a special token is ordinary text: a corpus must not be able to inject
-    control tokens) and, when ``eot`` is true and the encoding has ``<|endoftext|>``,
-    followed by that one token. So the corpus's tokens are
-    ``doc0 EOT doc1 EOT ... docN EOT``: exactly one EOT between two documents (and one
-    after the last), and the concatenation of the shards in manifest order equals
-    encoding the corpus on one machine (``encode_corpus_local``).
+    The corpus is read by ``fastbpe.io`` (its document rules; ``Corpus.plan`` cuts it into
+    tasks at document starts) and written in the one shard format of ``fastbpe.shards``
+    (its docstring has the layout, the EOT rule, resume and crash safety). One Dask task
+    runs ``shards.write_task`` for one planned part, on a worker; the client then runs
+    ``shards.commit``, which writes the manifest last. So the cluster, this process
+    (``client=None``) and ``fastbpe encode --shards`` write the same bytes for the same
+    corpus and options. A worker that dies mid-shard leaves only temporaries, never a
+    file under a final name; a rerun keeps the complete shards and redoes the others.
+    ``out_dir`` must be a directory every worker can write (local disk for ``client=None``
+    or a ``LocalCluster``, a shared filesystem on a real cluster). Two runs must not write
+    the same ``out_dir`` at once.
 
-    One task = one shard = one byte range of one file (a ``.gz`` file, a file that can't
-    seek, or any file with ``docs="file"`` is one range). A shard is
-    ``shard-NNNNNN.bin`` (raw little-endian uint16 when every id fits, else uint32),
-    ``shard-NNNNNN.idx.npy`` (int64, ``documents + 1`` offsets: document ``i`` of the
-    shard, its EOT included, is ``tokens[idx[i]:idx[i+1]]``) and a sidecar
-    ``shard-NNNNNN.json`` (what the shard was made from and the sha256 of both files).
-    ``manifest.json`` lists the shards in corpus order with their token and document
-    counts and checksums; it is written last. A training loader can ``np.memmap`` each
-    ``.bin`` with the manifest's ``dtype``; ``load_shards`` reads and verifies a whole
-    (small) corpus. With ``docs="file"`` each file is read into memory whole.
-
-    Crash safety and resume: every file is written under a temporary name, flushed,
-    fsynced and renamed (``os.replace``, atomic on POSIX), so a worker that dies
-    mid-shard leaves at worst a ``*.tmp-*`` file (removed by the next run), never a
-    half-written file under a final name. The sidecar is renamed into place after the
-    shard files, so a shard counts as complete only when its sidecar exists and both
-    files still hash to the sidecar's checksums. A rerun skips complete shards that
-    were made from the same source range, encoding, dtype and options, and redoes the
-    others. ``out_dir`` must be a directory every worker can write (local disk for
-    ``client=None`` or a ``LocalCluster``, a shared filesystem on a real cluster);
-    inputs may be any fsspec URL. Two runs must not write the same ``out_dir`` at once.
-
-Inputs: files only (a path, a list of paths), checked on the client by ``fastbpe._data``'s
+Counting inputs: files only (a path, a list of paths), checked on the client by ``fastbpe._data``'s
 rules (a missing file is an error naming it, a local directory stands for its files);
 local paths must be readable at the same path on every worker (a shared
 filesystem on a real cluster). Remote inputs (``s3://…``, ``gs://…``, ``https://…``;
@@ -61,19 +41,14 @@ from __future__ import annotations
 
 import functools
 import gzip
-import hashlib
 import io
-import json
 import math
 import os
-import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-import numpy as np
-
-from . import _data
+from . import _data, shards
 
 _INSTALL_HINT = "pip install fastbpe[dask]"
 
@@ -82,13 +57,6 @@ _INSTALL_HINT = "pip install fastbpe[dask]"
 MIN_RANGE_BYTES = 4 << 20
 MAX_RANGE_BYTES = 256 << 20
 
-#: Text handed to the encoder per call: big enough to amortise the call, small enough
-#: to keep a worker's memory flat.
-ENCODE_BLOCK_BYTES = 4 << 20
-
-MANIFEST_NAME = "manifest.json"
-MANIFEST_FORMAT = "fastbpe-shards/1"
-EOT_TEXT = "<|endoftext|>"
 
 
 def _require_dask(what: str):
@@ -249,12 +217,6 @@ def iter_range_documents(path, start: int, end: int, errors: str = "strict") -> 
         if not is_gz and start:
             fh.seek(start)
         yield from _data.iter_binary_lines(fh, path, start, None if is_gz else end, errors)
-
-
-def _read_whole_text(path, errors: str) -> str:
-    if isinstance(path, Path):
-        return "".join(_data.iter_file_blocks(path, errors=errors))
-    return "".join(iter_range_documents(path, 0, _size(path), errors))
 
 
 def _n_worker_threads(client) -> int:
@@ -438,348 +400,76 @@ def count_words_distributed(client, paths, opts=None, errors: str = "strict",
 
 
 # ----------------------------------------------------------------------------- encoding
-def _encoding_fingerprint(encoding) -> str:
-    """sha256 of what decides the ids: pattern, ranks and special tokens."""
-    h = hashlib.sha256()
-    h.update(encoding.pat_str.encode("utf-8") + b"\0")
-    for tok, rank in sorted(encoding._mergeable_ranks.items(), key=lambda kv: kv[1]):
-        h.update(rank.to_bytes(8, "little") + len(tok).to_bytes(4, "little") + tok)
-    for tok, rank in sorted(encoding._special_tokens.items()):
-        h.update(b"\1" + rank.to_bytes(8, "little") + tok.encode("utf-8") + b"\0")
-    return h.hexdigest()
+def _n_parts(paths, n_workers: int) -> int:
+    """Tasks to plan: a task per ``MAX_RANGE_BYTES`` of input at least (the unit a rerun
+    redoes), and four per worker thread on a cluster."""
+    total = sum(_size(p) for p in _normalize_paths(paths))
+    return max(1 if n_workers <= 1 else 4 * n_workers, math.ceil(total / MAX_RANGE_BYTES))
 
 
-def _resolve_dtype(encoding, dtype) -> np.dtype:
-    if dtype is None:
-        return np.dtype("<u2") if encoding.max_token_value <= 0xFFFF else np.dtype("<u4")
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.uint16), np.dtype(np.uint32)):
-        raise ValueError(f"dtype must be uint16 or uint32, not {dt}")
-    if dt.itemsize == 2 and encoding.max_token_value > 0xFFFF:
-        raise ValueError(f"dtype uint16 cannot hold ids of {encoding.name!r} (largest id {encoding.max_token_value}); use uint32")
-    return dt.newbyteorder("<")
+def _check_threads(name: str, value) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be None or a positive int, got {value!r}")
 
 
-def _eot_id(encoding, eot: bool) -> int | None:
-    return encoding.special_tokens.get(EOT_TEXT) if eot else None
+def encode_files(paths, encoding, out_dir, client=None, *, docs: str | None = None, field: str | None = None,
+                 column: str | None = None, dtype=None, eot=shards.DEFAULT, allowed_special=frozenset(),
+                 disallowed_special="all", errors: str = "strict", num_threads: int | None = None,
+                 n_parts: int | None = None, block_bytes: int = shards.BLOCK_BYTES, progress: bool = True) -> dict:
+    """Encode the documents of ``paths`` into ``fastbpe.shards``' format in ``out_dir``;
+    return the manifest (plus ``"skipped"``: shards kept from an earlier run).
 
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _tmp_name(final: Path) -> Path:
-    return final.with_name(f"{final.name}.tmp-{uuid.uuid4().hex}")
-
-
-def _atomic_write_bytes(final: Path, data: bytes) -> None:
-    tmp = _tmp_name(final)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def _iter_doc_batches(task: dict, errors: str) -> Iterator[list[str]]:
-    """The documents of one task in batches of about ``ENCODE_BLOCK_BYTES`` characters."""
-    path = _local_path(task["path"]) if task["local"] else task["path"]
-    if task["docs"] == "file":
-        yield [_read_whole_text(path, errors)]
-        return
-    batch, n = [], 0
-    for line in iter_range_documents(path, task["start"], task["end"], errors):
-        batch.append(line)
-        n += len(line)
-        if n >= ENCODE_BLOCK_BYTES:
-            yield batch
-            batch, n = [], 0
-    if batch:
-        yield batch
-
-
-def _shard_is_complete(out_dir: Path, task: dict) -> dict | None:
-    """The sidecar of a complete shard made from exactly ``task``, else None."""
-    side = out_dir / f"{task['stem']}.json"
-    try:
-        info = json.loads(side.read_text())
-    except (OSError, ValueError):
-        return None
-    if info.get("task") != task:
-        return None
-    try:
-        if _sha256_file(out_dir / info["bin"]) != info["sha256"]:
-            return None
-        if _sha256_file(out_dir / info["idx"]) != info["idx_sha256"]:
-            return None
-    except (OSError, KeyError):
-        return None
-    return info
-
-
-def _encode_shard(task: dict, encoding, out_dir: str, errors: str = "strict") -> dict:
-    """Encode one byte range into ``<stem>.bin`` + ``<stem>.idx.npy`` + ``<stem>.json``.
-
-    Returns the sidecar dict, with ``"skipped": True`` when a complete shard was there."""
-    out_dir = Path(out_dir)
-    done = _shard_is_complete(out_dir, task)
-    if done is not None:
-        return {**done, "skipped": True}
-    dtype = np.dtype(task["dtype"])
-    eot = task["eot_id"]
-    stem = task["stem"]
-    bin_final, idx_final, side_final = out_dir / f"{stem}.bin", out_dir / f"{stem}.idx.npy", out_dir / f"{stem}.json"
-    # a stale sidecar must not vouch for the files about to be replaced
-    side_final.unlink(missing_ok=True)
-    bin_tmp = _tmp_name(bin_final)
-    idx_tmp = idx_final.with_name(f"{stem}.idx.tmp-{uuid.uuid4().hex}.npy")
-    h = hashlib.sha256()
-    doc_lengths: list[np.ndarray] = []
-    n_tokens = 0
-    try:
-        with open(bin_tmp, "wb") as fh:
-            for batch in _iter_doc_batches(task, errors):
-                # allowed_special=set() and disallowed_special=() is encode_ordinary
-                ids, offsets = encoding.encode_batch_to_numpy(batch, num_threads=1, disallowed_special=(), dtype=dtype)
-                lengths = np.diff(offsets)
-                if eot is not None:
-                    ids = np.insert(ids, offsets[1:], np.array(eot, dtype=dtype))
-                    lengths = lengths + 1
-                data = np.ascontiguousarray(ids, dtype=dtype).tobytes()
-                fh.write(data)
-                h.update(data)
-                doc_lengths.append(lengths.astype(np.int64))
-                n_tokens += len(ids)
-            fh.flush()
-            os.fsync(fh.fileno())
-        lengths = np.concatenate(doc_lengths) if doc_lengths else np.zeros(0, np.int64)
-        idx = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=idx[1:])
-        with open(idx_tmp, "wb") as fh:
-            np.save(fh, idx)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(bin_tmp, bin_final)
-        os.replace(idx_tmp, idx_final)
-    finally:
-        bin_tmp.unlink(missing_ok=True)
-        idx_tmp.unlink(missing_ok=True)
-    info = {
-        "task": task,
-        "bin": bin_final.name,
-        "idx": idx_final.name,
-        "tokens": int(n_tokens),
-        "documents": int(len(idx) - 1),
-        "sha256": h.hexdigest(),
-        "idx_sha256": _sha256_file(idx_final),
-    }
-    # the sidecar goes last: its presence says the shard files are complete
-    _atomic_write_bytes(side_final, json.dumps(info, indent=1).encode("utf-8"))
-    _fsync_dir(out_dir)
-    return {**info, "skipped": False}
-
-
-# local process pool: the Encoding is sent once per process, not once per task
-_WORKER_ENCODING = None
-
-
-def _init_local_worker(encoding) -> None:
-    global _WORKER_ENCODING
-    _WORKER_ENCODING = encoding
-
-
-def _encode_shard_local(task: dict, out_dir: str, errors: str) -> dict:
-    return _encode_shard(task, _WORKER_ENCODING, out_dir, errors)
-
-
-def _remove_stale_tmp(out_dir: Path) -> None:
-    for p in out_dir.glob("shard-*.tmp-*"):
-        p.unlink(missing_ok=True)
-    for p in out_dir.glob(f"{MANIFEST_NAME}.tmp-*"):
-        p.unlink(missing_ok=True)
-
-
-_SHARD_FILE = re.compile(r"(shard-\d{6})\.(bin|idx\.npy|json)")
-
-
-def _remove_unlisted_shards(out_dir: Path, stems: set[str]) -> None:
-    """Shards of an earlier run over more ranges: not in the manifest, so not data."""
-    for p in out_dir.iterdir():
-        m = _SHARD_FILE.fullmatch(p.name)
-        if m and m.group(1) not in stems:
-            p.unlink(missing_ok=True)
-
-
-def encode_files(paths, encoding, out_dir, client=None, *, dtype=None, docs: str = "lines",
-                 num_workers: int | None = None, eot: bool = True, errors: str = "strict",
-                 ranges_per_file: int | None = None) -> dict:
-    """Encode the documents of ``paths`` into token shards in ``out_dir``; return the manifest.
-
-    ``paths``: a path or list of paths (text or ``.gz``; local or fsspec URLs).
-    ``encoding``: a ``fastbpe.Encoding``. ``client``: a ``dask.distributed.Client``, or
-    None to use ``num_workers`` local processes (default: all cores; 1 = this process).
-    ``dtype``: ``uint16``/``uint32`` (default: uint16 when every id fits). ``docs``:
-    ``"lines"`` (each line is a document) or ``"file"`` (each file is one). ``eot``:
-    follow each document by ``<|endoftext|>`` if the encoding has it. See the module
-    docstring for the shard format, the exact corpus rule and resume.
+    ``paths``: files or fsspec URLs, read by ``fastbpe.io`` with the document rule
+    ``docs`` (and ``field`` for JSON Lines, ``column`` for Parquet); None is its default.
+    ``encoding``: a ``fastbpe.Encoding`` or ``WordPiece``. ``client``: a
+    ``dask.distributed.Client`` (one Dask task per planned part, each the same
+    ``shards.write_task`` as on one machine, on one native thread; then ``shards.commit``
+    on the client), or None to encode here on ``num_threads`` native threads (default:
+    all cores). ``n_parts``: tasks to plan (default: see ``_n_parts``). ``progress``: a
+    bar of text bytes on stderr (on a cluster it moves as shards finish). ``dtype``, ``eot``,
+    ``allowed_special``, ``disallowed_special``, ``errors``: as ``shards.write_shards``.
+    ``out_dir`` must be a folder every worker writes to (a shared filesystem on a real
+    cluster). The tokens are the same whichever way the work is spread.
     """
-    from .encoding import Encoding
-
-    if not isinstance(encoding, Encoding):
-        raise TypeError(f"encoding must be a fastbpe.Encoding, not {type(encoding).__name__}")
-    if docs not in ("lines", "file"):
-        raise ValueError(f"docs must be 'lines' or 'file', got {docs!r}")
-    _data.check_errors(errors)
-    if not isinstance(eot, bool):
-        raise TypeError(f"eot must be a bool, not {type(eot).__name__}")
-    if num_workers is not None and (isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1):
-        raise ValueError(f"num_workers must be None or a positive int, got {num_workers!r}")
     if client is not None:
         _check_client(client, "encode_files(client=...)")
-        import distributed
-        n_threads = _n_worker_threads(client)
-    else:
-        n_threads = num_workers or os.cpu_count() or 1
-    dt = _resolve_dtype(encoding, dtype)
-    eot_id = _eot_id(encoding, eot)
-    out_dir = Path(out_dir).absolute()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _remove_stale_tmp(out_dir)
+    _check_threads("num_threads", num_threads)
+    _check_threads("n_parts", n_parts)
+    spec = shards.make_spec(encoding, dtype=dtype, eot=eot, allowed_special=allowed_special,
+                            disallowed_special=disallowed_special, errors=errors)
+    n_workers = _n_worker_threads(client) if client is not None else 1
+    from . import io as fio
 
-    if docs == "file":
-        plan = []
-        for p in _normalize_paths(paths):
-            _check_exists(p)
-            plan.append((p, 0, _size(p)))
-    else:
-        plan = plan_ranges(paths, ranges_per_file, n_threads)
-    fingerprint = _encoding_fingerprint(encoding)
-    versions = {p: _source_version(p) for p in {p for p, _, _ in plan}}
-    tasks = [
-        {
-            "stem": f"shard-{i:06d}",
-            "path": str(p),
-            "local": isinstance(p, Path),
-            "start": int(s),
-            "end": int(e),
-            "source_version": versions[p],
-            "docs": docs,
-            "dtype": dt.str,
-            "eot_id": eot_id,
-            "encoding": fingerprint,
-        }
-        for i, (p, s, e) in enumerate(plan)
+    corpus = fio.Corpus.resolve(files=paths, docs=docs, field=field, column=column)
+    tasks = corpus.plan(n_parts or _n_parts(paths, n_workers))
+    rule = {"docs": docs, "field": field, "column": column}
+    if client is None:
+        return shards.write_shards(encoding, tasks, out_dir, dtype=spec.dtype, eot=spec.eot_token,
+                                   allowed_special=set(spec.allowed), disallowed_special=spec.disallowed,
+                                   errors=errors, num_threads=num_threads or os.cpu_count() or 1,
+                                   block_bytes=block_bytes, document_rule=rule, progress=progress)
+    import distributed
+
+    out = shards.prepare(out_dir)
+    enc_future = client.scatter(encoding, broadcast=True, hash=False)
+    tag = uuid.uuid4().hex
+    futures = [
+        client.submit(shards.write_task, enc_future, t, str(out), i, spec, num_threads=1, block_bytes=block_bytes,
+                      key=f"fastbpe-shard-{i:06d}-{tag}", pure=False)
+        for i, t in enumerate(tasks)
     ]
-    # the manifest of a previous run describes files about to be rewritten
-    (out_dir / MANIFEST_NAME).unlink(missing_ok=True)
-
-    if client is not None:
-        enc_future = client.scatter(encoding, broadcast=True, hash=False)
-        tag = uuid.uuid4().hex
-        futures = [
-            client.submit(_encode_shard, t, enc_future, str(out_dir), errors, key=f"fastbpe-encode-{t['stem']}-{tag}")
-            for t in tasks
-        ]
-        # let every task settle before reporting a failure: shards that finish are kept
-        # for the rerun, and no task of this call still writes out_dir when it returns
-        distributed.wait(futures)
-        results = client.gather(futures)
-    elif n_threads == 1 or len(tasks) <= 1:
-        results = [_encode_shard(t, encoding, str(out_dir), errors) for t in tasks]
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # spawn: safe whatever threads the caller runs; the encoding pickles small
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(n_threads, len(tasks)), mp_context=ctx, initializer=_init_local_worker,
-                                 initargs=(encoding,)) as pool:
-            results = list(pool.map(_encode_shard_local, tasks, [str(out_dir)] * len(tasks),
-                                    [errors] * len(tasks)))
-
-    shards = []
-    for r in results:
-        t = r["task"]
-        shards.append({
-            "bin": r["bin"], "idx": r["idx"], "source": t["path"], "start": t["start"], "end": t["end"],
-            "tokens": r["tokens"], "documents": r["documents"], "sha256": r["sha256"], "idx_sha256": r["idx_sha256"],
-        })
-    manifest = {
-        "format": MANIFEST_FORMAT,
-        "encoding": {"name": encoding.name, "n_vocab": encoding.n_vocab, "sha256": fingerprint},
-        "dtype": dt.name,
-        "docs": docs,
-        "eot_token": eot_id,
-        "total_tokens": sum(s["tokens"] for s in shards),
-        "total_documents": sum(s["documents"] for s in shards),
-        "shards": shards,
-    }
-    _atomic_write_bytes(out_dir / MANIFEST_NAME, json.dumps(manifest, indent=1).encode("utf-8"))
-    _remove_stale_tmp(out_dir)  # left by attempts that died and were retried elsewhere
-    _remove_unlisted_shards(out_dir, {t["stem"] for t in tasks})
-    _fsync_dir(out_dir)
-    manifest["skipped"] = sum(1 for r in results if r["skipped"])
-    return manifest
-
-
-# ----------------------------------------------------------------------------- reading back
-def load_shards(out_dir) -> tuple[np.ndarray, np.ndarray]:
-    """Read ``out_dir`` back as ``(tokens, doc_offsets)``, checking the manifest's
-    checksums: the corpus's tokens and the int64 start of each document (plus the end)."""
-    out_dir = Path(out_dir)
-    manifest = json.loads((out_dir / MANIFEST_NAME).read_text())
-    dtype = np.dtype(manifest["dtype"]).newbyteorder("<")
-    parts, offsets, base = [], [np.zeros(1, np.int64)], 0
-    for s in manifest["shards"]:
-        raw = (out_dir / s["bin"]).read_bytes()
-        if hashlib.sha256(raw).hexdigest() != s["sha256"]:
-            raise ValueError(f"{out_dir / s['bin']}: checksum does not match {MANIFEST_NAME}")
-        ids = np.frombuffer(raw, dtype=dtype)
-        idx = np.load(out_dir / s["idx"])
-        if len(ids) != s["tokens"] or len(idx) != s["documents"] + 1 or idx[-1] != len(ids):
-            raise ValueError(f"{out_dir / s['bin']}: token or document count does not match {MANIFEST_NAME}")
-        parts.append(ids)
-        offsets.append(idx[1:] + base)
-        base += len(ids)
-    tokens = np.concatenate(parts) if parts else np.zeros(0, dtype)
-    return tokens, np.concatenate(offsets)
-
-
-def encode_corpus_local(paths, encoding, *, docs: str = "lines", eot: bool = True, errors: str = "strict") -> list[int]:
-    """The corpus rule on one machine, plainly (the specification ``encode_files`` meets)."""
-    eot_id = _eot_id(encoding, eot)
-    out: list[int] = []
-    for p in _normalize_paths(paths):
-        if docs == "file":
-            documents = [_read_whole_text(p, errors)]
-        else:
-            documents = iter_range_documents(p, 0, _size(p), errors)
-        for doc in documents:
-            out.extend(encoding.encode_ordinary(doc))
-            if eot_id is not None:
-                out.append(eot_id)
-    return out
+    bar = shards._progress_bar(progress, shards._total_bytes(tasks))  # updated as shards finish
+    try:
+        for f in distributed.as_completed(futures):
+            if bar is not None and f.status == "finished":
+                bar.update(f.result()["bytes"])
+    finally:
+        if bar is not None:
+            bar.close()
+    # every task has settled (finished shards are kept for a rerun, and no task of this call
+    # still writes out_dir); the first failure, if any, is raised here
+    sidecars = client.gather(futures)
+    return shards.commit(out, sidecars, spec, document_rule=rule)
 
 
 __all__ = [
@@ -788,9 +478,7 @@ __all__ = [
     "count_documents_distributed",
     "plan_tasks",
     "count_words_distributed",
-    "encode_corpus_local",
     "encode_files",
-    "load_shards",
     "merge_counts",
     "plan_ranges",
 ]

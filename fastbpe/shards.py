@@ -1,184 +1,315 @@
-"""Write a corpus as token shards that GPT training scripts memory-map.
+"""Token shards that GPT training scripts memory-map: the one format of fastbpe.
 
-Layout of ``DIR`` (one token stream cut into shards)::
+``fastbpe encode --shards``, ``fastbpe.encode_files`` and its Dask path all write it, with
+``write_task`` (one unit of work) and ``commit`` (the manifest); ``open`` reads it.
 
-    shard_000000.npy | .bin   token ids, uint16 or uint32, little-endian
-    shard_000001.npy | .bin   ...
-    index.json                format, dtype, separator id, tokenizer, per-shard token counts,
-                              documents, tokens, bytes
-    doc_offsets.npy           int64, start of each document in the stream (token position)
+Layout of a shard directory
+---------------------------
+::
 
-The stream is ``doc0 SEP doc1 SEP doc2 ...``: exactly one separator (``<|endoftext|>`` for
-BPE, ``[SEP]`` for WordPiece unless ``--eot`` says otherwise) *between* documents, none
-before the first or after the last. Every shard holds ``shard_tokens`` tokens except the
-last; a document may continue in the next shard (training samples windows from the whole
-stream, as nanoGPT does). ``.npy`` files load with ``np.load(path, mmap_mode="r")``;
-``.bin`` files are raw arrays with no header: ``np.memmap(path, dtype="<u2", mode="r")``
-(the dtype is in ``index.json``).
+    shard-NNNNNN-KKKKKKKKKKKK.bin   tokens: flat little-endian uint16 or uint32, no header
+    shard-NNNNNN-KKKKKKKKKKKK.idx   flat little-endian uint64, documents + 1 token offsets
+    shard-NNNNNN-KKKKKKKKKKKK.json  sidecar: the task key, counts, sha256 of .bin and .idx
+    manifest.json                   the shards in corpus order, totals, tokenizer identity
 
-Decisions:
+- ``NNNNNN`` is the task's place in the corpus (0, 1, ...); ``KKKKKKKKKKKK`` the first 12
+  hex digits of the sha256 of the task's *key*: what the shard is made of (the source's
+  identity, the byte range, the document rule: ``task.key()``) and how (the tokenizer's
+  sha256, dtype, EOT id, the special-token rule, ``errors``, this format's version). A
+  rerun with the same inputs computes the same names (resume: a complete shard is kept,
+  byte-identical); a run with anything different writes other names, so it never
+  overwrites a file that the current manifest points to.
+- ``.bin`` loads as nanoGPT / llm.c load theirs: ``np.memmap(path, dtype=np.uint16,
+  mode="r")`` (the dtype is in the manifest).
+- ``.idx``: document ``i`` of the shard is ``tokens[idx[i]:idx[i+1]]``, its EOT included;
+  ``idx[0] == 0`` and ``idx[-1] == len(tokens)``.
+- The sidecar is written last: a shard is *complete* iff its sidecar exists, holds the
+  task's key, and both files have the sizes and sha256 it records.
+- ``manifest.json``: format name and version; tokenizer (name, kind, n_vocab, sha256 of
+  what decides the ids: ``tokenizer_identity``); dtype; the EOT rule and id; the
+  special-token rule; the document rule the caller gives; totals (documents, tokens,
+  text bytes); the shards in corpus order with their counts and checksums.
 
-- **What a document is.** Each input file is one document (source files, books, web
-  pages saved one per file). With ``jsonl_field=NAME`` each line of a file is a JSON object
-  whose field ``NAME`` is a document (the usual dump of a web corpus); with
-  ``doc_sep_lines=True`` each line (without its ``"\\n"``) is a document. Empty documents
-  are kept (they still get a separator), so ``documents`` counts what was read.
-- **Special-token text inside a document** (BPE) follows the library's rule, as
-  ``Encoding.encode`` and every other command do (``fastbpe.special``): by default it
-  raises ``DisallowedSpecialInDocument`` (a ValueError naming the document), because a
-  web page that holds the string ``<|endoftext|>`` must not end a document silently,
-  nor be rewritten silently. ``disallowed_special=()`` (``--special-as-text``) encodes
-  it as ordinary text, as nanoGPT's ``encode_ordinary`` does; ``allowed_special``
-  (``--allow-special``) writes its id, for corpora whose documents already carry
-  markers. The separator between documents is the writer's, not the text's: it is
-  always written, whatever the rule. WordPiece documents are the text alone: no
-  ``[CLS]``/``[SEP]`` of their own and none of a tokenizer.json's truncation or padding.
-- Files may be gzip-compressed (``.gz``); invalid UTF-8 raises ValueError naming the
-  file and where, unless ``errors="replace"``.
-- Every shard is written to a temporary name and renamed, so a shard that exists is whole.
+The EOT rule
+------------
+Exactly one EOT token **after** every document (nanoGPT's ``prepare.py``): the stream is
+``doc0 EOT doc1 EOT ... docN EOT``. So every shard, and every document slice
+``tokens[idx[i]:idx[i+1]]``, ends at a document boundary and stands alone; concatenating
+shards gives the corpus's stream with no separator to add or drop at the seams (which an
+EOT *between* documents would need), and a training window that starts after an EOT
+starts a document. The EOT is ``<|endoftext|>`` for BPE, ``[SEP]`` for WordPiece, or the
+token the caller names with ``eot=``; a tokenizer without it is a ValueError saying to
+pass ``eot=``. ``eot=None`` writes no EOT (then the ``.idx`` alone tells documents apart).
+The EOT is the writer's, never the text's.
+
+Documents
+---------
+Documents come from ``fastbpe.io`` (its ``Corpus.plan()`` makes the tasks): non-empty
+str, read in ``Block``s. A document longer than a block arrives cut into pieces at places
+where encoding the pieces separately gives the ids of the whole (``block.last_open``
+says the last piece continues in the next block); the writer joins them: no EOT and no
+``.idx`` entry between the pieces of one document. WordPiece documents are the text
+alone: no ``[CLS]``, and none of a tokenizer.json's truncation or padding.
+
+Special-token text inside a document follows the library's rule (``fastbpe.special``), as
+``Encoding.encode`` does: by default it raises ``DisallowedSpecialInDocument`` (a
+ValueError naming the source, the document and the character), because a web page that
+holds the string ``<|endoftext|>`` must neither end a document silently nor be rewritten
+silently. ``disallowed_special=()`` encodes it as ordinary text (nanoGPT's
+``encode_ordinary``); ``allowed_special`` writes its id (corpora that carry markers).
+
+A run
+-----
+``write_shards`` (this process) or a Dask cluster (``fastbpe.encode_files``) runs
+``write_task`` for every task, then ``commit``:
+
+1. stale temporaries in the directory are removed (those of killed runs: see
+   ``fastbpe.formats._atomic``);
+2. each task: if its shard is complete it is skipped; else its ``.bin`` and ``.idx`` are
+   streamed to temporaries (memory stays bounded by one block: ids are appended as
+   they come), fsynced and renamed, then the sidecar is written the same way;
+3. ``commit`` writes the new ``manifest.json`` atomically (temp, fsync, rename, fsync of
+   the directory), and only then deletes the shard files the new manifest does not list.
+
+So a reader sees the old manifest and its complete files, or the new ones, never a mix;
+a failed or killed run leaves no partial file under a final name, and no temporaries
+(a SIGKILLed writer's temporaries are removed by the next run); its complete shards are
+kept, and the rerun gives the same bytes as a run that never failed. Two runs must not
+write one directory at the same time.
 
 >>> import tempfile, numpy as np
 >>> from fastbpe.encoding import get_toy_encoding
+>>> class OneBlock:                      # fastbpe.io's tasks have this shape
+...     def __init__(self, docs): self.docs = docs
+...     def key(self): return {"documents": self.docs}
+...     def blocks(self, **how):
+...         class B: pass
+...         b = B(); b.pieces = lambda: self.docs; b.data = "".join(self.docs).encode()
+...         b.last_open, b.where = False, "example"
+...         yield b
 >>> d = tempfile.mkdtemp()
->>> s = write_shards(get_toy_encoding(), ["hi", "hi hi"], d, eot_token="<|eot|>", progress=False)
->>> np.load(d + "/shard_000000.npy").tolist()
-[256, 257, 256, 32, 256]
+>>> m = write_shards(get_toy_encoding(), [OneBlock(["hi", "hi hi"])], d, eot="<|eot|>", progress=False)
+>>> m["documents"], m["tokens"], m["dtype"]
+(2, 6, 'uint16')
+>>> s = open(d)
+>>> s.doc(1).tolist(), [t.tolist() for t, idx in s]
+([256, 32, 256, 257], [[256, 257, 256, 32, 256, 257]])
 """
 from __future__ import annotations
 
-import gzip
+import bisect
+import builtins
+import hashlib
 import json
-import os
+import re
 import sys
-import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from . import _data
+from .formats._atomic import atomic_open, atomic_write_text, clean_stale_temps_in, fsync_dir
 from .show import is_wordpiece
 from .special import find_disallowed, resolve_special_sets
 
-FORMATS = ("npy", "bin")
+FORMAT = "fastbpe-shards"
+VERSION = 1
+MANIFEST = "manifest.json"
 DTYPES = {"uint16": np.dtype("<u2"), "uint32": np.dtype("<u4")}
-#: Documents encoded per batch call (the native core spreads a batch over threads).
-BATCH_DOCS = 256
-BATCH_BYTES = 8 << 20
+IDX_DTYPE = np.dtype("<u8")
+#: Text handed to the encoder per call: big enough for the native threads to share,
+#: small enough that a worker's memory stays flat.
+BLOCK_BYTES = 4 << 20
+
+_SHARD_FILE = re.compile(r"shard-\d{6}-[0-9a-f]{12}\.(?:bin|idx|json)")
 
 
-@dataclass
-class ShardSummary:
-    documents: int = 0
-    tokens: int = 0
-    bytes: int = 0
-    seconds: float = 0.0
-    shards: list[dict] = field(default_factory=list)
+class _Default:
+    """The "use the tokenizer's own" argument value (pickles as itself, for Dask)."""
 
-    @property
-    def bytes_per_token(self) -> float:
-        # Separators are not text: leave them out of the compression figure.
-        text_tokens = self.tokens - max(0, self.documents - 1)
-        return self.bytes / text_tokens if text_tokens > 0 else float("nan")
+    def __repr__(self) -> str:
+        return "DEFAULT"
 
-    @property
-    def mb_per_s(self) -> float:
-        return self.bytes / 1e6 / self.seconds if self.seconds > 0 else float("nan")
-
-    def line(self) -> str:
-        return (f"{self.documents:,} documents, {self.tokens:,} tokens in {len(self.shards)} shard(s), "
-                f"{self.bytes:,} bytes, {self.bytes_per_token:.2f} bytes/token, "
-                f"{self.seconds:.2f} s ({self.mb_per_s:.2f} MB/s)")
+    def __reduce__(self):
+        return "DEFAULT"
 
 
-# --------------------------------------------------------------------------- documents
-def iter_documents(files: list[str], *, jsonl_field: str | None = None, doc_sep_lines: bool = False,
-                   errors: str = "strict") -> Iterator[str]:
-    """Documents of ``files`` by the rule in the module docstring; errors name file and line."""
-    for _, _, doc in iter_sourced_documents(files, jsonl_field=jsonl_field, doc_sep_lines=doc_sep_lines,
-                                            errors=errors):
-        yield doc
-
-
-def iter_sourced_documents(files: list[str], *, jsonl_field: str | None = None, doc_sep_lines: bool = False,
-                           errors: str = "strict") -> Iterator[tuple[str, int | None, str]]:
-    """``(file, line, document)`` for each document (line is None for whole files)."""
-    if jsonl_field is not None and doc_sep_lines:
-        raise ValueError("choose one of --jsonl-field and --doc-sep-lines")
-    for f in files:
-        path = Path(f)
-        if not path.is_file():
-            raise FileNotFoundError(f"input file not found: {f}")
-        if jsonl_field is None and not doc_sep_lines:
-            yield f, None, "".join(_data.iter_file_blocks(path, errors=errors))
-            continue
-        with (gzip.open if _data.is_gzip(path) else open)(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                try:
-                    line = raw.decode("utf-8", errors=errors)
-                except UnicodeDecodeError as exc:
-                    raise ValueError(f"{f}, line {lineno}: invalid UTF-8 at column {exc.start + 1}; "
-                                     "pass errors='replace' to replace invalid bytes") from None
-                if doc_sep_lines:
-                    yield f, lineno, line[:-1] if line.endswith("\n") else line
-                    continue
-                if not line.strip():
-                    continue  # blank lines between JSON objects are not documents
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{f}, line {lineno}: not JSON ({exc.msg})") from None
-                if not isinstance(obj, dict) or jsonl_field not in obj:
-                    raise ValueError(f"{f}, line {lineno}: no field {jsonl_field!r}")
-                value = obj[jsonl_field]
-                if not isinstance(value, str):
-                    raise ValueError(f"{f}, line {lineno}: field {jsonl_field!r} is {type(value).__name__}, not a string")
-                yield f, lineno, value
+DEFAULT = _Default()
 
 
 class DisallowedSpecialInDocument(ValueError):
-    """Special-token text that the rule refuses, in document ``document`` (0-based, the
-    index of ``doc_offsets.npy``) at character ``position``."""
+    """Special-token text that the rule refuses: in ``where`` (the block's source and
+    position, from ``fastbpe.io``), document ``document`` of shard ``shard`` (the index
+    into its ``.idx``), at character ``position`` of the document."""
 
-    def __init__(self, document: int, token: str, position: int):
+    def __init__(self, document: int, token: str, position: int, where: str | None = None,
+                 shard: int | None = None):
+        place = f"{where}: " if where else ""
+        of = f" of shard {shard}" if shard is not None else ""
         super().__init__(
-            f"document {document}: special-token text {token!r} at character {position}; pass "
+            f"{place}document {document}{of}: special-token text {token!r} at character {position}; pass "
             f"allowed_special={{{token!r}}} to write its id, or disallowed_special=() to encode it as text"
         )
-        self.document, self.token, self.position = document, token, position
+        self.document, self.token, self.position, self.where, self.shard = document, token, position, where, shard
+
+    def __reduce__(self):  # travels back from a Dask worker whole
+        return type(self), (self.document, self.token, self.position, self.where, self.shard)
 
 
-def _batches(docs: Iterable[str]) -> Iterator[list[str]]:
-    batch, size = [], 0
-    for d in docs:
-        batch.append(d)
-        size += len(d)
-        if len(batch) >= BATCH_DOCS or size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
+# --------------------------------------------------------------------------- what a run writes
+_IDENTITY = weakref.WeakKeyDictionary()  # tokenizers are immutable: hashed once each
 
 
-def separator_id(tok, eot_token: str | None) -> int:
-    """The id put between documents; ValueError when the tokenizer lacks it."""
+def tokenizer_identity(tok) -> dict:
+    """``{"name", "kind", "n_vocab", "sha256"}``: the sha256 covers everything that decides
+    a document's ids (BPE: pattern, ranks, special and added tokens; WordPiece: the
+    vocabulary and the normalisation options), and nothing else (the name; a WordPiece
+    file's post-processor, truncation and padding, which never touch documents)."""
+    try:
+        return dict(_IDENTITY[tok])
+    except (KeyError, TypeError):
+        pass
     if is_wordpiece(tok):
-        name = eot_token or "[SEP]"
+        o = tok._options()
+        head = b"wordpiece\0" + json.dumps(
+            {k: o[k] for k in ("lowercase", "strip_accents", "clean_text", "tokenize_chinese_chars", "unk_token",
+                               "max_input_chars_per_word", "continuing_subword_prefix", "special_tokens",
+                               "turkish_lowercase")}, sort_keys=True).encode("utf-8")
+        body = b"".join(i.to_bytes(8, "little") + len(b).to_bytes(4, "little") + b
+                        for b, i in sorted(((t.encode("utf-8"), i) for t, i in tok.vocab.items()), key=lambda x: x[1]))
+        ident = {"name": "wordpiece", "kind": "wordpiece", "n_vocab": max(tok.vocab.values(), default=-1) + 1,
+                 "sha256": hashlib.sha256(head + body).hexdigest()}
+    else:
+        head = b"bpe\0" + tok.pat_str.encode("utf-8") + b"\0"
+        body = b"".join(rank.to_bytes(8, "little") + len(t).to_bytes(4, "little") + t
+                        for t, rank in sorted(tok._mergeable_ranks.items(), key=lambda kv: kv[1]))
+        tail = b"".join(tag + i.to_bytes(8, "little") + t.encode("utf-8") + b"\0"
+                        for tag, table in ((b"\1", tok._special_tokens), (b"\2", tok._added_tokens))
+                        for t, i in sorted(table.items()))
+        ident = {"name": tok.name, "kind": "bpe", "n_vocab": tok.n_vocab,
+                 "sha256": hashlib.sha256(head + body + tail).hexdigest()}
+    try:
+        _IDENTITY[tok] = ident
+    except TypeError:  # not weak-referenceable: computed each time
+        pass
+    return dict(ident)
+
+
+def _max_id(tok) -> int:
+    return max(tok.vocab.values(), default=0) if is_wordpiece(tok) else tok.max_token_value
+
+
+def resolve_dtype(tok, dtype=None) -> str:
+    """``"uint16"`` or ``"uint32"``; None picks uint16 when every id of ``tok`` fits.
+
+    >>> from fastbpe.encoding import get_toy_encoding
+    >>> resolve_dtype(get_toy_encoding()), resolve_dtype(get_toy_encoding(), np.uint32)
+    ('uint16', 'uint32')
+    """
+    top = _max_id(tok)
+    if dtype is None:
+        return "uint16" if top <= 0xFFFF else "uint32"
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be uint16 or uint32, not {dtype!r}") from None
+    if dt.kind != "u" or dt.itemsize not in (2, 4):
+        raise ValueError(f"dtype must be uint16 or uint32, not {dt}")
+    if dt.itemsize == 2 and top > 0xFFFF:
+        raise ValueError(f"dtype uint16 cannot hold ids up to {top} of this tokenizer; use uint32")
+    return f"uint{dt.itemsize * 8}"
+
+
+def resolve_eot(tok, eot=DEFAULT) -> tuple[str | None, int | None]:
+    """``(token, id)`` written after every document: ``<|endoftext|>`` (BPE) or ``[SEP]``
+    (WordPiece) by default, the token named by ``eot``, or ``(None, None)`` for ``eot=None``.
+
+    >>> from fastbpe.encoding import get_toy_encoding
+    >>> resolve_eot(get_toy_encoding(), "<|eot|>"), resolve_eot(get_toy_encoding(), None)
+    (('<|eot|>', 257), (None, None))
+    """
+    if eot is None:
+        return None, None
+    if eot is not DEFAULT and not isinstance(eot, str):
+        raise TypeError(f"eot must be a token (str) or None, not {type(eot).__name__}")
+    if is_wordpiece(tok):
+        name = "[SEP]" if eot is DEFAULT else eot
         idx = tok.token_to_id(name)
         if idx is None:
-            raise ValueError(f"the tokenizer has no token {name!r} to put between documents; pass --eot TOKEN")
-        return idx
-    name = eot_token or "<|endoftext|>"
-    specials = tok.special_tokens
-    if name in specials:
-        return specials[name]
+            raise ValueError(f"the tokenizer has no token {name!r} to put after every document; "
+                             "pass eot=TOKEN (a token of the vocabulary) or eot=None for none")
+        return name, idx
+    name = "<|endoftext|>" if eot is DEFAULT else eot
+    if name in tok.special_tokens:
+        return name, tok.special_tokens[name]
     raise ValueError(
-        f"the tokenizer has no special token {name!r} to put between documents "
-        f"(it has {sorted(specials) or 'none'}); train with --special '<|endoftext|>' or pass --eot TOKEN"
+        f"the tokenizer has no special token {name!r} to put after every document "
+        f"(it has {sorted(tok.special_tokens) or 'none'}); pass eot=TOKEN naming one of them, or eot=None "
+        "for none (train with special_tokens=['<|endoftext|>'] to have it)"
     )
 
 
+def _check_errors(errors) -> str:
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+    return errors
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How a run encodes: everything but the documents (picklable; ``make_spec`` builds it)."""
+
+    tokenizer: dict
+    dtype: str
+    eot_token: str | None
+    eot_id: int | None
+    allowed: tuple[str, ...]
+    disallowed: tuple[str, ...]
+    errors: str
+
+    def task_key(self, source_key: dict) -> dict:
+        """The key of a shard: the task's own key and this spec (see the module docstring).
+        The task's key is put in one order (sorted), so a key read back from a sidecar
+        equals, and dumps as, a fresh one."""
+        try:
+            source_key = json.loads(json.dumps(source_key, sort_keys=True))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"a task's key() must be a JSON-able dict ({exc})") from None
+        return {"format": FORMAT, "version": VERSION, "source": source_key, "tokenizer": self.tokenizer["sha256"],
+                "dtype": self.dtype, "eot": self.eot_id, "allowed_special": list(self.allowed),
+                "disallowed_special": list(self.disallowed), "errors": self.errors}
+
+
+def make_spec(tok, *, dtype=None, eot=DEFAULT, allowed_special=frozenset(), disallowed_special="all",
+              errors: str = "strict") -> Spec:
+    """Check the arguments of a run once and resolve them (``resolve_dtype``, ``resolve_eot``,
+    the special-token rule of ``fastbpe.special``)."""
+    if is_wordpiece(tok):
+        specials = frozenset(tok.special_tokens_set)
+    elif hasattr(tok, "special_tokens_set"):
+        specials = frozenset(tok.special_tokens_set)
+    else:
+        raise TypeError(f"tok must be a fastbpe Encoding or WordPiece, not {type(tok).__name__}")
+    allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, specials)
+    eot_token, eot_id = resolve_eot(tok, eot)
+    return Spec(tokenizer=tokenizer_identity(tok), dtype=resolve_dtype(tok, dtype), eot_token=eot_token,
+                eot_id=eot_id, allowed=tuple(sorted(allowed)), disallowed=tuple(sorted(disallowed)),
+                errors=_check_errors(errors))
+
+
+def shard_stem(index: int, key: dict) -> str:
+    """``shard-NNNNNN-<first 12 hex of sha256(key)>``.
+
+    >>> shard_stem(3, {"a": 1})
+    'shard-000003-015abd7f5cc5'
+    """
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+    return f"shard-{index:06d}-{digest[:12]}"
+
+
+# --------------------------------------------------------------------------- encoding
 def document_ids_batch(tok, texts: list[str], num_threads: int = 1, *, allowed_special=frozenset(),
                        disallowed_special="all") -> list[list[int]]:
     """The ids each text contributes as a document, under the special-token rule
@@ -196,157 +327,361 @@ def document_ids_batch(tok, texts: list[str], num_threads: int = 1, *, allowed_s
     return [tok.encode_text(t, allowed_special=allowed, disallowed_special=disallowed) for t in texts]
 
 
-def _encode_documents(tok, batch: list[str], first: int, num_threads: int, allowed_special, disallowed_special):
-    """``document_ids_batch`` under the rule; a refused document is named by its number."""
+def encode_pieces(tok, pieces: list[str], spec: Spec, num_threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, offsets)`` of ``pieces`` as ``Encoding.encode_batch_to_numpy`` gives them
+    (ids in ``spec.dtype``; piece ``k`` is ``ids[offsets[k]:offsets[k+1]]``), under the
+    spec's special-token rule; WordPiece encodes the text alone (``document_ids_batch``)."""
+    dtype = DTYPES[spec.dtype]
+    allowed, disallowed = frozenset(spec.allowed), frozenset(spec.disallowed)
+    if not is_wordpiece(tok):
+        ids, offsets = tok.encode_batch_to_numpy(pieces, num_threads=num_threads, allowed_special=allowed,
+                                                 disallowed_special=disallowed, dtype=dtype)
+        return ids.astype(dtype, copy=False), offsets
+    mode, allowed, disallowed = tok._special_mode(allowed, disallowed)
+    if mode is not None:  # one native batch call, no offsets
+        ids, _, _, offsets = tok._core.encode_batch(tok._check_batch(pieces), tok._threads(num_threads), False, mode)
+        return ids.astype(dtype), offsets
+    rows = [tok.encode_text(p, allowed_special=allowed, disallowed_special=disallowed) for p in pieces]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=offsets[1:])
+    return np.fromiter((i for r in rows for i in r), dtype=dtype, count=int(offsets[-1])), offsets
+
+
+def _refused(pieces: list[str], spec: Spec, first_doc: int, open_chars: int, where: str, shard: int):
+    """The ``DisallowedSpecialInDocument`` for the first piece holding refused text, or None."""
+    disallowed = frozenset(spec.disallowed)
+    for k, piece in enumerate(pieces):
+        found = find_disallowed(piece, disallowed)
+        if found is not None:
+            token, pos = found
+            return DisallowedSpecialInDocument(first_doc + k, token, pos + (open_chars if k == 0 else 0), where, shard)
+    return None
+
+
+def _write_stream(tok, blocks: Iterable, spec: Spec, fb, fi, shard: int, num_threads: int, bar) -> dict:
+    """Encode ``blocks`` into the open ``.bin`` (``fb``) and ``.idx`` (``fi``); the counts
+    and checksums. Holds one block's ids at a time."""
+    eot = spec.eot_id
+    hb, hi = hashlib.sha256(), hashlib.sha256()
+
+    def put(fh, h, arr):
+        arr = np.ascontiguousarray(arr)
+        fh.write(arr)
+        h.update(arr)
+
+    put(fi, hi, np.zeros(1, IDX_DTYPE))
+    n_tokens = n_docs = n_bytes = 0
+    last_open, open_chars, where = False, 0, "the first block"
+    for block in blocks:
+        pieces = block.pieces()
+        where = block.where
+        if not pieces:
+            continue
+        try:
+            ids, offsets = encode_pieces(tok, pieces, spec, num_threads)
+        except ValueError:
+            refused = _refused(pieces, spec, n_docs, open_chars if last_open else 0, where, shard)
+            if refused is None:
+                raise
+            raise refused from None
+        n_close = len(pieces) - 1 if block.last_open else len(pieces)
+        ends = offsets[1:n_close + 1]
+        if eot is not None and n_close:
+            ids = np.insert(ids, ends, eot)        # one EOT after each whole document
+            ends = ends + np.arange(1, n_close + 1)
+        put(fb, hb, ids)
+        put(fi, hi, (ends + n_tokens).astype(IDX_DTYPE))
+        n_tokens += len(ids)
+        n_docs += n_close
+        n_bytes += len(block.data)
+        # characters already written of the document left open (for error positions)
+        if block.last_open:
+            open_chars = (open_chars if last_open and len(pieces) == 1 else 0) + len(pieces[-1])
+        last_open = block.last_open
+        if bar is not None:
+            bar.update(len(block.data))
+    if last_open:
+        raise ValueError(f"{where}: the task's last block leaves a document open (last_open=True); "
+                         "its blocks must end at a document end")
+    return {"tokens": n_tokens, "documents": n_docs, "bytes": n_bytes, "sha256": hb.hexdigest(),
+            "idx_sha256": hi.hexdigest()}
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with builtins.open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _check_files(folder: Path, info: dict, itemsize: int) -> str | None:
+    """What is wrong with the files of a shard (sizes, checksums), or None."""
+    for name, size, digest in ((info["bin"], info["tokens"] * itemsize, info["sha256"]),
+                               (info["idx"], (info["documents"] + 1) * IDX_DTYPE.itemsize, info["idx_sha256"])):
+        path = folder / name
+        try:
+            if path.stat().st_size != size:
+                return f"{path}: {path.stat().st_size} bytes, not the {size} its sidecar and the manifest record"
+            if _sha256_file(path) != digest:
+                return f"{path}: sha256 does not match the manifest"
+        except FileNotFoundError:
+            return f"{path}: missing"
+    return None
+
+
+def _complete(folder: Path, stem: str, key: dict, itemsize: int) -> dict | None:
+    """The sidecar of a complete shard ``stem`` made from ``key``, else None."""
     try:
-        return document_ids_batch(tok, batch, num_threads, allowed_special=allowed_special,
-                                  disallowed_special=disallowed_special)
-    except ValueError:
-        _, disallowed = resolve_special_sets(allowed_special, disallowed_special, frozenset(tok.special_tokens_set))
-        for i, doc in enumerate(batch):
-            found = find_disallowed(doc, disallowed)
-            if found is not None:
-                raise DisallowedSpecialInDocument(first + i, *found) from None
-        raise
+        info = json.loads((folder / f"{stem}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or info.get("key") != key:
+        return None
+    try:
+        return info if _check_files(folder, info, itemsize) is None else None
+    except (KeyError, TypeError):
+        return None
 
 
-# --------------------------------------------------------------------------- writing
-class _ShardWriter:
-    def __init__(self, out_dir: Path, fmt: str, dtype: np.dtype, shard_tokens: int):
-        self.out_dir, self.fmt, self.dtype, self.shard_tokens = out_dir, fmt, dtype, shard_tokens
-        self.parts: list[np.ndarray] = []
-        self.filled = 0
-        self.shards: list[dict] = []
-
-    def add(self, ids: np.ndarray) -> None:
-        while len(ids):
-            take = min(len(ids), self.shard_tokens - self.filled)
-            self.parts.append(ids[:take])
-            self.filled += take
-            ids = ids[take:]
-            if self.filled == self.shard_tokens:
-                self.flush()
-
-    def flush(self) -> None:
-        if not self.filled:
-            return
-        arr = np.concatenate(self.parts).astype(self.dtype, copy=False)
-        name = f"shard_{len(self.shards):06d}.{self.fmt}"
-        path = self.out_dir / name
-        tmp = self.out_dir / f".{name}.tmp"
-        with open(tmp, "wb") as fh:
-            if self.fmt == "npy":
-                np.lib.format.write_array(fh, arr, allow_pickle=False)
-            else:
-                fh.write(arr.tobytes())
-        os.replace(tmp, path)
-        self.shards.append({"file": name, "tokens": int(len(arr))})
-        self.parts, self.filled = [], 0
-
-
-def write_shards(
-    tok,
-    documents: Iterable[str],
-    out_dir: str | os.PathLike,
-    *,
-    fmt: str = "npy",
-    dtype: str = "uint16",
-    shard_tokens: int = 100_000_000,
-    eot_token: str | None = None,
-    num_threads: int = 1,
-    progress: bool = True,
-    total_bytes: int | None = None,
-    allowed_special=frozenset(),
-    disallowed_special="all",
-) -> ShardSummary:
-    """Encode ``documents`` and write the shards, index and document offsets to ``out_dir``.
-
-    ``allowed_special`` / ``disallowed_special``: the rule for special-token text inside
-    documents (BPE; see the module docstring), as in ``Encoding.encode``."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown shard format {fmt!r}; choose one of {FORMATS}")
-    if dtype not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; choose uint16 or uint32")
-    if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
-        raise ValueError(f"shard_tokens must be a positive int, got {shard_tokens!r}")
-    np_dtype = DTYPES[dtype]
-    max_id = max(tok.vocab.values(), default=0) if is_wordpiece(tok) else tok.max_token_value
-    if max_id > np.iinfo(np_dtype).max:
-        raise ValueError(f"dtype {dtype} cannot hold ids up to {max_id} of this tokenizer; use --dtype uint32")
-    sep = separator_id(tok, eot_token)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for old in list(out.glob("shard_*.npy")) + list(out.glob("shard_*.bin")):
-        old.unlink()  # never mix shards of two runs
-
-    writer = _ShardWriter(out, fmt, np_dtype, shard_tokens)
-    summary = ShardSummary()
-    offsets: list[int] = []
-    bar = None
-    if progress:
+def _progress_bar(progress, total: int | None = None, desc: str = "shards"):
+    """A tqdm bar of text bytes for ``progress=True``; None for False; else ``progress``
+    itself (anything with ``update(n)``)."""
+    if progress is True:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc="encoding", file=sys.stderr)
-    sep_arr = np.array([sep], dtype=np.int64)
-    t0 = time.perf_counter()
-    try:
-        for batch in _batches(documents):
-            encoded = _encode_documents(tok, batch, summary.documents, num_threads,
-                                        allowed_special, disallowed_special)
-            n_bytes = 0
-            for doc, ids in zip(batch, encoded):
-                if summary.documents:
-                    writer.add(sep_arr)
-                    summary.tokens += 1
-                offsets.append(summary.tokens)
-                writer.add(np.asarray(ids, dtype=np.int64))
-                summary.tokens += len(ids)
-                summary.documents += 1
-                n_bytes += len(doc.encode("utf-8"))
-            summary.bytes += n_bytes
-            if bar is not None:
-                bar.update(n_bytes)
-        writer.flush()
-    finally:
-        if bar is not None:
-            bar.close()
-    summary.seconds = time.perf_counter() - t0
-    summary.shards = writer.shards
-
-    np.save(out / "doc_offsets.npy", np.asarray(offsets, dtype=np.int64))
-    index = {
-        "format": fmt,
-        "dtype": dtype,
-        "byteorder": "little",
-        "separator_id": sep,
-        "separator": "between documents",
-        "tokenizer": getattr(tok, "name", type(tok).__name__),
-        "shard_tokens": shard_tokens,
-        "documents": summary.documents,
-        "tokens": summary.tokens,
-        "bytes": summary.bytes,
-        "shards": summary.shards,
-        "doc_offsets": "doc_offsets.npy",
-    }
-    tmp = out / ".index.json.tmp"
-    tmp.write_text(json.dumps(index, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, out / "index.json")
-    return summary
+        return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1000, desc=desc, file=sys.stderr)
+    if progress is False or progress is None:
+        return None
+    if not hasattr(progress, "update"):
+        raise TypeError(f"progress must be a bool or a progress bar, not {type(progress).__name__}")
+    return progress
 
 
-def read_shards(out_dir: str | os.PathLike) -> np.ndarray:
-    """The whole token stream of a shard folder (memory-mapped pieces, concatenated)."""
+def _cutter(tok, cut):
+    if cut is DEFAULT:
+        make = getattr(tok, "_document_cutter", None)
+        return make() if make is not None else None
+    return cut
+
+
+def write_task(tok, task, out_dir, index: int, spec: Spec, *, num_threads: int = 1, cut=DEFAULT,
+               block_bytes: int = BLOCK_BYTES, progress=False) -> dict:
+    """Write the shard of one task (the unit a Dask worker runs); return its sidecar dict
+    plus ``"skipped": True`` when a complete shard was already there.
+
+    ``index``: the task's place in the corpus. ``spec``: ``make_spec``'s. ``cut``: the
+    document cutter handed to ``task.blocks`` (DEFAULT: the tokenizer's
+    ``_document_cutter()``, if it has one). ``progress``: a bar (``update(n)``) for the
+    text bytes, True for a tqdm bar, or False.
+    """
     out = Path(out_dir)
-    index = json.loads((out / "index.json").read_text(encoding="utf-8"))
-    dtype = DTYPES[index["dtype"]]
-    parts = []
-    for s in index["shards"]:
-        p = out / s["file"]
-        parts.append(np.load(p, mmap_mode="r") if index["format"] == "npy" else np.memmap(p, dtype=dtype, mode="r"))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    key = spec.task_key(task.key())
+    stem = shard_stem(index, key)
+    itemsize = DTYPES[spec.dtype].itemsize
+    bar = _progress_bar(progress)
+    done = _complete(out, stem, key, itemsize)
+    if done is not None:
+        if bar is not None:
+            bar.update(done["bytes"])
+        return {**done, "skipped": True}
+    side = out / f"{stem}.json"
+    side.unlink(missing_ok=True)  # a stale sidecar must not vouch for the files about to be replaced
+    blocks = task.blocks(cut=_cutter(tok, cut), errors=spec.errors, block_bytes=block_bytes)
+    try:
+        # the .idx is renamed first, then the .bin, whose folder fsync makes both durable
+        with atomic_open(out / f"{stem}.bin", clean=False) as fb, \
+                atomic_open(out / f"{stem}.idx", clean=False, sync_dir=False) as fi:
+            counts = _write_stream(tok, blocks, spec, fb, fi, index, num_threads, bar)
+    finally:
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()
+    info = {"format": FORMAT, "version": VERSION, "index": index, "key": key, "bin": f"{stem}.bin",
+            "idx": f"{stem}.idx", **counts}
+    # last: its presence says the shard files are complete
+    atomic_write_text(side, json.dumps(info, indent=1) + "\n")
+    return {**info, "skipped": False}
+
+
+def prepare(out_dir) -> Path:
+    """Make ``out_dir`` (absolute) and remove the stale temporaries of killed runs."""
+    out = Path(out_dir).absolute()
+    out.mkdir(parents=True, exist_ok=True)
+    clean_stale_temps_in(out)
+    return out
+
+
+def commit(out_dir, sidecars: list[dict], spec: Spec, *, document_rule=None) -> dict:
+    """Write ``manifest.json`` for ``sidecars`` (``write_task``'s, in corpus order) atomically,
+    then delete the shard files it does not list; return the manifest (plus ``"skipped"``:
+    how many shards were kept from an earlier run, which is not written)."""
+    out = Path(out_dir)
+    if [s["index"] for s in sidecars] != list(range(len(sidecars))):
+        raise ValueError("commit needs the sidecars of tasks 0, 1, ... in corpus order")
+    shards = [{k: s[k] for k in ("bin", "idx", "tokens", "documents", "bytes", "sha256", "idx_sha256")}
+              | {"source": s["key"]["source"]} for s in sidecars]
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "tokenizer": spec.tokenizer,
+        "dtype": spec.dtype,
+        "byteorder": "little",
+        "eot": {"rule": "one token after every document" if spec.eot_id is not None else "none",
+                "token": spec.eot_token, "id": spec.eot_id},
+        "special_tokens": {"allowed": list(spec.allowed), "disallowed": list(spec.disallowed),
+                           "rule": "allowed: their id; disallowed: refused; others: encoded as text"},
+        "document_rule": document_rule,
+        "documents": sum(s["documents"] for s in shards),
+        "tokens": sum(s["tokens"] for s in shards),
+        "bytes": sum(s["bytes"] for s in shards),
+        "shards": shards,
+    }
+    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    # only now: a reader holding the old manifest saw its files until this point
+    listed = {name for s in shards for name in (s["bin"], s["idx"])} | {s["bin"][:-4] + ".json" for s in shards}
+    for p in out.iterdir():
+        if _SHARD_FILE.fullmatch(p.name) and p.name not in listed:
+            p.unlink(missing_ok=True)
+    clean_stale_temps_in(out)
+    fsync_dir(out)
+    return {**manifest, "skipped": sum(1 for s in sidecars if s.get("skipped"))}
+
+
+def _total_bytes(tasks) -> int | None:
+    sizes = [getattr(t, "nbytes", None) for t in tasks]
+    return None if any(s is None for s in sizes) else sum(sizes)
+
+
+def write_shards(tok, tasks, out_dir, *, dtype=None, eot=DEFAULT, allowed_special=frozenset(),
+                 disallowed_special="all", errors: str = "strict", num_threads: int = 1, cut=DEFAULT,
+                 block_bytes: int = BLOCK_BYTES, document_rule=None, progress=True) -> dict:
+    """Encode ``tasks`` (``fastbpe.io``'s ``Corpus.plan()``) into shards in ``out_dir``, in
+    this process, in order, each block on ``num_threads`` native threads; then ``commit``.
+    Returns the manifest (see the module docstring for everything else)."""
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive int, got {num_threads!r}")
+    if isinstance(block_bytes, bool) or not isinstance(block_bytes, int) or block_bytes < 1:
+        raise ValueError(f"block_bytes must be a positive int, got {block_bytes!r}")
+    spec = make_spec(tok, dtype=dtype, eot=eot, allowed_special=allowed_special,
+                     disallowed_special=disallowed_special, errors=errors)
+    tasks = list(tasks)
+    out = prepare(out_dir)
+    bar = _progress_bar(progress, _total_bytes(tasks))
+    try:
+        sidecars = [write_task(tok, t, out, i, spec, num_threads=num_threads, cut=cut, block_bytes=block_bytes,
+                               progress=bar if bar is not None else False) for i, t in enumerate(tasks)]
+    finally:
+        if bar is not None and progress is True:
+            bar.close()
+    return commit(out, sidecars, spec, document_rule=document_rule)
+
+
+# --------------------------------------------------------------------------- reading
+def _map(path: Path, dtype: np.dtype, n: int) -> np.ndarray:
+    """``path`` memory-mapped read-only (an empty file has nothing to map)."""
+    if n == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r", shape=(n,))
+
+
+class ShardSet:
+    """A shard directory, read through its manifest (``open``).
+
+    ``len()`` is the number of tokens, ``documents`` the number of documents; iterating
+    gives each shard as ``(tokens, idx)`` memmaps; ``tokens`` lists the shards' token
+    memmaps (opened once, kept: one open file each); ``doc(i)`` is document ``i`` of the
+    corpus (EOT included); ``read()`` copies the whole stream into memory; ``verify()``
+    checks sizes and checksums.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+        try:
+            manifest = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{self.path}: no {MANIFEST} (not a shard directory, or no run finished)") from None
+        except ValueError as exc:
+            raise ValueError(f"{self.path / MANIFEST}: not JSON ({exc})") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+            raise ValueError(f"{self.path / MANIFEST}: not a {FORMAT} version {VERSION} manifest")
+        self.manifest = manifest
+        self.dtype = DTYPES[manifest["dtype"]]
+        self.shards = manifest["shards"]
+        self._doc_starts = [0]
+        for s in self.shards:
+            self._doc_starts.append(self._doc_starts[-1] + s["documents"])
+        self._open: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __repr__(self) -> str:
+        return f"ShardSet({str(self.path)!r}: {len(self.shards)} shards, {self.documents} documents, {len(self)} tokens)"
+
+    def __len__(self) -> int:
+        return int(self.manifest["tokens"])
+
+    @property
+    def documents(self) -> int:
+        return int(self.manifest["documents"])
+
+    def shard(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Shard ``k`` as ``(tokens, idx)`` memmaps."""
+        if k not in self._open:
+            s = self.shards[k]
+            self._open[k] = (_map(self.path / s["bin"], self.dtype, s["tokens"]),
+                             _map(self.path / s["idx"], IDX_DTYPE, s["documents"] + 1))
+        return self._open[k]
+
+    def __iter__(self):
+        for k in range(len(self.shards)):
+            yield self.shard(k)
+
+    @property
+    def tokens(self) -> list[np.ndarray]:
+        return [t for t, _ in self]
+
+    def doc(self, i: int) -> np.ndarray:
+        """Document ``i`` (negative counts from the end), its EOT included."""
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"a document index is an int, not {type(i).__name__}")
+        n = self.documents
+        j = int(i) + n if i < 0 else int(i)
+        if not 0 <= j < n:
+            raise IndexError(f"document {i} out of range ({n} documents)")
+        k = bisect.bisect_right(self._doc_starts, j) - 1
+        tokens, idx = self.shard(k)
+        j -= self._doc_starts[k]
+        return tokens[int(idx[j]):int(idx[j + 1])]
+
+    def read(self) -> np.ndarray:
+        """The whole token stream, in memory (for small corpora and tests)."""
+        return np.concatenate(self.tokens) if self.shards else np.zeros(0, self.dtype)
+
+    def verify(self) -> None:
+        """ValueError naming the first file whose size or sha256 differs from the manifest,
+        or whose offsets are not a valid index."""
+        for k, s in enumerate(self.shards):
+            problem = _check_files(self.path, s, self.dtype.itemsize)
+            if problem is not None:
+                raise ValueError(problem)
+            _, idx = self.shard(k)
+            if idx[0] != 0 or idx[-1] != s["tokens"] or (len(idx) > 1 and (np.diff(idx.astype(np.int64)) < 0).any()):
+                raise ValueError(f"{self.path / s['idx']}: offsets are not 0 ... {s['tokens']}, non-decreasing")
+        if sum(s["tokens"] for s in self.shards) != len(self) or self._doc_starts[-1] != self.documents:
+            raise ValueError(f"{self.path / MANIFEST}: totals do not match its shards")
+
+
+def open(path) -> ShardSet:  # noqa: A001 - fastbpe.shards.open(dir), as in the docs
+    """Read the shard directory ``path`` (``ShardSet``)."""
+    return ShardSet(path)
+
+
+def read_shards(path) -> np.ndarray:
+    """The whole token stream of a shard directory, in memory."""
+    return ShardSet(path).read()
 
 
 __all__ = [
-    "DisallowedSpecialInDocument", "ShardSummary", "iter_documents", "iter_sourced_documents", "read_shards",
-    "separator_id", "write_shards",
+    "BLOCK_BYTES", "DEFAULT", "DisallowedSpecialInDocument", "ShardSet", "Spec", "commit", "document_ids_batch",
+    "encode_pieces", "make_spec", "open", "prepare", "read_shards", "resolve_dtype", "resolve_eot", "shard_stem",
+    "tokenizer_identity", "write_shards", "write_task",
 ]

@@ -146,3 +146,30 @@ def test_an_interrupted_save_leaves_the_old_file_and_no_temp(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         atomic_write_text(target, "new")
     assert target.read_text() == "old" and sorted(os.listdir(tmp_path)) == ["tok.json"]
+
+
+def test_clean_stale_temps_in_a_folder(tmp_path):
+    """The folder-wide form (a shard run's start): every target's stale temporaries, the
+    same rule; ``keep`` spares some targets."""
+    dead = [tmp_path / temp_name(tmp_path / n, pid=_dead_pid()) for n in ("a.bin", "b.idx", "manifest.json")]
+    live = tmp_path / temp_name(tmp_path / "c.bin", pid=os.getppid())
+    kept = tmp_path / temp_name(tmp_path / "keep.bin", pid=_dead_pid())
+    not_ours = tmp_path / ".a.bin.notes"
+    for p in (*dead, live, kept, not_ours):
+        p.write_text("partial")
+    removed = _atomic.clean_stale_temps_in(tmp_path, keep=lambda name: name == "keep.bin")
+    assert sorted(removed) == sorted(dead)
+    assert sorted(os.listdir(tmp_path)) == sorted([live.name, kept.name, not_ours.name])
+
+
+def test_atomic_open_streams_and_removes_its_temp_on_error(tmp_path):
+    target = tmp_path / "t.bin"
+    with _atomic.atomic_open(target) as fh:
+        for k in range(3):
+            fh.write(bytes([k]) * 10)
+    assert target.read_bytes() == b"\0" * 10 + b"\1" * 10 + b"\2" * 10
+    with pytest.raises(RuntimeError):
+        with _atomic.atomic_open(target) as fh:
+            fh.write(b"partial")
+            raise RuntimeError("stop")
+    assert sorted(os.listdir(tmp_path)) == ["t.bin"] and target.read_bytes()[:1] == b"\0"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import pickle
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +20,9 @@ from hypothesis import strategies as st
 from fastbpe import shards
 from fastbpe.reference import wordpiece as R
 from fastbpe.wordpiece import WordPiece
+
+sys.path.insert(0, str(Path(__file__).parent))
+from io_stub import ListTask  # noqa: E402  (fastbpe.io's stand-in until it lands)
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import Tokenizer, processors  # noqa: E402
@@ -311,9 +316,10 @@ def test_shards_keep_document_text_ordinary(tmp_path, vocab_file):
     sep = wp.token_to_id("[SEP]")
     # the library rule by default: special-token text in a document is refused, naming it
     with pytest.raises(shards.DisallowedSpecialInDocument):
-        shards.write_shards(wp, ["first [SEP] second", "third"], tmp_path / "refused", progress=False)
-    shards.write_shards(wp, ["first [SEP] second", "third"], tmp_path, progress=False, disallowed_special=())
+        shards.write_shards(wp, [ListTask(["first [SEP] second", "third"])], tmp_path / "refused", progress=False)
+    shards.write_shards(wp, [ListTask(["first [SEP] second", "third"])], tmp_path, progress=False,
+                        disallowed_special=())
     stream = shards.read_shards(tmp_path).tolist()
-    assert stream.count(sep) == 1
-    assert stream == wp.encode_ordinary("first [SEP] second") + [sep] + wp.encode_ordinary("third")
+    assert stream.count(sep) == 2   # the one after each document (the shard format's EOT rule)
+    assert stream == wp.encode_ordinary("first [SEP] second") + [sep] + wp.encode_ordinary("third") + [sep]
     assert wp.token_to_id("[PAD]") not in stream

@@ -17,7 +17,11 @@ outright (SIGKILL, power loss) cannot, so every save first removes the stale tem
 *of the same target*: those whose pid is not a live process on this machine, or that
 are older than ``STALE_SECONDS`` (one hour; a live pid that old is a reused pid or a
 hung writer, and no save takes an hour). A temporary of a save still running in another
-process is younger and has a live pid, so it is left alone.
+process is younger and has a live pid, so it is left alone. ``clean_stale_temps_in``
+applies the same rule to every temporary of a folder (the shard writer's start of a run).
+
+``atomic_open`` is the streaming form (a file written piece by piece, e.g. a token shard
+of gigabytes); ``atomic_write_bytes`` is ``atomic_open`` with one write.
 
 >>> import tempfile, os
 >>> d = tempfile.mkdtemp()
@@ -27,12 +31,15 @@ process is younger and has a live pid, so it is left alone.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import stat
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 TMP_SUFFIX = ".fastbpe-tmp"
 
@@ -62,6 +69,9 @@ def _temp_pid(target: Path, name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+_ANY_TEMP = re.compile(r"\.(.+)\.(\d+)\.[0-9a-f]{8}" + re.escape(TMP_SUFFIX))
+
+
 def _is_stale(tmp: Path, pid: int, now: float) -> bool:
     try:
         age = now - tmp.lstat().st_mtime
@@ -89,7 +99,30 @@ def clean_stale_temps(target: Path) -> list[Path]:
     return removed
 
 
-def _fsync_dir(folder: Path) -> None:
+def clean_stale_temps_in(folder: Path, keep: Callable[[str], bool] = lambda target_name: False) -> list[Path]:
+    """Remove the stale temporaries of every target in ``folder`` (the module's rule),
+    except those whose target name ``keep`` accepts; returns the removed paths."""
+    now = time.time()
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        match = _ANY_TEMP.fullmatch(name)
+        if match is None or keep(match.group(1)):
+            continue
+        path = Path(folder) / name
+        if _is_stale(path, int(match.group(2)), now):
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except FileNotFoundError:  # another cleaner was first
+                pass
+    return removed
+
+
+def fsync_dir(folder: Path) -> None:
     """Make the rename durable (POSIX); platforms that cannot open a folder skip it."""
     try:
         fd = os.open(folder, os.O_RDONLY)
@@ -122,16 +155,33 @@ def _open_temp(target: Path) -> tuple[int, Path]:
     return fd, tmp
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically and return the path (as given: a symlink's
-    target is what gets replaced)."""
-    path = Path(path)
-    target = Path(os.path.realpath(path))  # through symlinks, to the file they name
-    clean_stale_temps(target)
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, *, clean: bool = True, sync_dir: bool = True) -> Iterator[BinaryIO]:
+    """A binary file to write that appears at ``path`` only when the block ends without an
+    exception (flushed, fsynced, renamed over ``path``, folder fsynced); on an exception
+    the temporary is removed and ``path`` is untouched.
+
+    ``clean=False`` skips removing the target's stale temporaries (a writer of many files
+    in one folder cleans the folder once, with ``clean_stale_temps_in``, instead of
+    listing it per file). ``sync_dir=False`` leaves the folder's fsync to the caller
+    (after several renames, one fsync makes them all durable).
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> with atomic_open(os.path.join(d, "t.bin")) as fh:
+    ...     _ = fh.write(b"ab")
+    ...     "t.bin" in os.listdir(d)          # not under its name until the block ends
+    False
+    >>> open(os.path.join(d, "t.bin"), "rb").read()
+    b'ab'
+    """
+    target = Path(os.path.realpath(Path(path)))  # through symlinks, to the file they name
+    if clean:
+        clean_stale_temps(target)
     fd, tmp = _open_temp(target)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -141,8 +191,16 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(target.parent)
-    return path
+    if sync_dir:
+        fsync_dir(target.parent)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically and return the path (as given: a symlink's
+    target is what gets replaced)."""
+    with atomic_open(path) as fh:
+        fh.write(data)
+    return Path(path)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
