@@ -490,30 +490,27 @@ def _encode_streamed(args, tok, rule: SpecialRule) -> int:
 
 
 def _encode_shards(args, tok, rule: SpecialRule) -> int:
-    from itertools import islice
+    """The corpus's documents to token shards (``fastbpe.shards``: the format
+    ``fastbpe.encode_files`` and Dask write too)."""
+    import time
 
     from . import shards
+    from .distributed import plan_tasks
 
     if not args.files:
-        raise CLIError("--shards needs input FILEs (each file is one document unless --jsonl-field or --doc-sep-lines)")
-    check_files(args.files)
-    from . import _data
-
-    # the bar counts text bytes: a .gz file's size on disk is not its text's
-    total = None if any(_data.is_gzip(Path(f)) for f in args.files) else sum(os.path.getsize(f) for f in args.files)
-    how = {"jsonl_field": args.jsonl_field, "doc_sep_lines": args.doc_sep_lines, "errors": args.errors}
-    try:
-        summary = shards.write_shards(
-            tok, shards.iter_documents(args.files, **how), args.shards, fmt=args.format, dtype=args.dtype,
-            shard_tokens=args.shard_tokens, eot_token=args.eot, num_threads=args.threads,
-            progress=not args.quiet, total_bytes=None if args.jsonl_field else total, **rule.kwargs(),
-        )
-    except shards.DisallowedSpecialInDocument as exc:
-        # name the file and line of the refused document (read again, on this error path only)
-        f, line, text = next(islice(shards.iter_sourced_documents(args.files, **how), exc.document, None))
-        rule.refuse(tok, f if args.jsonl_field is None else f"{f} (field {args.jsonl_field!r})", text, line)
-        raise
-    print(f"wrote {cli_message(args.shards)}: {summary.line()}")
+        raise CLIError("--shards needs input FILEs (a text file is one document unless --docs says otherwise)")
+    eot = None if args.no_eot else (args.eot if args.eot is not None else shards.DEFAULT)
+    tasks = plan_tasks([str(f) for f in args.files], 1, docs=args.docs, field=args.field, column=args.column)
+    t0 = time.perf_counter()
+    with corpus_special_guard():
+        m = shards.write_shards(tok, tasks, args.shards, dtype=args.dtype, eot=eot, errors=args.errors,
+                                num_threads=args.threads, progress=not args.quiet,
+                                document_rule={"docs": args.docs, "field": args.field, "column": args.column},
+                                **rule.kwargs())
+    seconds = time.perf_counter() - t0
+    print(f"wrote {cli_message(args.shards)}: {m['documents']:,} documents, {m['tokens']:,} tokens in "
+          f"{len(m['shards'])} shard(s) ({m['dtype']}), {m['bytes']:,} bytes, {seconds:.2f} s "
+          f"({m['bytes'] / 1e6 / max(seconds, 1e-9):.2f} MB/s)")
     return 0
 
 
@@ -736,15 +733,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_corpus_flags(e)
     g = e.add_argument_group("token shards")
     g.add_argument("--shards", metavar="DIR", help="write shards of ids to DIR instead of printing ids")
-    g.add_argument("--format", choices=["npy", "bin"], default="npy",
-                   help="npy (np.load) or bin (raw, np.memmap); default npy")
-    g.add_argument("--dtype", choices=["uint16", "uint32"], default="uint16",
-                   help="id type in the shards (uint16 holds vocabularies up to 65,536)")
-    g.add_argument("--shard-tokens", type=_positive("--shard-tokens"), default=100_000_000,
-                   help="tokens per shard (default 100,000,000)")
-    g.add_argument("--jsonl-field", metavar="NAME", help="each JSON line's field NAME is a document")
-    g.add_argument("--doc-sep-lines", action="store_true", help="each line is a document")
-    g.add_argument("--eot", metavar="TOKEN", help="separator between documents (default <|endoftext|>, [SEP])")
+    g.add_argument("--dtype", choices=["uint16", "uint32"], default=None,
+                   help="id type in the shards (default: uint16 when every id fits, else uint32)")
+    g.add_argument("--eot", metavar="TOKEN",
+                   help="the token after every document (default <|endoftext|>; [SEP] for WordPiece)")
+    g.add_argument("--no-eot", action="store_true", help="no token after documents (the .idx tells them apart)")
     g.add_argument("--threads", type=_positive("--threads"), default=min(8, os.cpu_count() or 1),
                    help=threads_help)
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

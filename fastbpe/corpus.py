@@ -29,15 +29,22 @@ from .special import find_disallowed, resolve_special_sets
 
 
 class DisallowedSpecialInDocument(ValueError):
-    """Special-token text that the rule refuses, in a document (``where``: file and
-    offset, line or item) at character ``position`` of its piece."""
+    """Special-token text that the rule refuses: in ``where`` (the block's source and
+    position, from ``fastbpe.io``), document ``document`` (of shard ``shard`` when a
+    shard writer raises it: the index into its ``.idx``), at character ``position``."""
 
-    def __init__(self, where: str, token: str, position: int, document: int | None = None):
+    def __init__(self, document: int, token: str, position: int, where: str | None = None,
+                 shard: int | None = None):
+        place = f"{where}: " if where else ""
+        of = f" of shard {shard}" if shard is not None else ""
         super().__init__(
-            f"{where}: special-token text {token!r} at character {position}; pass "
+            f"{place}document {document}{of}: special-token text {token!r} at character {position}; pass "
             f"allowed_special={{{token!r}}} to write its id, or disallowed_special=() to encode it as text"
         )
-        self.where, self.token, self.position, self.document = where, token, position, document
+        self.document, self.token, self.position, self.where, self.shard = document, token, position, where, shard
+
+    def __reduce__(self):  # travels back from a Dask worker whole
+        return type(self), (self.document, self.token, self.position, self.where, self.shard)
 
 
 def cutter(tok):
@@ -55,34 +62,62 @@ def max_id(tok) -> int:
     return max(tok.vocab.values(), default=0) if is_wordpiece(tok) else tok.max_token_value
 
 
+def encode_pieces(tok, pieces: list[str], num_threads: int = 1, *, allowed_special=frozenset(),
+                  disallowed_special="all", dtype=np.uint32) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, offsets)`` of ``pieces`` as ``Encoding.encode_batch_to_numpy`` gives them
+    (piece ``k`` is ``ids[offsets[k]:offsets[k+1]]``), under the special-token rule;
+    WordPiece encodes the text alone (``document_ids_batch``)."""
+    if not is_wordpiece(tok):
+        ids, offsets = tok.encode_batch_to_numpy(pieces, num_threads=num_threads, allowed_special=allowed_special,
+                                                 disallowed_special=disallowed_special, dtype=dtype)
+        return ids.astype(dtype, copy=False), offsets
+    allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special,
+                                               frozenset(tok.special_tokens_set))
+    mode, allowed, disallowed = tok._special_mode(allowed, disallowed)
+    if mode is not None:  # one native batch call, no offsets
+        ids, _, _, offsets = tok._core.encode_batch(tok._check_batch(pieces), tok._threads(num_threads), False, mode)
+        return ids.astype(dtype), offsets
+    rows = [tok.encode_text(p, allowed_special=allowed, disallowed_special=disallowed) for p in pieces]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=offsets[1:])
+    return np.fromiter((i for r in rows for i in r), dtype=dtype, count=int(offsets[-1])), offsets
+
+
+def refused(tok, pieces: list[str], where, allowed_special, disallowed_special, first_doc: int = 0,
+            open_chars: int = 0, shard: int | None = None):
+    """The ``DisallowedSpecialInDocument`` for the first piece holding refused text, or
+    None (``where(k)``: where piece ``k`` comes from; ``open_chars``: characters of the
+    first piece's document that came in earlier blocks)."""
+    _, disallowed = resolve_special_sets(allowed_special, disallowed_special, frozenset(tok.special_tokens_set))
+    for k, piece in enumerate(pieces):
+        found = find_disallowed(piece, disallowed)
+        if found is not None:
+            token, pos = found
+            return DisallowedSpecialInDocument(first_doc + k, token, pos + (open_chars if k == 0 else 0),
+                                               where(k), shard)
+    return None
+
+
 def block_ids(tok, block, num_threads: int = 1, *, allowed_special=frozenset(), disallowed_special="all",
               dtype=np.uint32) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, offsets)``: piece ``k`` of ``block`` is ``ids[offsets[k]:offsets[k+1]]``."""
+    """``(ids, offsets)``: piece ``k`` of ``block`` is ``ids[offsets[k]:offsets[k+1]]``;
+    refused special-token text raises ``DisallowedSpecialInDocument`` naming where."""
     pieces = block.pieces()
     try:
-        if not is_wordpiece(tok):
-            return tok.encode_batch_to_numpy(pieces, num_threads=num_threads, allowed_special=allowed_special,
-                                             disallowed_special=disallowed_special, dtype=dtype)
-        lists = document_ids_batch(tok, pieces, num_threads, allowed_special=allowed_special,
-                                   disallowed_special=disallowed_special)
+        return encode_pieces(tok, pieces, num_threads, allowed_special=allowed_special,
+                             disallowed_special=disallowed_special, dtype=dtype)
     except ValueError:
-        _, disallowed = resolve_special_sets(allowed_special, disallowed_special, frozenset(tok.special_tokens_set))
-        for k, piece in enumerate(pieces):
-            found = find_disallowed(piece, disallowed)
-            if found is not None:
-                raise DisallowedSpecialInDocument(block.where(k), *found) from None
-        raise
-    offsets = np.zeros(len(lists) + 1, np.int64)
-    np.cumsum([len(x) for x in lists], out=offsets[1:])
-    ids = np.fromiter((i for x in lists for i in x), dtype=dtype, count=int(offsets[-1]))
-    return ids, offsets
+        found = refused(tok, pieces, block.where, allowed_special, disallowed_special)
+        if found is None:
+            raise
+        raise found from None
 
 
 def document_ids_batch(tok, texts: list[str], num_threads: int = 1, *, allowed_special=frozenset(),
                        disallowed_special="all") -> list[list[int]]:
     """The ids each text contributes as a document, under the special-token rule: BPE
     ``encode_batch``; WordPiece the text alone (no ``[CLS]``/``[SEP]``, no truncation or
-    padding: a BERT file's 128-token padding is not a document)."""
+    padding: a BERT file's 128-token padding is not a document). ``stats`` counts these."""
     if not is_wordpiece(tok):
         return tok.encode_batch(texts, num_threads=num_threads, allowed_special=allowed_special,
                                 disallowed_special=disallowed_special)

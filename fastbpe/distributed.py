@@ -4,11 +4,12 @@ Install with ``pip install fastbpe[dask]`` (``dask[distributed]`` and ``fsspec``
 worker needs fastbpe installed too (the same version as the client).
 
 Training (``count_chunks_distributed``)
-    The read-and-count phase of ``train_bpe`` runs as one Dask task per byte range of
-    each input file (ranges start at line starts, see ``fastbpe._data.split_ranges``).
-    Each task returns a ``{chunk bytes: count}`` table; tables are summed by a tree
-    reduction on the workers, so the client receives only the final unique-chunk table,
-    never raw text. Because documents are lines and chunks never cross a document, the
+    The read-and-count phase of ``train_bpe`` runs as one Dask task per ``fastbpe.io``
+    task (``plan_tasks``: byte ranges that start at document starts, a compressed file
+    or a ``docs="file"`` file whole, Parquet row groups). Each returns a ``{chunk bytes:
+    count}`` table; tables are summed by a tree reduction on the workers, so the client
+    receives only the final unique-chunk table, never raw text. Chunks never cross a
+    document, and long documents are cut only where the counts don't change, so the
     counts, hence the merges, equal single-machine training on the same files.
 
 Encoding a corpus (``encode_files``)
@@ -24,13 +25,13 @@ Encoding a corpus (``encode_files``)
     or a ``LocalCluster``, a shared filesystem on a real cluster). Two runs must not write
     the same ``out_dir`` at once.
 
-Counting inputs: files only (a path, a list of paths), checked on the client by ``fastbpe._data``'s
+Inputs: files only (a path, a list of paths), checked on the client by ``fastbpe.io``'s
 rules (a missing file is an error naming it, a local directory stands for its files);
-local paths must be readable at the same path on every worker (a shared
-filesystem on a real cluster). Remote inputs (``s3://…``, ``gs://…``, ``https://…``;
-any fsspec URL with its backend installed on the client and the workers): ranges are
-cut at line starts by seeking with fsspec; a gzip file or a file that can't seek is one
-range. The client only stats the inputs and reads a line around each cut.
+local paths are made absolute and must be readable at the same path on every worker (a
+shared filesystem on a real cluster). Remote inputs (``s3://…``, ``gs://…``,
+``https://…``; any fsspec URL with its backend installed on the client and the
+workers) are cut at document starts by seeking with fsspec. The client only stats the
+inputs and reads a little around each cut.
 
 Count tables travel as plain ``dict``s: pickled, a table of 55k unique chunks (10 MB of
 Python sources) is 0.7 MB and takes ~25 ms each way, smaller and no slower than packed
@@ -39,16 +40,12 @@ rebuilt into a dict to be summed.
 """
 from __future__ import annotations
 
-import functools
-import gzip
-import io
-import math
 import os
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from . import _data, shards
+from . import shards
 
 _INSTALL_HINT = "pip install fastbpe[dask]"
 
@@ -76,147 +73,6 @@ def _check_client(client, what: str):
     distributed = _require_dask(what)
     if not isinstance(client, distributed.Client):
         raise TypeError(f"client must be a dask.distributed.Client, not {type(client).__name__}")
-
-
-# ----------------------------------------------------------------------------- inputs
-def _is_local(path) -> bool:
-    if isinstance(path, os.PathLike):
-        return True
-    return "://" not in path or path.startswith("file://")
-
-
-def _local_path(path) -> Path:
-    if isinstance(path, str) and path.startswith("file://"):
-        path = path[len("file://"):]
-    return Path(path)
-
-
-def _normalize_paths(paths) -> list:
-    """A path or a list of paths (str, PathLike or fsspec URL) as a list of absolute
-    local ``Path``s (checked, directories expanded: ``_data``'s rules) and URL strs."""
-    items = _data.file_list(paths)
-    if not items:
-        raise ValueError("no input files given")
-    out = []
-    for p in items:
-        if _is_local(p):
-            # absolute: a worker's working directory need not be the client's
-            out.extend(f.absolute() for f in _data.local_files(_local_path(p)))
-        else:
-            out.append(str(p))
-    return out
-
-
-def _fs(url: str):
-    try:
-        import fsspec
-    except ImportError:
-        raise ImportError(f"reading {url} needs fsspec, which is optional: `{_INSTALL_HINT}`") from None
-    return fsspec.core.url_to_fs(url)
-
-
-def _open_remote_binary(url: str):
-    """An fsspec file, gunzipped on the fly when it starts with the gzip magic."""
-    fs, p = _fs(url)
-    fh = fs.open(p, "rb")
-    head = fh.read(2)
-    try:
-        fh.seek(0)
-    except (OSError, ValueError, io.UnsupportedOperation):
-        fh.close()
-        fh = fs.open(p, "rb")
-    if head == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=fh, mode="rb")
-    return fh
-
-
-def _check_exists(path) -> None:
-    if isinstance(path, Path):
-        return  # checked by _normalize_paths (_data.local_files)
-    fs, p = _fs(path)
-    if not fs.exists(p):
-        raise FileNotFoundError(f"input file not found: {path}")
-    if fs.isdir(p):
-        raise IsADirectoryError(f"input is a directory, not a file: {path} (remote directories are "
-                                "not expanded: list their files)")
-
-
-def _size(path) -> int:
-    if isinstance(path, Path):
-        return path.stat().st_size
-    fs, p = _fs(path)
-    return int(fs.size(p))
-
-
-def _source_version(path) -> str:
-    """What tells that an input changed (then its shards are redone on resume): size and
-    mtime for a local file, fsspec's ``ukey`` (e.g. size + ETag/mtime) for a remote one."""
-    if isinstance(path, Path):
-        st = path.stat()
-        return f"{st.st_size}:{st.st_mtime_ns}"
-    fs, p = _fs(path)
-    return str(fs.ukey(p))
-
-
-def _split_remote(url: str, n_parts: int) -> list[tuple[int, int]]:
-    """``_data.split_ranges`` for an fsspec URL: cut at line starts by seeking; one
-    range for gzip or when the file can't seek."""
-    fs, p = _fs(url)
-    size = int(fs.size(p))
-    if n_parts <= 1 or size == 0:
-        return [(0, size)]
-    try:
-        with fs.open(p, "rb") as fh:
-            if fh.read(2) == b"\x1f\x8b":
-                return [(0, size)]
-            cuts = [0]
-            for i in range(1, n_parts):
-                fh.seek(max(size * i // n_parts - 1, cuts[-1]))
-                _data.skip_line(fh)
-                pos = fh.tell()
-                if cuts[-1] < pos < size:
-                    cuts.append(pos)
-    except (OSError, ValueError, io.UnsupportedOperation):
-        return [(0, size)]
-    cuts.append(size)
-    return list(zip(cuts, cuts[1:]))
-
-
-def plan_ranges(paths, ranges_per_file: int | None = None, n_workers: int = 1) -> list[tuple[object, int, int]]:
-    """The units of work: ``(path, start, end)`` in corpus order.
-
-    ``ranges_per_file=None`` sizes ranges so that there are about four per worker thread,
-    each between ``MIN_RANGE_BYTES`` and ``MAX_RANGE_BYTES``.
-    """
-    if ranges_per_file is not None and (
-        isinstance(ranges_per_file, bool) or not isinstance(ranges_per_file, int) or ranges_per_file < 1
-    ):
-        raise ValueError(f"ranges_per_file must be None or a positive int, got {ranges_per_file!r}")
-    paths = _normalize_paths(paths)
-    for p in paths:
-        _check_exists(p)
-    sizes = [_size(p) for p in paths]
-    target = min(max(sum(sizes) // max(4 * n_workers, 1), MIN_RANGE_BYTES), MAX_RANGE_BYTES)
-    plan = []
-    for p, size in zip(paths, sizes):
-        n = ranges_per_file if ranges_per_file is not None else max(1, math.ceil(size / target))
-        cuts = _data.split_ranges(p, n) if isinstance(p, Path) else _split_remote(p, n)
-        plan.extend((p, s, e) for s, e in cuts)
-    return plan
-
-
-def iter_range_documents(path, start: int, end: int, errors: str = "strict") -> Iterator[str]:
-    """The lines of ``[start, end)`` of a local path or fsspec URL (see ``plan_ranges``)."""
-    if isinstance(path, Path):
-        yield from _data.iter_range_lines(path, start, end, errors)
-        return
-    with _open_remote_binary(path) as fh:
-        is_gz = isinstance(fh, gzip.GzipFile)
-        if is_gz and start != 0:
-            raise ValueError(f"{path}: a gzip file can only be read as a whole")
-        if not is_gz and start:
-            fh.seek(start)
-        yield from _data.iter_binary_lines(fh, path, start, None if is_gz else end, errors)
 
 
 def _n_worker_threads(client) -> int:
@@ -400,13 +256,6 @@ def count_words_distributed(client, paths, opts=None, errors: str = "strict",
 
 
 # ----------------------------------------------------------------------------- encoding
-def _n_parts(paths, n_workers: int) -> int:
-    """Tasks to plan: a task per ``MAX_RANGE_BYTES`` of input at least (the unit a rerun
-    redoes), and four per worker thread on a cluster."""
-    total = sum(_size(p) for p in _normalize_paths(paths))
-    return max(1 if n_workers <= 1 else 4 * n_workers, math.ceil(total / MAX_RANGE_BYTES))
-
-
 def _check_threads(name: str, value) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ValueError(f"{name} must be None or a positive int, got {value!r}")
@@ -425,7 +274,7 @@ def encode_files(paths, encoding, out_dir, client=None, *, docs: str | None = No
     ``dask.distributed.Client`` (one Dask task per planned part, each the same
     ``shards.write_task`` as on one machine, on one native thread; then ``shards.commit``
     on the client), or None to encode here on ``num_threads`` native threads (default:
-    all cores). ``n_parts``: tasks to plan (default: see ``_n_parts``). ``progress``: a
+    all cores). ``n_parts``: tasks per file (default: ``plan_tasks``'s sizing). ``progress``: a
     bar of text bytes on stderr (on a cluster it moves as shards finish). ``dtype``, ``eot``,
     ``allowed_special``, ``disallowed_special``, ``errors``: as ``shards.write_shards``.
     ``out_dir`` must be a folder every worker writes to (a shared filesystem on a real
@@ -438,10 +287,7 @@ def encode_files(paths, encoding, out_dir, client=None, *, docs: str | None = No
     spec = shards.make_spec(encoding, dtype=dtype, eot=eot, allowed_special=allowed_special,
                             disallowed_special=disallowed_special, errors=errors)
     n_workers = _n_worker_threads(client) if client is not None else 1
-    from . import io as fio
-
-    corpus = fio.Corpus.resolve(files=paths, docs=docs, field=field, column=column)
-    tasks = corpus.plan(n_parts or _n_parts(paths, n_workers))
+    tasks = plan_tasks(paths, n_workers, n_parts, docs=docs, field=field, column=column)
     rule = {"docs": docs, "field": field, "column": column}
     if client is None:
         return shards.write_shards(encoding, tasks, out_dir, dtype=spec.dtype, eot=spec.eot_token,
@@ -480,6 +326,5 @@ __all__ = [
     "count_words_distributed",
     "encode_files",
     "merge_counts",
-    "plan_ranges",
 ]
 

@@ -112,7 +112,9 @@ import numpy as np
 
 from .formats._atomic import atomic_open, atomic_write_text, clean_stale_temps_in, fsync_dir
 from .show import is_wordpiece
-from .special import find_disallowed, resolve_special_sets
+from . import corpus as _corpus
+from .corpus import DisallowedSpecialInDocument, document_ids_batch  # noqa: F401  (re-exported)
+from .special import resolve_special_sets
 
 FORMAT = "fastbpe-shards"
 VERSION = 1
@@ -137,25 +139,6 @@ class _Default:
 
 
 DEFAULT = _Default()
-
-
-class DisallowedSpecialInDocument(ValueError):
-    """Special-token text that the rule refuses: in ``where`` (the block's source and
-    position, from ``fastbpe.io``), document ``document`` of shard ``shard`` (the index
-    into its ``.idx``), at character ``position`` of the document."""
-
-    def __init__(self, document: int, token: str, position: int, where: str | None = None,
-                 shard: int | None = None):
-        place = f"{where}: " if where else ""
-        of = f" of shard {shard}" if shard is not None else ""
-        super().__init__(
-            f"{place}document {document}{of}: special-token text {token!r} at character {position}; pass "
-            f"allowed_special={{{token!r}}} to write its id, or disallowed_special=() to encode it as text"
-        )
-        self.document, self.token, self.position, self.where, self.shard = document, token, position, where, shard
-
-    def __reduce__(self):  # travels back from a Dask worker whole
-        return type(self), (self.document, self.token, self.position, self.where, self.shard)
 
 
 # --------------------------------------------------------------------------- what a run writes
@@ -310,52 +293,10 @@ def shard_stem(index: int, key: dict) -> str:
 
 
 # --------------------------------------------------------------------------- encoding
-def document_ids_batch(tok, texts: list[str], num_threads: int = 1, *, allowed_special=frozenset(),
-                       disallowed_special="all") -> list[list[int]]:
-    """The ids each text contributes as a document, under the special-token rule
-    (``fastbpe.special``): BPE ``encode_batch``; WordPiece the text alone, with no
-    ``[CLS]``/``[SEP]`` and none of a tokenizer.json's truncation or padding (a BERT
-    file's 128-token padding is not a document). ``stats`` and ``count`` count these.
-    """
-    if not is_wordpiece(tok):
-        return tok.encode_batch(texts, num_threads=num_threads, allowed_special=allowed_special,
-                                disallowed_special=disallowed_special)
-    allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special,
-                                               frozenset(tok.special_tokens_set))
-    if not allowed and not disallowed:
-        return tok.encode_ordinary_batch(texts, num_threads=num_threads)
-    return [tok.encode_text(t, allowed_special=allowed, disallowed_special=disallowed) for t in texts]
-
-
 def encode_pieces(tok, pieces: list[str], spec: Spec, num_threads: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, offsets)`` of ``pieces`` as ``Encoding.encode_batch_to_numpy`` gives them
-    (ids in ``spec.dtype``; piece ``k`` is ``ids[offsets[k]:offsets[k+1]]``), under the
-    spec's special-token rule; WordPiece encodes the text alone (``document_ids_batch``)."""
-    dtype = DTYPES[spec.dtype]
-    allowed, disallowed = frozenset(spec.allowed), frozenset(spec.disallowed)
-    if not is_wordpiece(tok):
-        ids, offsets = tok.encode_batch_to_numpy(pieces, num_threads=num_threads, allowed_special=allowed,
-                                                 disallowed_special=disallowed, dtype=dtype)
-        return ids.astype(dtype, copy=False), offsets
-    mode, allowed, disallowed = tok._special_mode(allowed, disallowed)
-    if mode is not None:  # one native batch call, no offsets
-        ids, _, _, offsets = tok._core.encode_batch(tok._check_batch(pieces), tok._threads(num_threads), False, mode)
-        return ids.astype(dtype), offsets
-    rows = [tok.encode_text(p, allowed_special=allowed, disallowed_special=disallowed) for p in pieces]
-    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum([len(r) for r in rows], out=offsets[1:])
-    return np.fromiter((i for r in rows for i in r), dtype=dtype, count=int(offsets[-1])), offsets
-
-
-def _refused(pieces: list[str], spec: Spec, first_doc: int, open_chars: int, where: str, shard: int):
-    """The ``DisallowedSpecialInDocument`` for the first piece holding refused text, or None."""
-    disallowed = frozenset(spec.disallowed)
-    for k, piece in enumerate(pieces):
-        found = find_disallowed(piece, disallowed)
-        if found is not None:
-            token, pos = found
-            return DisallowedSpecialInDocument(first_doc + k, token, pos + (open_chars if k == 0 else 0), where, shard)
-    return None
+    """``corpus.encode_pieces`` under the spec's dtype and special-token rule."""
+    return _corpus.encode_pieces(tok, pieces, num_threads, allowed_special=frozenset(spec.allowed),
+                                 disallowed_special=frozenset(spec.disallowed), dtype=DTYPES[spec.dtype])
 
 
 def _write_stream(tok, blocks: Iterable, spec: Spec, fb, fi, shard: int, num_threads: int, bar) -> dict:
@@ -374,16 +315,17 @@ def _write_stream(tok, blocks: Iterable, spec: Spec, fb, fi, shard: int, num_thr
     last_open, open_chars, where = False, 0, "the first block"
     for block in blocks:
         pieces = block.pieces()
-        where = block.where
+        where = block.where(0)
         if not pieces:
             continue
         try:
             ids, offsets = encode_pieces(tok, pieces, spec, num_threads)
         except ValueError:
-            refused = _refused(pieces, spec, n_docs, open_chars if last_open else 0, where, shard)
-            if refused is None:
+            found = _corpus.refused(tok, pieces, block.where, frozenset(spec.allowed), frozenset(spec.disallowed),
+                                    n_docs, open_chars if last_open else 0, shard)
+            if found is None:
                 raise
-            raise refused from None
+            raise found from None
         n_close = len(pieces) - 1 if block.last_open else len(pieces)
         ends = offsets[1:n_close + 1]
         if eot is not None and n_close:
@@ -459,10 +401,7 @@ def _progress_bar(progress, total: int | None = None, desc: str = "shards"):
 
 
 def _cutter(tok, cut):
-    if cut is DEFAULT:
-        make = getattr(tok, "_document_cutter", None)
-        return make() if make is not None else None
-    return cut
+    return _corpus.cutter(tok) if cut is DEFAULT else cut
 
 
 def write_task(tok, task, out_dir, index: int, spec: Spec, *, num_threads: int = 1, cut=DEFAULT,
@@ -472,7 +411,7 @@ def write_task(tok, task, out_dir, index: int, spec: Spec, *, num_threads: int =
 
     ``index``: the task's place in the corpus. ``spec``: ``make_spec``'s. ``cut``: the
     document cutter handed to ``task.blocks`` (DEFAULT: the tokenizer's
-    ``_document_cutter()``, if it has one). ``progress``: a bar (``update(n)``) for the
+    ``corpus.cutter(tok)``). ``progress``: a bar (``update(n)``) for the
     text bytes, True for a tqdm bar, or False.
     """
     out = Path(out_dir)

@@ -6,7 +6,7 @@ fastbpe has a twin here and a test that compares them.
 Decisions (each written down once, here):
 
 * **Documents.** Training reads documents (str; what a document is in a file is
-  ``fastbpe._data``'s decision). A document with no UTF-8 form (lone surrogates, e.g.
+  ``fastbpe.reference.documents``). A document with no UTF-8 form (lone surrogates, e.g.
   from a broken JSON escape) is trained on as tiktoken encodes it: lone surrogates
   become U+FFFD and surrogate pairs their character (``core.fix_surrogates``), so
   training sees the text the trained encoding will see; text with a UTF-8 form is

@@ -1501,7 +1501,7 @@ cdef Py_ssize_t utf8_invalid_at(const uint8_t* t, Py_ssize_t n) noexcept nogil:
 
 
 def _utf8_invalid_at(bytes data):
-    """Python face of utf8_invalid_at (``_data`` checks file blocks with it)."""
+    """Python face of utf8_invalid_at (validates UTF-8 natively)."""
     cdef Py_ssize_t r, n = len(data)
     cdef const uint8_t* t = <const uint8_t*>data
     with nogil:
