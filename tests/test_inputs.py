@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 import fastbpe
-from fastbpe import _data, _train
+from fastbpe import _train
+from fastbpe import io as fio
+from fastbpe.io import Corpus
 from fastbpe.reference import bpe as ref
 from fastbpe.reference import patterns
 from fastbpe.wordpiece import train_wordpiece
@@ -71,8 +73,8 @@ def test_a_missing_file_is_never_trained_on_as_text(tmp_path):
                  lambda: fastbpe.train_bpe(files=[real, missing], vocab_size=300, progress=False),
                  lambda: train_wordpiece([str(real), missing], 100),
                  lambda: _train.count_chunks([str(real), missing]),
-                 lambda: list(_data.iter_documents([str(real), missing]))):
-        with pytest.raises(FileNotFoundError, match=r"training file not found: '.*missing.txt'.*documents="):
+                 lambda: list(Corpus.resolve([str(real), missing]).documents())):
+        with pytest.raises(FileNotFoundError, match=r"input file not found: '.*missing.txt'.*documents="):
             call()
     with pytest.raises(FileNotFoundError, match="'some text'"):
         fastbpe.train_bpe(["some text"], 300, progress=False)
@@ -119,16 +121,16 @@ def test_documents_take_any_iterable_of_str():
     ({"documents": b"bytes"}, TypeError, "not one bytes"),
     ({"documents": 3}, TypeError, "iterable of str, not int"),
     ({"documents": ["ok", 3]}, TypeError, "documents item 1 is int"),
-    ({"documents": [{"text": "a"}]}, TypeError, r"pass the column, e.g. ds\['text'\]"),
+    ({"documents": [{"text": "a"}]}, TypeError, r"pass column='text'"),
     ({"files": [3]}, TypeError, r"files\[0\] is int, not a path"),
     ({"files": b"x.txt"}, TypeError, "files must be a path or a list of paths, not bytes"),
-    ({"files": []}, ValueError, "no training files"),
+    ({"files": []}, ValueError, "no input files"),
 ])
 def test_bad_inputs_everywhere(kwargs, exc, match):
     for call in (lambda: fastbpe.train_bpe(vocab_size=300, progress=False, **kwargs),
                  lambda: train_wordpiece(vocab_size=100, **kwargs),
                  lambda: _train.count_chunks(**kwargs),
-                 lambda: list(_data.iter_documents(**kwargs))):
+                 lambda: list(Corpus.resolve(**kwargs).documents())):
         with pytest.raises(exc, match=match):
             call()
 
@@ -149,9 +151,9 @@ def test_dask_path_takes_files_only(tmp_path):
         train_wordpiece(documents=["a"], vocab_size=100, client=object())
     # a text given as a file is a missing file there too, checked on the client
     with pytest.raises(FileNotFoundError, match="'some text'"):
-        D.plan_ranges(["some text"])
+        D.plan_tasks(["some text"])
     with pytest.raises(TypeError, match=r"files\[1\] is list"):
-        D.plan_ranges([str(tmp_path), ["text"]])
+        D.plan_tasks([str(tmp_path), ["text"]])
 
 
 # ----------------------------------------------------------------------------- 2. directories, devices
@@ -169,7 +171,7 @@ def test_a_directory_is_its_regular_files_sorted(tmp_path):
     os.symlink(tmp_path / "a", tmp_path / "link-to-dir")  # not followed
     os.symlink(tmp_path / "b.txt", tmp_path / "c-link.txt")  # a file: read
     expected.append(tmp_path / "c-link.txt")
-    assert _data.Corpus.resolve(tmp_path).files == expected
+    assert Corpus.resolve(tmp_path).files == expected
     assert _quiet_train(tmp_path, vocab_size=270).mergeable_ranks == _quiet_train(
         expected, vocab_size=270).mergeable_ranks
     (tmp_path / "empty" / ".only-hidden").mkdir(parents=True)
@@ -202,30 +204,30 @@ def test_a_line_longer_than_the_cap_is_an_error_in_bounded_memory(tmp_path):
     with open(big, "wb") as fh:
         fh.truncate(2 << 30)
     rc, rss_mib, out = _run_child(
-        "import fastbpe\nfrom fastbpe import _data\n_data.MAX_LINE_BYTES = 16 << 20\n"
+        "import fastbpe\nfrom fastbpe.io import documents\ndocuments.MAX_DOCUMENT_BYTES = 16 << 20\n"
         f"for kw in ({{}}, {{'pattern': r'\\S+|\\s+', 'num_threads': 1}}):\n"
         "    try:\n"
         f"        fastbpe.train_bpe({str(big)!r}, 300, progress=False, **kw)\n"
         "    except ValueError as e:\n        print('ValueError', e)\n", timeout=120)
     assert rc == 0, out
-    assert out.count("no-newlines.bin: the line at byte offset 0 is longer than 16777216 bytes") == 2, out
+    assert out.count("no-newlines.bin: the document at byte offset 0 is longer than 16777216 bytes") == 2, out
     assert rss_mib < 400
 
 
-def test_line_cap_on_every_reader(tmp_path, monkeypatch):
-    cap = _data.BLOCK_SIZE  # the smallest cap that holds exactly (lines are checked as buffered)
-    monkeypatch.setattr(_data, "MAX_LINE_BYTES", cap)
+def test_document_cap_on_every_reader(tmp_path, monkeypatch):
+    cap = fio.BLOCK_BYTES   # checked as the unfinished document outgrows the blocks read
+    monkeypatch.setattr(fio.documents, "MAX_DOCUMENT_BYTES", cap)
     f = tmp_path / "f.txt"
-    f.write_bytes(b"short\n" + b"x" * (cap + 1) + b"\nshort\n")
-    for call in (lambda: list(_data.iter_documents(f)),
-                 lambda: list(_data.iter_range_lines(f, 0, f.stat().st_size)),
-                 lambda: list(_data.iter_binary_lines(open(f, "rb"), f, 0)),
-                 lambda: _train.count_chunks(f, num_threads=2)):
-        with pytest.raises(ValueError, match=rf"f.txt: the line at byte offset 6 is longer than {cap} bytes"):
+    f.write_bytes(b"short\n" + b"x" * (3 * cap) + b"\nshort\n")   # no place to cut a run of letters
+    for call in (lambda: list(Corpus.resolve(f, docs="lines").documents()),
+                 lambda: _train.count_chunks(f, docs="lines", num_threads=2),
+                 lambda: _train.count_chunks(f, docs="lines", pattern=r"\S+|\s+", num_threads=1)):
+        with pytest.raises(ValueError, match=rf"f.txt: the document at byte offset 6 is longer than {cap} bytes"):
             call()
-    f.write_bytes(b"short\n" + b"y" * cap + b"\n")  # as long as the cap, its newline not counted
-    assert _train.count_chunks(f) == {b"short": 1, b"\n": 2, b"y" * cap: 1}
-    assert [len(d) for d in _data.iter_binary_lines(open(f, "rb"), f, 0)] == [6, cap + 1]
+    f.write_bytes(b"short\n" + b"y" * (cap - 10) + b"\n")  # under the cap
+    assert _train.count_chunks(f, docs="lines") == {b"short": 1, b"y" * (cap - 10): 1}
+    f.write_bytes(b"short " * cap)   # long, but prose: read in pieces, counted exactly
+    assert _train.count_chunks(f) == {b"short": 1, b" short": cap - 1, b" ": 1}
 
 
 # ----------------------------------------------------------------------------- 3. errors say what and where
@@ -248,8 +250,7 @@ def test_bad_gzip_names_the_file(tmp_path, damage, what):
     for call in (lambda: fastbpe.train_bpe(path, 300, progress=False),
                  lambda: fastbpe.train_bpe(path, 300, pattern=r"\S+|\s+", num_threads=1, progress=False),
                  lambda: train_wordpiece(path, 100),
-                 lambda: list(_data.iter_range_lines(path, 0, path.stat().st_size)),
-                 lambda: list(_data.iter_binary_lines(gzip.open(path, "rb"), path, 0))):
+                 lambda: list(Corpus.resolve(path, docs="lines").documents())):
         with pytest.raises(ValueError, match=match):
             call()
 
@@ -285,7 +286,7 @@ def test_bogus_errors_are_refused_up_front(tmp_path):
                  lambda: fastbpe.train_bpe(tmp_path / "missing", 300, errors="bogus", client=object()),
                  lambda: train_wordpiece(documents=["a"], vocab_size=100, errors="bogus"),
                  lambda: _train.count_chunks(documents=["a"], errors="bogus"),
-                 lambda: _data.iter_documents(documents=["a"], errors="bogus")):
+                 lambda: Corpus.resolve(documents=["a"]).blocks(errors="bogus")):
         with pytest.raises(ValueError, match=match):
             call()
 
@@ -308,7 +309,7 @@ def test_too_many_unique_chunks_names_where(limits, tmp_path):
         _train.count_chunks(documents=docs, num_threads=1)
     f = tmp_path / "many.txt"
     f.write_text("".join(d + "\n" for d in docs))
-    with pytest.raises(ValueError, match=r"many.txt: the block of lines at byte offset 0: more than 50 unique"):
+    with pytest.raises(ValueError, match=r"many.txt: byte 0: more than 50 unique"):
         fastbpe.train_bpe(f, 300, progress=False)
     # each thread's table under the limit, their sum over it
     limits(max_chunks=120)

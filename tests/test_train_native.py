@@ -195,7 +195,8 @@ def test_hypothesis_random_text(docs, n_tokens):
 
 
 # ----------------------------------------------------------------------------- counting
-from fastbpe import _data  # noqa: E402
+from fastbpe.io import Corpus  # noqa: E402
+from fastbpe.reference import documents as docspec  # noqa: E402
 from fastbpe._train import count_chunks  # noqa: E402
 
 SPECIALS = ("<|endoftext|>", "<|fim_prefix|>", "<|end", "ş")
@@ -209,11 +210,15 @@ def _mixed_docs() -> list[str]:
     return docs
 
 
+SEP = "\x1d"   # the test files' document separator: docs="sep:\x1d"
+
+
 def _write(tmp_path, name, docs, gz=False):
+    """A file of ``docs`` read back with ``docs=RULE`` (documents keep their newlines)."""
     import gzip
 
     path = tmp_path / name
-    data = "".join(d if d.endswith("\n") else d + "\n" for d in docs).encode()
+    data = SEP.join(docs).encode()
     path.write_bytes(gzip.compress(data) if gz else data)
     return path
 
@@ -228,31 +233,36 @@ def test_count_chunks_equals_reference(pattern, specials):
         assert count_chunks(documents=iter(docs), pattern=pattern, special_tokens=specials, num_threads=nt) == expected
 
 
+RULE = "sep:" + SEP
+
+
 def test_one_file_many_files_iterator_agree(tmp_path):
-    docs = [d if d.endswith("\n") else d + "\n" for d in _mixed_docs()]
+    docs = [d for d in _mixed_docs() if d]
     one = _write(tmp_path, "all.txt", docs)
     many = [_write(tmp_path, f"part{i}.txt", docs[i::3], gz=(i == 1)) for i in range(3)]
     expected = dict(bpe.count_chunks(docs, patterns.CL100K, SPECIALS))
     for pattern in ("cl100k", r"\S+|\s+"):
         exp = expected if pattern == "cl100k" else dict(bpe.count_chunks(docs, pattern, SPECIALS))
         for nt in (1, 2, 3):
-            assert count_chunks(one, pattern, SPECIALS, num_threads=nt) == exp
-            assert count_chunks(many, pattern, SPECIALS, num_threads=nt) == exp
+            assert count_chunks(one, pattern, SPECIALS, docs=RULE, num_threads=nt) == exp
+            assert count_chunks(many, pattern, SPECIALS, docs=RULE, num_threads=nt) == exp
             assert count_chunks(documents=iter(docs), pattern=pattern, special_tokens=SPECIALS, num_threads=nt) == exp
 
 
-def test_small_blocks_and_long_lines(tmp_path):
-    # blocks end at line boundaries whatever the block size; a line longer than a block
-    from fastbpe import _train
-
-    docs = ["x" * 5000 + " yy\n", "short\n", "é" * 3000 + "\n", "last line without newline"]
+def test_small_blocks_and_long_documents(tmp_path):
+    # documents longer than a block are counted in exact pieces, whatever the block size
+    docs = ["x" * 5000 + " yy\n", "short\n", "é" * 3000 + "\n", "word " * 3000, "last doc"]
     path = _write(tmp_path, "long.txt", docs)
-    expected = dict(bpe.count_chunks(_data.iter_documents(path), patterns.CL100K))
+    expected = dict(bpe.count_chunks(docs, patterns.CL100K))
+    from fastbpe.io import BPECut
+
     for size in (7, 100, 4096):
-        blocks = list(_train._iter_native_blocks(_data.Corpus.resolve(path), "strict", block_size=size))
-        assert b"".join(b[1] for b in blocks) == path.read_bytes()
-        assert all(b[1].endswith(b"\n") for b in blocks[:-1])
-    assert count_chunks(path, "cl100k", num_threads=2) == expected
+        blocks = list(Corpus.resolve(path, docs=RULE).sources[0].blocks(cut=BPECut(), block_bytes=size))
+        assert b"".join(b.data for b in blocks) == "".join(docs).encode()
+        assert max(len(b.data) for b in blocks) <= max(2 * size, 6100)
+    assert count_chunks(path, "cl100k", docs=RULE, num_threads=2) == expected
+    whole = dict(bpe.count_chunks(docspec.split_documents(path.read_text(), "file"), patterns.CL100K))
+    assert count_chunks(path, "cl100k", num_threads=2) == whole
 
 
 def test_count_bad_input(tmp_path):
@@ -391,23 +401,25 @@ def test_native_utf8_check_agrees_with_python(data):
     assert _utf8_invalid_at(data) == expected
 
 
-def test_count_file_range_equals_reference(tmp_path):
-    from fastbpe._train import count_file_range
+def test_count_task_equals_reference(tmp_path):
+    from fastbpe._train import count_task
 
-    docs = [d if d.endswith("\n") else d + "\n" for d in _mixed_docs()]
+    docs = [d for d in _mixed_docs() if d]
     path = _write(tmp_path, "ranges.txt", docs)
     for n_parts in (1, 2, 5, 13):
         total: Counter = Counter()
-        for start, end in _data.split_ranges(path, n_parts):
-            lines = list(_data.iter_range_lines(path, start, end))
+        tasks = Corpus.resolve(path, docs=RULE).plan(n_parts=n_parts, min_bytes=1)
+        assert len(tasks) == min(n_parts, len(docs))
+        for task in tasks:
+            task_docs = [p for b in task.blocks() for p in b.pieces()]
             for pattern in ("cl100k", r"\S+|\s+"):
-                expected = dict(bpe.count_chunks(lines, patterns.resolve_pattern(pattern), SPECIALS))
-                assert count_file_range(path, start, end, pattern, SPECIALS) == expected
-            total.update(count_file_range(path, start, end, "cl100k"))
+                expected = dict(bpe.count_chunks(task_docs, patterns.resolve_pattern(pattern), SPECIALS))
+                assert count_task(task, pattern, SPECIALS) == expected
+            total.update(count_task(task, "cl100k"))
         assert dict(total) == dict(bpe.count_chunks(docs, patterns.CL100K))
     gz = _write(tmp_path, "ranges.txt.gz", docs, gz=True)
-    (start, end), = _data.split_ranges(gz, 4)
-    assert count_file_range(gz, start, end, "gpt2") == dict(bpe.count_chunks(docs, patterns.GPT2))
+    (task,) = Corpus.resolve(gz, docs=RULE).plan(n_parts=4, min_bytes=1)
+    assert count_task(task, "gpt2") == dict(bpe.count_chunks(docs, patterns.GPT2))
 
 
 def test_regex_path_streams_with_many_blocks(monkeypatch):

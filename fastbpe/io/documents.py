@@ -646,13 +646,13 @@ class IterableSource:
             total += len(b)
             ends.append(total)
             if total >= block_bytes:
-                block = Block(b"".join(parts), np.array(ends, np.int64), False, [(0, f"documents item {first}")])
+                block = Block(b"".join(parts), np.array(ends, np.int64), False, [(0, f"documents from item {first}")])
                 yield from _cut_long(block, cut, block_bytes, "documents")
                 if progress is not None:
                     progress.update(total)
                 parts, ends, total, first = [], [], 0, i + 1
         if parts:
-            block = Block(b"".join(parts), np.array(ends, np.int64), False, [(0, f"documents item {first}")])
+            block = Block(b"".join(parts), np.array(ends, np.int64), False, [(0, f"documents from item {first}")])
             yield from _cut_long(block, cut, block_bytes, "documents")
             if progress is not None:
                 progress.update(total)
