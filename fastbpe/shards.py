@@ -79,16 +79,10 @@ write one directory at the same time.
 
 >>> import tempfile, numpy as np
 >>> from fastbpe.encoding import get_toy_encoding
->>> class OneBlock:                      # fastbpe.io's tasks have this shape
-...     def __init__(self, docs): self.docs = docs
-...     def key(self): return {"documents": self.docs}
-...     def blocks(self, **how):
-...         class B: pass
-...         b = B(); b.pieces = lambda: self.docs; b.data = "".join(self.docs).encode()
-...         b.last_open, b.where = False, "example"
-...         yield b
+>>> from fastbpe.io import Corpus
 >>> d = tempfile.mkdtemp()
->>> m = write_shards(get_toy_encoding(), [OneBlock(["hi", "hi hi"])], d, eot="<|eot|>", progress=False)
+>>> tasks = Corpus.resolve(documents=["hi", "hi hi"]).plan()
+>>> m = write_shards(get_toy_encoding(), tasks, d, eot="<|eot|>", progress=False)
 >>> m["documents"], m["tokens"], m["dtype"]
 (2, 6, 'uint16')
 >>> s = open(d)

@@ -227,16 +227,10 @@ def test_wordpiece_counts_and_vocab_equal_train_wordpiece(client, corpus, monkey
 
 # ----------------------------------------------------------------------------- encoding
 @pytest.fixture
-def io_model(monkeypatch):
-    """fastbpe.io, or the test stand-in until it lands (travelling to the workers by value)."""
-    try:
-        import fastbpe.io as real
+def io_model():
+    import fastbpe.io as real
 
-        return real
-    except ImportError:
-        monkeypatch.setitem(sys.modules, "fastbpe.io", io_stub)
-        monkeypatch.setattr(fastbpe, "io", io_stub, raising=False)
-        return io_stub
+    return real
 
 
 def _doc_list(paths, docs="lines") -> list[str]:

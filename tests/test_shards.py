@@ -1,6 +1,6 @@
 """fastbpe.shards: the one shard format (writer, reader, manifest), atomic and resumable.
 
-The document model (``fastbpe.io``) is stood in for by ``tests/io_stub.py``'s tasks."""
+Hand-made tasks (``tests/io_stub.py``) feed the writer real ``fastbpe.io`` blocks."""
 import doctest
 import json
 import os
@@ -19,7 +19,7 @@ from fastbpe.encoding import get_toy_encoding
 from fastbpe.formats._atomic import TMP_SUFFIX
 
 sys.path.insert(0, str(Path(__file__).parent))
-from io_stub import Block, ListTask, PiecesTask  # noqa: E402
+from io_stub import ListTask, PiecesTask, block_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ["hello world", "çok güzel 中文 here\n\nand more", "x", "hello\n\nshards\n", " lead", "中文"]
@@ -303,14 +303,14 @@ def test_special_token_text_follows_the_library_rule(enc, tmp_path):
     docs = ["hello", "a <|endoftext|> b", "world"]
     eot = enc.special_tokens["<|endoftext|>"]
     with pytest.raises(shards.DisallowedSpecialInDocument,
-                       match=r"^src: from item 0: document 1 of shard 0: special-token text '<\|endoftext\|>' "
+                       match=r"^src: from item 0 \(\+1 documents\): document 1 of shard 0: special-token text '<\|endoftext\|>' "
                              r"at character 2; pass allowed_special=") as info:
         shards.write_shards(enc, [ListTask(docs, name="src")], tmp_path, progress=False)
     assert (info.value.document, info.value.token, info.value.position, info.value.shard) == (1, "<|endoftext|>", 2, 0)
     import pickle
 
     again = pickle.loads(pickle.dumps(info.value))  # as it comes back from a Dask worker
-    assert str(again) == str(info.value) and again.where == "src: from item 0"
+    assert str(again) == str(info.value) and again.where == "src: from item 0 (+1 documents)"
     assert _temps(tmp_path) == [] and not (tmp_path / "manifest.json").exists()
     shards.write_shards(enc, [ListTask(docs)], tmp_path, progress=False, allowed_special={"<|endoftext|>"})
     assert shards.read_shards(tmp_path).tolist() == (
@@ -438,7 +438,7 @@ def test_tokenizer_identity_changes_with_what_decides_ids(enc):
 
 
 def test_block_stub_shape():
-    b = Block.of(["ab", "ç", "d"], True)
+    b = block_of(["ab", "ç", "d"], True)
     assert b.pieces() == ["ab", "ç", "d"] and b.ends.tolist() == [2, 4, 5] and b.last_open
 
 

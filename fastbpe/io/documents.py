@@ -817,15 +817,20 @@ class Corpus:
 
     def plan(self, n_parts: int | None = None, target_bytes: int | None = None,
              min_bytes: int = 4 << 20) -> list[Task]:
-        """Tasks that together read the corpus in order: each file one task, or, for plain
+        """Tasks that together read the corpus in order: ``documents=`` one task (to be run
+        in this process: an iterable can't be shipped), each file one task, or, for plain
         (uncompressed) text and JSONL files under a rule that allows it, byte ranges that
         start at document starts: ``n_parts`` per file, or one per ``target_bytes``, each
         at least ``min_bytes``; Parquet files by row groups (``n_parts`` per file)."""
         tasks = []
         for s in self.sources:
             if isinstance(s, IterableSource):
-                raise TypeError("documents= can't be planned into tasks (an iterable is read once, "
-                                "here); pass files")
+                # one task, read here, once; its content can't be identified, so its key is
+                # new every time (a rerun never takes it for a finished one)
+                import uuid
+
+                tasks.append(Task(s, 0, None, {"documents": uuid.uuid4().hex}))
+                continue
             info = streams.file_info(s.path)
             info = {"path": info["path"], "size": info["size"], "version": info["version"]}
             if isinstance(s, ParquetSource):
