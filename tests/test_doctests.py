@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["fastbpe.reference.patterns", "fastbpe.reference.bpe", "fastbpe.reference.core", "fastbpe._data", "fastbpe.train", "fastbpe.encoding", "fastbpe.special",
+MODULES = ["fastbpe.reference.patterns", "fastbpe.reference.bpe", "fastbpe.reference.core", "fastbpe.reference.documents", "fastbpe.io.documents", "fastbpe.io.streams", "fastbpe.io.cuts", "fastbpe.corpus", "fastbpe.train", "fastbpe.encoding", "fastbpe.special",
            "fastbpe.unstable", "fastbpe.reference.wordpiece", "fastbpe.wordpiece"]
 
 

@@ -58,6 +58,18 @@ def workdir(tmp_path_factory, vocab_file):
     (d / "en.txt").write_text("The weather is very nice today.\n", encoding="utf-8")
     (d / "tr.txt").write_text("Bugün hava çok güzel.\n", encoding="utf-8")
     (d / "zh.txt").write_text("今天天气很好。\n", encoding="utf-8")
+    # the corpus workflow's JSONL (zstd) and Parquet files
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zstandard
+
+    (d / "data").mkdir()
+    rows = [text[i:i + 300] for i in range(0, len(text), 300)]
+    jsonl = "".join(json.dumps({"text": r, "id": i}) + "\n" for i, r in enumerate(rows)).encode()
+    (d / "data" / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(jsonl))
+    pq.write_table(pa.table({"text": rows}), d / "data" / "b.parquet")
     # the files the Python snippets load by name
     shutil.copy(vocab_dir / "cl100k_base.tiktoken", d / "cl100k_base.tiktoken")
     shutil.copytree(vocab_dir / "bert-base-uncased", d / "bert-base-uncased")
@@ -123,7 +135,8 @@ def test_bash_snippets_run_as_written(workdir):
     outputs = dict(ran)
     assert any(c.startswith("fastbpe demo") for c in outputs)
     assert outputs['echo "hello" | fastbpe encode -t gpt2 | fastbpe decode -t gpt2'] == "hello\n"
-    assert (d / "tok.json").exists() and (d / "tokens.html").exists() and (d / "out" / "index.json").exists()
+    assert (d / "tok.json").exists() and (d / "tokens.html").exists() and (d / "out" / "manifest.json").exists()
+    assert (d / "shards" / "manifest.json").exists()
 
 
 def test_the_runner_leaves_out_only_installs_and_the_suite():
