@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["fastbpe.reference.patterns", "fastbpe.reference.bpe", "fastbpe.reference.core", "fastbpe._data", "fastbpe.train", "fastbpe.encoding", "fastbpe.special",
-           "fastbpe.unstable", "fastbpe.reference.wordpiece", "fastbpe.wordpiece"]
+           "fastbpe.unstable", "fastbpe.reference.wordpiece", "fastbpe.wordpiece",
+           "fastbpe.reference.jsonl", "fastbpe.io.jsonl", "fastbpe._jsonl"]
 
 
 @pytest.mark.parametrize("name", MODULES)
