@@ -219,6 +219,19 @@ def test_kernel_outputs():
 
 
 @pytest.mark.parametrize("line", [
+    b'{"text": "\\uD83D\\uDE42 \\u00E9 \\uABCD"}', b'{"te\\u0078t": "escaped key"}',
+    b'{"text": "first", "text": "last"}', b'{"text": 1, "text": "last"}',
+    b'{"meta": {"text": 1, "a": [1, -2.5e+3, true, false, null, {}, []]}, "text": "x"}\r',
+    b'{"a": "\\ud800", "text": "lone surrogate in another key"}', b'{"text": ""}',
+    b'{"text": "\xc3\xa9\xe2\x82\xac\xf0\x9f\x99\x82 \\" \\\\ \\/ \\b \\f \\n \\r \\t"}',
+])
+def test_kernel_reads_common_lines(line):
+    """Lines the scanner must read itself (else they would cost a json.loads)."""
+    assert not kernel_bad(line)
+    check(line)
+
+
+@pytest.mark.parametrize("line", [
     b'{"text": "\\ud800"}', b'{"text": "\\udc00"}', b'{"text": "\\ud800x"}', b'{"text": "\\ud800\\u0041"}',
     b'{"a": NaN, "text": "x"}', b'{"text": "x", "b": -Infinity}', b'\xef\xbb\xbf{"text": "x"}',
     b'{"text": "a\xffb"}', b'{"text": "a\x1fb"}', b'{"text": 1}', b'{"text": "a", "text": null}',

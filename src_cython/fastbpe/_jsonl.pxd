@@ -1,7 +1,7 @@
 # JSON Lines: find one top-level string field of a line's JSON object, without the GIL.
 #
 # The scanner is a strict *subset* of json.loads: a line it calls LINE_DOC is one that
-# json.loads accepts, and decode_string of its span gives json.loads(line)[field] as UTF-8.
+# json.loads accepts, and the value it writes is json.loads(line)[field] as UTF-8.
 # Whatever it is not sure of is LINE_BAD (invalid JSON, no such field, a value that is not
 # a string, NaN/Infinity, numbers longer than JSONL_MAX_NUMBER, nesting deeper than
 # JSONL_MAX_DEPTH, invalid UTF-8, raw control characters in strings, a BOM); the caller
@@ -18,20 +18,12 @@ cdef enum:
     LINE_DOC = 1              # an object whose field (the last one, if repeated) is a string
 
 
-cdef struct FieldSpan:
-    Py_ssize_t start          # the string's raw bytes, between its quotes
-    Py_ssize_t end
-    bint escaped              # holds a backslash escape (else the raw bytes are the UTF-8 value)
-
-
-# Kind of the line s[p:e] (which holds no "\n"); for LINE_DOC, *span is the field's value.
-# field[:flen] is the key as UTF-8 (keys are compared after decoding their escapes).
-# Linear in e - p, no allocation, thread-safe.
+# Kind of the line s[p:e] (which holds no "\n"). field[:flen] is the key as UTF-8 (keys
+# are compared after decoding their escapes). The field's value is written to `out` as it
+# is checked (UTF-8, escapes decoded); for LINE_DOC, *length is its size in bytes (0 for
+# ""). `out` needs room for e - p bytes (whole words are stored ahead, never past what
+# has been read; decoding never makes a string longer); its bytes past *length, and all
+# of it for other kinds, are garbage. Linear in e - p, no allocation, thread-safe.
 cdef int scan_line(const unsigned char* s, Py_ssize_t p, Py_ssize_t e,
-                   const unsigned char* field, Py_ssize_t flen, FieldSpan* span) noexcept nogil
-
-# Decode the raw string bytes s[p:e] (scanned by scan_line: valid escapes, valid UTF-8)
-# into out (room for e - p bytes: decoding never grows); the bytes written, or -1 for a
-# lone surrogate escape (no UTF-8 form). Thread-safe.
-cdef Py_ssize_t decode_string(const unsigned char* s, Py_ssize_t p, Py_ssize_t e,
-                              unsigned char* out) noexcept nogil
+                   const unsigned char* field, Py_ssize_t flen, unsigned char* out,
+                   Py_ssize_t* length) noexcept nogil

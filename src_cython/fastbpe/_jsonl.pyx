@@ -9,12 +9,13 @@ the common case fast:
   stack, and the span of its field's value is remembered (the *last* one if the key
   repeats, as json.loads keeps in its dict). Keys are compared after decoding their
   escapes, so ``"te\\u0078t"`` is ``"text"``.
-* Strings are scanned eight bytes at a time (a word holds no quote, backslash, control
-  byte or non-ASCII byte) and byte by byte otherwise, UTF-8 checked as strictly as
+* Strings are scanned eight bytes at a time while a word holds no quote, backslash,
+  control byte or non-ASCII byte (the word's first such byte is found from its bit mask),
+  and character by character otherwise, UTF-8 checked as strictly as
   Python's decoder (no overlongs, surrogates or code points past U+10FFFF).
-* The value is copied (no escapes) or decoded (escapes, surrogate pairs) straight into the
-  result ``bytes``, allocated once at the block's size and shrunk at the end: decoding
-  never makes a string longer.
+* The field's value is written (escapes and surrogate pairs decoded) straight into the
+  result ``bytes`` while it is checked, in the same pass; the result is allocated once
+  at the block's size and shrunk at the end: decoding never makes a string longer.
 * The scanner accepts a strict subset of what json.loads accepts; anything else is
   reported as a bad line (see ``_jsonl.pxd``) and left to json.loads by the caller.
 """
@@ -43,23 +44,50 @@ cdef enum:
     C_HIGH = 4        # >= 0x80: a UTF-8 sequence to check
     LIST_FIRST = 64   # output lists start with room for 64 items
 
-cdef unsigned char CLS[256]
+cdef unsigned char CLS[256]    # C_* of each byte inside a string
+cdef unsigned char ESC[256]    # the byte a one-letter escape stands for; 0: not an escape
+cdef signed char HEX[256]      # value of a hex digit; -1: not one
 cdef int _i
 for _i in range(256):
     CLS[_i] = C_CONTROL if _i < 0x20 else C_HIGH if _i >= 0x80 else C_PLAIN
+    ESC[_i] = 0
+    HEX[_i] = -1
 CLS[ord('"')] = C_QUOTE
 CLS[ord('\\')] = C_BACKSLASH
+for _i, _c in enumerate('"\\/bfnrt'):
+    ESC[ord(_c)] = ord('"\\/\b\f\n\r\t'[_i])
+for _i in range(10):
+    HEX[48 + _i] = _i
+for _i in range(6):
+    HEX[65 + _i] = HEX[97 + _i] = 10 + _i
 
 cdef uint64_t ONES = 0x0101010101010101ULL
 cdef uint64_t HIGHS = 0x8080808080808080ULL
 
+cdef extern from *:
+    """
+    #include <stdint.h>
+    /* Index of the lowest marked byte of a mask from special_bytes (loaded little-endian);
+       0 where that is not known to hold, so the byte loop finds it. */
+    static inline int fbpe_first_marked(uint64_t m) {
+    #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        return __builtin_ctzll(m) >> 3;
+    #else
+        (void)m;
+        return 0;
+    #endif
+    }
+    """
+    int first_marked "fbpe_first_marked"(uint64_t m) noexcept nogil
 
-cdef inline bint word_is_plain(uint64_t w) noexcept nogil:
-    """Whether all 8 bytes of w are C_PLAIN (the bit tricks are exact for 'any byte')."""
+
+cdef inline uint64_t special_bytes(uint64_t w) noexcept nogil:
+    """The high bit of each byte of w that is not C_PLAIN, and maybe of bytes after one
+    (the borrows of the subtractions only run upwards from a true hit): zero iff all 8
+    bytes are plain, and the lowest bit set is exact."""
     cdef uint64_t q = w ^ (ONES * 0x22)
     cdef uint64_t b = w ^ (ONES * 0x5C)
-    cdef uint64_t hit = ((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | w
-    return (hit & HIGHS) == 0
+    return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | w) & HIGHS
 
 
 cdef inline Py_ssize_t skip_ws(const unsigned char* s, Py_ssize_t p, Py_ssize_t e) noexcept nogil:
@@ -72,18 +100,12 @@ cdef inline Py_ssize_t skip_ws(const unsigned char* s, Py_ssize_t p, Py_ssize_t 
     return p
 
 
-cdef inline int hex_value(unsigned char c) noexcept nogil:
-    if 48 <= c <= 57:
-        return c - 48
-    c |= 0x20
-    if 97 <= c <= 102:
-        return c - 87
-    return -1
-
-
 cdef inline int hex4(const unsigned char* s) noexcept nogil:
-    """The value of 4 hex digits (checked by scan_string)."""
-    return (hex_value(s[0]) << 12) | (hex_value(s[1]) << 8) | (hex_value(s[2]) << 4) | hex_value(s[3])
+    """The value of the 4 hex digits at s, or -1."""
+    cdef int a = HEX[s[0]], b = HEX[s[1]], c = HEX[s[2]], d = HEX[s[3]]
+    if (a | b | c | d) < 0:
+        return -1
+    return (a << 12) | (b << 8) | (c << 4) | d
 
 
 cdef inline Py_ssize_t utf8_length(const unsigned char* s, Py_ssize_t p, Py_ssize_t e) noexcept nogil:
@@ -118,51 +140,156 @@ cdef inline Py_ssize_t utf8_length(const unsigned char* s, Py_ssize_t p, Py_ssiz
     return n + 1
 
 
+cdef inline Py_ssize_t read_escape(const unsigned char* s, Py_ssize_t p, Py_ssize_t e,
+                                   int* cp) noexcept nogil:
+    """The escape at s[p] == '\\': the index after it, or -1 if it is not valid JSON.
+    *cp is its code point (a surrogate pair's escapes joined, as json.loads joins them),
+    or -1 for a lone surrogate."""
+    cdef unsigned char c
+    cdef int v, lo
+    if p + 1 >= e:
+        return -1
+    c = s[p + 1]
+    if c != 117:  # not \u
+        cp[0] = ESC[c]
+        return p + 2 if cp[0] else -1
+    if p + 6 > e:
+        return -1
+    v = hex4(s + p + 2)
+    if v < 0:
+        return -1
+    p += 6
+    cp[0] = v
+    if 0xD800 <= v < 0xDC00:  # a high surrogate: joined with a low one that follows at once
+        if p + 6 <= e and s[p] == 92 and s[p + 1] == 117:
+            lo = hex4(s + p + 2)
+            if lo < 0:
+                return -1     # the next escape is invalid: so is the line
+            if 0xDC00 <= lo < 0xE000:
+                cp[0] = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00)
+                return p + 6
+        cp[0] = -1
+    elif 0xDC00 <= v < 0xE000:
+        cp[0] = -1
+    return p
+
+
+cdef inline Py_ssize_t put_utf8(unsigned char* out, int cp) noexcept nogil:
+    """Write the UTF-8 of cp (not a surrogate); its length."""
+    if cp < 0x80:
+        out[0] = cp
+        return 1
+    if cp < 0x800:
+        out[0] = 0xC0 | (cp >> 6)
+        out[1] = 0x80 | (cp & 0x3F)
+        return 2
+    if cp < 0x10000:
+        out[0] = 0xE0 | (cp >> 12)
+        out[1] = 0x80 | ((cp >> 6) & 0x3F)
+        out[2] = 0x80 | (cp & 0x3F)
+        return 3
+    out[0] = 0xF0 | (cp >> 18)
+    out[1] = 0x80 | ((cp >> 12) & 0x3F)
+    out[2] = 0x80 | ((cp >> 6) & 0x3F)
+    out[3] = 0x80 | (cp & 0x3F)
+    return 4
+
+
 cdef Py_ssize_t scan_string(const unsigned char* s, Py_ssize_t p, Py_ssize_t e,
                             bint* escaped) noexcept nogil:
     """Check the string whose content starts at p (after its quote): the index after its
     closing quote, or -1. Sets *escaped if it holds a backslash escape."""
-    cdef uint64_t w
-    cdef unsigned char c
-    cdef int k
+    cdef uint64_t w, m
+    cdef int k, cp
     cdef Py_ssize_t n
     while True:
-        while p + 8 <= e:
+        while p + 8 <= e:  # plain ASCII a word at a time, then straight to the first other byte
             memcpy(&w, s + p, 8)
-            if not word_is_plain(w):
+            m = special_bytes(w)
+            if m:
+                p += first_marked(m)
                 break
             p += 8
         if p >= e:
             return -1
-        c = s[p]
-        k = CLS[c]
+        k = CLS[s[p]]
         if k == C_PLAIN:
             p += 1
         elif k == C_QUOTE:
             return p + 1
         elif k == C_BACKSLASH:
             escaped[0] = True
-            if p + 1 >= e:
-                return -1
-            c = s[p + 1]
-            if c == 117:  # u
-                if p + 6 > e:
-                    return -1
-                if (hex_value(s[p + 2]) < 0 or hex_value(s[p + 3]) < 0
-                        or hex_value(s[p + 4]) < 0 or hex_value(s[p + 5]) < 0):
-                    return -1
-                p += 6
-            elif c == 34 or c == 92 or c == 47 or c == 98 or c == 102 or c == 110 or c == 114 or c == 116:
-                p += 2
-            else:
+            p = read_escape(s, p, e, &cp)  # a lone surrogate is fine outside the field
+            if p < 0:
                 return -1
         elif k == C_CONTROL:
             return -1
         else:
-            n = utf8_length(s, p, e)
-            if n == 0:
+            while True:  # a run of non-ASCII characters (CJK text) in one loop
+                n = utf8_length(s, p, e)
+                if n == 0:
+                    return -1
+                p += n
+                if p >= e or s[p] < 0x80:
+                    break
+
+
+cdef Py_ssize_t copy_string(const unsigned char* s, Py_ssize_t p, Py_ssize_t e,
+                            unsigned char* out, Py_ssize_t* length, bint* lone) noexcept nogil:
+    """scan_string that also writes the string's value (UTF-8, escapes decoded) to out:
+    *length bytes; *lone is set for a lone surrogate escape (no UTF-8 form: not written).
+
+    Whole words are stored before they are known to be plain, so out is written up to
+    7 bytes past the value, but never further than the input has been read: out needs
+    room for e - p bytes (decoding never makes a string longer)."""
+    cdef uint64_t w, m
+    cdef int k, cp
+    cdef Py_ssize_t n
+    cdef Py_ssize_t o = 0
+    cdef unsigned char c
+    while True:
+        while p + 8 <= e:
+            memcpy(&w, s + p, 8)
+            m = special_bytes(w)
+            memcpy(out + o, &w, 8)
+            if m:
+                k = first_marked(m)
+                p += k
+                o += k
+                break
+            p += 8
+            o += 8
+        if p >= e:
+            return -1
+        c = s[p]
+        k = CLS[c]
+        if k == C_PLAIN:
+            out[o] = c
+            o += 1
+            p += 1
+        elif k == C_QUOTE:
+            length[0] = o
+            return p + 1
+        elif k == C_BACKSLASH:
+            p = read_escape(s, p, e, &cp)
+            if p < 0:
                 return -1
-            p += n
+            if cp < 0:
+                lone[0] = True
+            else:
+                o += put_utf8(out + o, cp)
+        elif k == C_CONTROL:
+            return -1
+        else:
+            while True:
+                n = utf8_length(s, p, e)
+                if n == 0:
+                    return -1
+                memcpy(out + o, s + p, n)
+                o += n
+                p += n
+                if p >= e or s[p] < 0x80:
+                    break
 
 
 cdef Py_ssize_t scan_scalar(const unsigned char* s, Py_ssize_t p, Py_ssize_t e) noexcept nogil:
@@ -206,75 +333,13 @@ cdef Py_ssize_t scan_scalar(const unsigned char* s, Py_ssize_t p, Py_ssize_t e) 
     return p
 
 
-cdef inline Py_ssize_t decode_escape(const unsigned char* s, Py_ssize_t p, Py_ssize_t e,
-                                     unsigned char* out, Py_ssize_t* n) noexcept nogil:
-    """Decode the (checked) escape at s[p] == '\\' into out (*n bytes, at most 4): the
-    index after it, or -1 for a lone surrogate."""
-    cdef unsigned char c = s[p + 1]
-    cdef int cp, lo
-    if c != 117:  # not \u
-        out[0] = (8 if c == 98 else 12 if c == 102 else 10 if c == 110
-                  else 13 if c == 114 else 9 if c == 116 else c)
-        n[0] = 1
-        return p + 2
-    cp = hex4(s + p + 2)
-    p += 6
-    if 0xD800 <= cp < 0xDC00:  # a high surrogate: joined with a low one that follows at once
-        if p + 6 > e or s[p] != 92 or s[p + 1] != 117:
-            return -1
-        lo = hex4(s + p + 2)
-        if not (0xDC00 <= lo < 0xE000):
-            return -1
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)
-        p += 6
-    elif 0xDC00 <= cp < 0xE000:
-        return -1
-    if cp < 0x80:
-        out[0] = cp
-        n[0] = 1
-    elif cp < 0x800:
-        out[0] = 0xC0 | (cp >> 6)
-        out[1] = 0x80 | (cp & 0x3F)
-        n[0] = 2
-    elif cp < 0x10000:
-        out[0] = 0xE0 | (cp >> 12)
-        out[1] = 0x80 | ((cp >> 6) & 0x3F)
-        out[2] = 0x80 | (cp & 0x3F)
-        n[0] = 3
-    else:
-        out[0] = 0xF0 | (cp >> 18)
-        out[1] = 0x80 | ((cp >> 12) & 0x3F)
-        out[2] = 0x80 | ((cp >> 6) & 0x3F)
-        out[3] = 0x80 | (cp & 0x3F)
-        n[0] = 4
-    return p
-
-
-cdef Py_ssize_t decode_string(const unsigned char* s, Py_ssize_t p, Py_ssize_t e,
-                              unsigned char* out) noexcept nogil:
-    cdef Py_ssize_t o = 0
-    cdef Py_ssize_t n, run
-    cdef const unsigned char* q
-    while p < e:
-        q = <const unsigned char*>memchr(s + p, 92, e - p)
-        run = (q - s if q != NULL else e) - p
-        memcpy(out + o, s + p, run)
-        o += run
-        p += run
-        if p < e:
-            p = decode_escape(s, p, e, out + o, &n)
-            if p < 0:
-                return -1
-            o += n
-    return o
-
-
 cdef bint key_equals(const unsigned char* s, Py_ssize_t p, Py_ssize_t e, bint escaped,
                      const unsigned char* field, Py_ssize_t flen) noexcept nogil:
     """Whether the (checked) key s[p:e] decodes to field[:flen]."""
     cdef unsigned char buf[4]
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t n
+    cdef int cp
     if not escaped:
         return e - p == flen and memcmp(s + p, field, flen) == 0
     while p < e:
@@ -284,20 +349,24 @@ cdef bint key_equals(const unsigned char* s, Py_ssize_t p, Py_ssize_t e, bint es
             p += 1
             i += 1
         else:
-            p = decode_escape(s, p, e, buf, &n)
-            if p < 0 or i + n > flen or memcmp(buf, field + i, n) != 0:
-                return False  # a lone surrogate is no UTF-8 field; json decides
+            p = read_escape(s, p, e, &cp)
+            if p < 0 or cp < 0:
+                return False  # a lone surrogate is no UTF-8 field; json.loads decides
+            n = put_utf8(buf, cp)
+            if i + n > flen or memcmp(buf, field + i, n) != 0:
+                return False
             i += n
     return i == flen
 
 
 cdef int scan_line(const unsigned char* s, Py_ssize_t p, Py_ssize_t e,
-                   const unsigned char* field, Py_ssize_t flen, FieldSpan* span) noexcept nogil:
+                   const unsigned char* field, Py_ssize_t flen, unsigned char* out,
+                   Py_ssize_t* length) noexcept nogil:
     cdef unsigned char closer[JSONL_MAX_DEPTH]  # what closes each open container
     cdef int depth = 1
-    cdef int found = 0   # 1: the field's (last) value is a string; 2: it is not
+    cdef int found = 0   # 1: the field's (last) value is a string; 2: it is not; 3: lone surrogate
     cdef bint first = True  # just after "{" or "[" (so the closer may follow)
-    cdef bint is_field, esc
+    cdef bint is_field, esc, lone
     cdef unsigned char c
     cdef Py_ssize_t k
     p = skip_ws(s, p, e)
@@ -343,17 +412,17 @@ cdef int scan_line(const unsigned char* s, Py_ssize_t p, Py_ssize_t e,
                 p += 1
                 first = True
                 continue
-            if c == 34:
-                esc = False
-                k = p + 1
-                p = scan_string(s, k, e, &esc)
+            if c == 34 and is_field:  # the value: written out as it is checked
+                lone = False
+                p = copy_string(s, p + 1, e, out, length, &lone)
                 if p < 0:
                     return LINE_BAD
-                if is_field:
-                    found = 1
-                    span.start = k
-                    span.end = p - 1
-                    span.escaped = esc
+                found = 3 if lone else 1
+            elif c == 34:
+                esc = False
+                p = scan_string(s, p + 1, e, &esc)
+                if p < 0:
+                    return LINE_BAD
             else:
                 p = scan_scalar(s, p, e)
                 if p < 0:
@@ -390,30 +459,23 @@ cdef struct Found:
 
 cdef void scan_block(const unsigned char* s, Py_ssize_t n, const unsigned char* field,
                      Py_ssize_t flen, Found* out) noexcept nogil:
+    """Every line of s[:n] into out. out.data has room for n bytes, and out.size never
+    passes the start of the current line, so scan_line has room for the line."""
     cdef Py_ssize_t p = 0
     cdef Py_ssize_t e, w
     cdef int64_t line = 0
     cdef int kind
-    cdef FieldSpan span
     cdef const unsigned char* q
     cdef int err = 0
     while p < n:
         q = <const unsigned char*>memchr(s + p, 10, n - p)
         e = q - s if q != NULL else n
-        kind = scan_line(s, p, e, field, flen, &span)
-        if kind == LINE_DOC:
-            if span.escaped:
-                w = decode_string(s, span.start, span.end, out.data + out.size)
-                if w < 0:
-                    kind = LINE_BAD  # a lone surrogate: json.loads and the surrogate rule decide
-            else:
-                w = span.end - span.start
-                memcpy(out.data + out.size, s + span.start, w)
-            if kind == LINE_DOC and w > 0:
-                out.size += w
-                err |= i64_push(&out.ends, out.size, LIST_FIRST)
-                err |= i64_push(&out.lines, line, LIST_FIRST)
-        if kind == LINE_BAD:
+        kind = scan_line(s, p, e, field, flen, out.data + out.size, &w)
+        if kind == LINE_DOC and w > 0:
+            out.size += w
+            err |= i64_push(&out.ends, out.size, LIST_FIRST)
+            err |= i64_push(&out.lines, line, LIST_FIRST)
+        elif kind == LINE_BAD:
             err |= i64_push(&out.bad, line, LIST_FIRST)
             err |= i64_push(&out.bad, p, LIST_FIRST)
             err |= i64_push(&out.bad, e, LIST_FIRST)
