@@ -123,7 +123,18 @@ GOLDEN_ERRORS = [
     (b'{"text": "\xc0\xaf"}', "not valid UTF-8"),  # overlong
     (b'{"text": "\xf4\x90\x80\x80"}', "not valid UTF-8"),  # past U+10FFFF
     (b'{"text": "\xe2\x82"}', "not valid UTF-8"),  # truncated
+    (b'{"text": "\xe4\xb8A"}', "not valid UTF-8 at column 11 (invalid continuation byte)"),
+    (b'{"text": "\xf0\x9f\x99A"}', "not valid UTF-8 at column 11 (invalid continuation byte)"),
+    (b'{"text": "\xf0\x9f\x99\xc3\xa9"}', "not valid UTF-8 at column 11"),
 ]
+
+# The same defects after 16+ plain bytes, where the scanner reads whole blocks.
+PAD = b"0123456789abcdefghij"
+GOLDEN_ERRORS += [(block.replace(b'"text": "', b'"text": "' + PAD, 1), message.replace("column 1", "column 3"))
+                  for block, message in GOLDEN_ERRORS if b'"text": "' in block and "UTF-8" in message]
+GOLDEN_ERRORS += [(b'{"text": "' + PAD + b'\x01"}', "Invalid control character"),
+                  (b'{"text": "' + PAD + PAD + b'\x7f\x1f"}', "Invalid control character"),
+                  (b'{"' + PAD + b'\xff": 1, "text": "x"}', "not valid UTF-8")]
 
 
 @pytest.mark.parametrize("block, message", GOLDEN_ERRORS)
@@ -191,6 +202,19 @@ def test_huge_values():
         assert len(line) > 6_000_000
         assert not kernel_bad(line)
         assert check(line + b"\n" + line) == [text, text]
+
+
+def test_values_at_the_end_of_the_block():
+    """Every short value length as the block's very last bytes: the scanner reads and
+    writes whole 8/16-byte blocks ahead, which must stay inside the input and output
+    (run these under AddressSanitizer when changing the kernel)."""
+    for unit in ("a", "\u00e9", "\u4e2d", "\U0001F642", "\\", "\n", "a\u00e9\u4e2d\n"):
+        for n in range(41):
+            value = (unit * n)[:n]
+            for ensure_ascii in (False, True):
+                line = json.dumps({"text": value}, ensure_ascii=ensure_ascii).encode()
+                assert check(line) == ([value] if value else [])
+                assert check(line[:-1])[0] == "error"  # the "}" cut off
 
 
 def test_types_and_arguments():
