@@ -4,8 +4,10 @@ import importlib
 
 import pytest
 
-MODULES = ["fastbpe.reference.patterns", "fastbpe.reference.bpe", "fastbpe.reference.core", "fastbpe.reference.documents", "fastbpe.io.documents", "fastbpe.io.streams", "fastbpe.io.cuts", "fastbpe.corpus", "fastbpe.train", "fastbpe.encoding", "fastbpe.special",
-           "fastbpe.unstable", "fastbpe.reference.wordpiece", "fastbpe.wordpiece"]
+MODULES = ["fastbpe.reference.patterns", "fastbpe.reference.bpe", "fastbpe.reference.core", "fastbpe.reference.documents",
+           "fastbpe.io.documents", "fastbpe.io.streams", "fastbpe.io.cuts", "fastbpe.corpus", "fastbpe.train",
+           "fastbpe.encoding", "fastbpe.special", "fastbpe.unstable", "fastbpe.reference.wordpiece", "fastbpe.wordpiece",
+           "fastbpe.reference.jsonl", "fastbpe.io.jsonl", "fastbpe._jsonl"]
 
 
 @pytest.mark.parametrize("name", MODULES)
