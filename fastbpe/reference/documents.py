@@ -27,7 +27,7 @@ Decisions
   dropped, so a document's tokens never depend on how its neighbours were separated.
 * **JSON Lines** (``.jsonl``/``.json`` names, possibly ``.gz``/``.zst``/``.xz``): every
   line that is not blank is a JSON object whose ``field`` (default ``"text"``) is a str;
-  that str is the document (``jsonl_documents``).
+  that str is the document (the rules in full: ``reference.jsonl``).
 * **Parquet**: the str values of ``column`` (default ``"text"``), row by row.
 * **Iterables of str**: one document per item.
 * **Text encoding.** Files are UTF-8; strings with lone surrogates follow tiktoken's rule
@@ -82,7 +82,6 @@ right, so the two sides give the words of the whole.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 
@@ -131,36 +130,6 @@ def split_documents(text: str, rule: str = DEFAULT_RULE) -> list[str]:
     return [p for p in parts if p]
 
 
-def jsonl_documents(lines: Iterable[str], field: str = "text", source: str = "<jsonl>") -> list[str]:
-    """The documents of JSON Lines: ``field`` of every non-blank line's object.
-
-    >>> jsonl_documents(['{"text": "a", "id": 1}', '', '{"text": ""}', '{"text": "b"}'])
-    ['a', 'b']
-    >>> jsonl_documents(['{"id": 1}'], source="x.jsonl")
-    Traceback (most recent call last):
-    ...
-    ValueError: x.jsonl, line 1: no field 'text'
-    """
-    docs = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip(" \t\r\n"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{source}, line {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise ValueError(f"{source}, line {n}: not a JSON object but {type(obj).__name__}")
-        if field not in obj:
-            raise ValueError(f"{source}, line {n}: no field {field!r}")
-        value = obj[field]
-        if not isinstance(value, str):
-            raise ValueError(f"{source}, line {n}: field {field!r} is {type(value).__name__}, not a string")
-        if value:
-            docs.append(value)
-    return docs
-
-
 def _is_letter(c: int) -> bool:
     return 0x41 <= c <= 0x5A or 0x61 <= c <= 0x7A
 
@@ -200,5 +169,5 @@ def wordpiece_cut(b: bytes, i: int, specials: Iterable[bytes] = ()) -> bool:
     return b[i] in b" \t\r\n" and not _spans_special(b, i, specials)
 
 
-__all__ = ["BLANK_LINE", "DEFAULT_RULE", "RULES", "bpe_cut", "jsonl_documents", "parse_rule",
+__all__ = ["BLANK_LINE", "DEFAULT_RULE", "RULES", "bpe_cut", "parse_rule",
            "split_documents", "wordpiece_cut"]
