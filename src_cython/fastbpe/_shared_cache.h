@@ -52,7 +52,8 @@ typedef struct {
     uint8_t length;               /* 0: empty */
     uint8_t n_tokens;
     uint8_t freq;                 /* hits, saturating (admission) */
-    uint8_t pad;
+    uint8_t gen;                  /* the table's generation when written: an older one
+                                     is an empty line (so a clear writes nothing) */
     unsigned char key[FBSC_KEY_MAX];
     uint32_t tokens[FBSC_TOK_MAX];
 } FbscLine;
@@ -65,6 +66,7 @@ typedef struct {
     uint64_t* seen;               /* doorkeeper: 2 bits per line */
     uint64_t seen_mask;           /* bits - 1 */
     uint64_t seen_set;            /* bits set since the last clear (atomic) */
+    uint8_t gen;                  /* 1..255; fbsc_clear moves it on */
 } FbscTable;
 
 /* A table of `bytes` rounded down to a power of two of lines (>= 64 lines), or NULL
@@ -101,6 +103,7 @@ static FbscTable* fbsc_new(size_t bytes) {
     t->seen = (uint64_t*)calloc(lines * 2 / 64, sizeof(uint64_t));
     if (t->seen == NULL) { munmap(base, map); free(t); return NULL; }
     t->seen_mask = lines * 2 - 1;
+    t->gen = 1;
     t->lines = (FbscLine*)start;
     t->mask = lines - 1;
     t->mapped = map;
@@ -176,7 +179,7 @@ static inline int fbsc_get(FbscTable* t, const unsigned char* p, size_t n, uint6
     uint32_t s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
     int k;
     uint8_t f;
-    if ((s & 1) || e->length != n || !fbsc_equal(e->key, p, n)) return -1;
+    if ((s & 1) || e->length != n || e->gen != t->gen || !fbsc_equal(e->key, p, n)) return -1;
     k = e->n_tokens;
     memcpy(dst, e->tokens, FBSC_TOK_MAX * sizeof(uint32_t));
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -198,7 +201,7 @@ static inline void fbsc_put(FbscTable* t, const unsigned char* p, size_t n, uint
     s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
     if (s & 1) return;
     f = __atomic_load_n(&e->freq, __ATOMIC_RELAXED);
-    if (e->length != 0 && f > 0) {
+    if (e->length != 0 && e->gen == t->gen && f > 0) {
         __atomic_store_n(&e->freq, (uint8_t)(f - 1), __ATOMIC_RELAXED);
         return;
     }
@@ -207,6 +210,7 @@ static inline void fbsc_put(FbscTable* t, const unsigned char* p, size_t n, uint
     __atomic_thread_fence(__ATOMIC_RELEASE);   /* seq odd before any byte below */
     e->length = (uint8_t)n;
     e->n_tokens = (uint8_t)k;
+    e->gen = t->gen;
     __atomic_store_n(&e->freq, 0, __ATOMIC_RELAXED);
     memset(e->key, 0, FBSC_KEY_MAX);
     memcpy(e->key, p, n);
@@ -219,16 +223,23 @@ static inline void fbsc_put(FbscTable* t, const unsigned char* p, size_t n, uint
 static size_t fbsc_count(const FbscTable* t) {
     size_t i, n = 0;
     if (t == NULL) return 0;
-    for (i = 0; i <= t->mask; i++) n += t->lines[i].length != 0;
+    for (i = 0; i <= t->mask; i++) n += t->lines[i].length != 0 && t->lines[i].gen == t->gen;
     return n;
 }
 
-/* Empty every line (the caller makes sure that no call is running). */
+/* Empty every line (the caller makes sure that no call is running): a new generation,
+   so nothing is written (a memset of the table would also push the vocabulary's
+   tables out of the core's caches); every 255th time the lines are zeroed. */
 static void fbsc_clear(FbscTable* t) {
     if (t == NULL) return;
     memset(t->seen, 0, (t->seen_mask + 1) / 8);
     t->seen_set = 0;
-    memset(t->lines, 0, fbsc_bytes(t));
+    if (t->gen == 255) {
+        memset(t->lines, 0, fbsc_bytes(t));
+        t->gen = 1;
+    } else {
+        t->gen++;
+    }
 }
 
 #endif
