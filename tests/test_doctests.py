@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 MODULES = ["fastbpe.reference.patterns", "fastbpe.reference.bpe", "fastbpe.reference.core", "fastbpe._data", "fastbpe.train", "fastbpe.encoding", "fastbpe.special",
-           "fastbpe.unstable", "fastbpe.reference.wordpiece", "fastbpe.wordpiece", "fastbpe._shared_cache"]
+           "fastbpe.unstable", "fastbpe.reference.wordpiece", "fastbpe.wordpiece"]
 
 
 @pytest.mark.parametrize("name", MODULES)

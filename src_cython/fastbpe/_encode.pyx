@@ -70,9 +70,6 @@ from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
 from fastbpe._pretokenize cimport FbpeWin, fbpe_win_reset, split_next
-from fastbpe._shared_cache cimport (FbscTable, fbsc_new, fbsc_free, fbsc_bytes, fbsc_prefetch,
-                                    fbsc_get, fbsc_put, fbsc_count, fbsc_clear, fbsc_seen,
-                                    default_bytes)
 
 cnp.import_array()
 
@@ -469,7 +466,6 @@ cdef enum:
 cdef Py_ssize_t heap_threshold = 24
 #: Merging by characters on (testing hook: _set_by_chars turns it off to compare).
 cdef bint by_chars_enabled = True
-cdef bint shared_enabled = True     # the shared pretoken cache (a testing hook)
 
 MAX_THREADS = MAX_THREADS_C
 
@@ -479,15 +475,6 @@ def _set_by_chars(bint on):
     global by_chars_enabled
     old = by_chars_enabled
     by_chars_enabled = on
-    return old
-
-
-def _set_shared_cache(bint on):
-    """Testing hook: use the encoders' shared pretoken caches (True) or bypass them;
-    returns the previous setting."""
-    global shared_enabled
-    old = shared_enabled
-    shared_enabled = on
     return old
 
 
@@ -567,9 +554,6 @@ cdef struct Vocab:
     uint32_t* cross_min     # x | y << 8 -> the lowest rank among those tokens
     uint64_t* bigram_bloom  # filter of the code point pairs (a, b) that occur as adjacent
                             # whole characters inside some token (see bigram_may_join)
-    # The pretoken cache shared by all calls and threads (fastbpe._shared_cache; NULL:
-    # none). The pointer is fixed; the table behind it changes, lock-free.
-    FbscTable* shared
 
 
 cdef inline uint64_t slot_hash(const unsigned char* p, size_t n, uint64_t word) noexcept nogil:
@@ -1642,36 +1626,19 @@ cdef int bpe_chunk_miss(const Vocab* v, const unsigned char* p, Py_ssize_t n, Ou
     cache entry e to fill (NULL: none): the whole chunk is a token, or merge it."""
     cdef uint32_t r
     cdef Py_ssize_t before = out.size
-    cdef int rc, k
-    cdef bint shared = e != NULL and v.shared != NULL and shared_enabled
+    cdef int rc
     if n == 2:
         rc = bpe_merge(v, p, n, out, err_pos)
     else:
         r = vocab_rank_hashed(v, p, n, w, h)
         if r != NO_RANK:
             rc = ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+        elif (v.char_info != NULL and by_chars_enabled and UNITS_MIN <= n <= UNITS_MAX
+              and (p[0] >= 0xE0 or p[1] >= 0xE0)
+              and bpe_by_chars(v, p, n, out, cache) == ERR_NONE):
+            rc = ERR_NONE
         else:
-            # the shared table only for chunks that need a merge and missed before
-            # (fbsc_seen, the doorkeeper of first occurrences). Asking before the
-            # vocabulary (to prefetch the line) cost 3-10% on English and Python
-            # source, where most chunks that miss the thread's cache are whole tokens.
-            shared = shared and fbsc_seen(v.shared, h)
-            if shared:
-                if out.size + CACHE_TOK_MAX > out.cap and out_grow(out, out.size + CACHE_TOK_MAX) < 0:
-                    return ERR_NOMEM
-                k = fbsc_get(v.shared, p, n, h, out.data + out.size)
-                if k >= 0:
-                    out.size += k
-                    cache_put(e, p, n, h, out, before)
-                    return ERR_NONE
-            if (v.char_info != NULL and by_chars_enabled and UNITS_MIN <= n <= UNITS_MAX
-                    and (p[0] >= 0xE0 or p[1] >= 0xE0)
-                    and bpe_by_chars(v, p, n, out, cache) == ERR_NONE):
-                rc = ERR_NONE
-            else:
-                rc = bpe_merge(v, p, n, out, err_pos)
-            if shared and rc == ERR_NONE:
-                fbsc_put(v.shared, p, n, h, out.data + before, out.size - before)
+            rc = bpe_merge(v, p, n, out, err_pos)
     if e != NULL and rc == ERR_NONE:
         cache_put(e, p, n, h, out, before)
     return rc
@@ -2665,7 +2632,6 @@ cdef class CoreBPE:
         self.vocab.cross_min = NULL
         self.vocab.bigram_bloom = NULL
         self.vocab.n_ranks = 0
-        self.vocab.shared = NULL
         self.entry_off = NULL
         self.entry_len = NULL
         self.dense_entry = NULL
@@ -2678,7 +2644,6 @@ cdef class CoreBPE:
 
     def __dealloc__(self):
         self.free_chunk_caches()
-        fbsc_free(self.vocab.shared)
         free(self.vocab.slots)
         free(self.vocab.long_offset)
         free(self.vocab.pair_rank2)
@@ -2711,21 +2676,8 @@ cdef class CoreBPE:
     def _clear_chunk_caches(self):
         """Drop the chunk caches kept between calls, so that the next call starts cold,
         as the first call does. For benchmarks that time the same text repeatedly,
-        where a warm cache would measure a text the encoder has already seen. The shared
-        pretoken cache is emptied too. No call may be running on another thread."""
+        where a warm cache would measure a text the encoder has already seen."""
         self.free_chunk_caches()
-        fbsc_clear(self.vocab.shared)
-
-    def _shared_cache_info(self):
-        """Testing hook: (bytes of the shared pretoken cache, lines in use)."""
-        return fbsc_bytes(self.vocab.shared), fbsc_count(self.vocab.shared)
-
-    def _set_shared_cache_bytes(self, size_t n):
-        """Testing hook: replace the shared pretoken cache by an empty one of about n
-        bytes (0: none), e.g. a tiny one that evicts all the time. No call may be
-        running on another thread."""
-        fbsc_free(self.vocab.shared)
-        self.vocab.shared = fbsc_new(n)
 
     def __init__(self, mergeable_ranks, special_tokens, str pat_str):
         if not isinstance(mergeable_ranks, dict):
@@ -2748,7 +2700,6 @@ cdef class CoreBPE:
     def _init_packed(self, bytes arena, lengths, ids, special_tokens, str pat_str):
         if self.vocab.slots != NULL:
             raise RuntimeError("CoreBPE is immutable")
-        self.vocab.shared = fbsc_new(default_bytes())   # NULL (none) is fine too
         if not isinstance(special_tokens, dict):
             raise TypeError(f"special_tokens must be a dict[str, int], not "
                             f"{type(special_tokens).__name__}")
