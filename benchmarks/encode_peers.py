@@ -264,6 +264,11 @@ def timed(fn, enc, docs) -> float:
 WARM_PASSES = 3
 
 
+def set_warm_passes(n: int) -> None:
+    global WARM_PASSES
+    WARM_PASSES = n
+
+
 def warmed(make, fn, warm):
     """A fresh tokenizer that has encoded the warm-up documents WARM_PASSES times."""
     enc = make()
@@ -329,8 +334,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kernel-dir", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    global WARM_PASSES
-    WARM_PASSES = args.warm_passes
+    set_warm_passes(args.warm_passes)
     kernel_dir = args.kernel_dir or default_kernel_dir()
     import fastbpe._encode
     print(f"fastbpe from {fastbpe._encode.__file__}", file=sys.stderr)
