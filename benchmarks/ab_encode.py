@@ -1,13 +1,21 @@
 """A/B: single-thread ``encode_ordinary`` speed of two (or more) built checkouts.
 
     python benchmarks/ab_encode.py /path/to/old-checkout /path/to/new-checkout \
-        [--cases o200k_base:turkish,cl100k_base:english] [--rounds 8] [--batch]
+        [--cases o200k_base:turkish,cl100k_base:english] [--rounds 8] [--batch | --docs]
 
 With ``--batch`` it times ``encode_ordinary_batch`` instead, on the corpus cut into ~2 KB
 documents, on 1 and then 2 threads (wall time, best of 9, alternating; freeing the
 returned lists is inside the timing, as in any loop that drops them), and gives each
 checkout's best 2-thread time, its 2/1 speedup, and the range of the 2/1 speedups of its
 rounds.
+
+With ``--docs`` it times ``encode_to_numpy`` called once per ~2 KB document (as a data
+loader calls it) over the second half of the corpus, twice: **cold** (the caches dropped
+first) and **steady** (the caches dropped, then the first half encoded three times,
+untimed: a stand-in for a long run over text of the same kind, whose caches have seen
+its common words more than once), so that the timed text is never text the encoder has
+seen; best of 7 each. The table gives
+both MB/s per checkout.
 
 Each checkout must be built in place (``python setup.py build_ext --inplace``) and is
 timed with its own ``benchmarks/`` helpers (the child process checks that it imported
@@ -36,6 +44,7 @@ from pathlib import Path
 # (not this one) first on sys.path; the child then checks where fastbpe came from.
 _CHILD = r"""
 import os, sys, time
+import numpy as np
 sys.path.insert(0, TREE)
 sys.path.insert(0, os.path.join(TREE, "benchmarks"))
 import encode_ratios
@@ -48,6 +57,24 @@ speeds = []
 for name, lang in CASES:
     core, _ = encode_ratios.build(name)
     cold = getattr(core, "_clear_chunk_caches", lambda: None)   # untimed, before each call
+    if DOCS:
+        docs = documents(lang, 2000)
+        warm, timed = docs[: len(docs) // 2], docs[len(docs) // 2:]
+        mb = sum(len(d.encode()) for d in timed) / 1e6
+        none, u32 = frozenset(), np.dtype(np.uint32)
+        best = [float("inf"), float("inf")]
+        for _ in range(7):
+            for k in (0, 1):
+                cold()
+                if k:
+                    for d in warm * 3:
+                        core.encode_to_numpy(d, none, u32, none)
+                t = time.thread_time()
+                for d in timed:
+                    core.encode_to_numpy(d, none, u32, none)
+                best[k] = min(best[k], time.thread_time() - t)
+        speeds.append((mb / best[0], mb / best[1]))
+        continue
     if BATCH:
         docs = documents(lang, 2000)
         best = {1: float("inf"), 2: float("inf")}
@@ -83,8 +110,8 @@ def parse_cases(spec: str) -> list[tuple[str, str]]:
     return cases
 
 
-def run_child(tree: Path, cases: list[tuple[str, str]], batch: bool = False) -> list:
-    prelude = f"TREE = {str(tree.resolve())!r}; CASES = {cases!r}; BATCH = {batch!r}\n"
+def run_child(tree: Path, cases: list[tuple[str, str]], batch: bool = False, docs: bool = False) -> list:
+    prelude = f"TREE = {str(tree.resolve())!r}; CASES = {cases!r}; BATCH = {batch!r}; DOCS = {docs!r}\n"
     proc = subprocess.run([sys.executable, "-c", prelude + _CHILD], capture_output=True,
                           text=True, cwd=tree.parent)
     if proc.returncode != 0:
@@ -100,6 +127,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--batch", action="store_true",
                     help="time encode_ordinary_batch on 1 and 2 threads instead")
+    ap.add_argument("--docs", action="store_true",
+                    help="time encode_to_numpy per ~2 KB document, cold and after a warm-up")
     args = ap.parse_args()
     if len(args.trees) < 2:
         ap.error("give at least two checkouts")
@@ -115,7 +144,7 @@ def main() -> None:
     for r in range(args.rounds):
         order = args.trees if r % 2 == 0 else args.trees[::-1]
         for tree in order:
-            runs[tree].append(run_child(tree, cases, args.batch))
+            runs[tree].append(run_child(tree, cases, args.batch, args.docs))
 
     # 2. per checkout the best over all rounds, and the last checkout against the first
     if args.batch:   # per case (1-thread ms, 2-thread ms): the lowest of each
@@ -133,6 +162,16 @@ def main() -> None:
                            f"{per_round[0]:.2f}-{per_round[-1]:.2f}x)")
             gain = best[args.trees[0]][i][1] / best[args.trees[-1]][i][1]
             print(f"| {vocab} {lang} | " + " | ".join(row) + f" | {gain:.3f} |")
+        return
+    if args.docs:   # per case (cold MB/s, steady MB/s): the highest of each
+        best = {t: [[max(x) for x in zip(*case)] for case in zip(*runs[t])] for t in args.trees}
+        print("| case | " + " | ".join(f"{t}: cold / steady MB/s" for t in args.trees)
+              + " | last / first, cold | steady |")
+        print("|---" * (len(args.trees) + 3) + "|")
+        for i, (vocab, lang) in enumerate(cases):
+            row = [f"{best[t][i][0]:.1f} / {best[t][i][1]:.1f}" for t in args.trees]
+            a, b = best[args.trees[0]][i], best[args.trees[-1]][i]
+            print(f"| {vocab} {lang} | " + " | ".join(row) + f" | {b[0] / a[0]:.3f} | {b[1] / a[1]:.3f} |")
         return
     best = {t: [max(case) for case in zip(*runs[t])] for t in args.trees}   # MB/s
     print("| case | " + " | ".join(str(t) for t in args.trees) + " | last / first |")
