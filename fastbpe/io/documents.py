@@ -448,6 +448,8 @@ class JsonlSource:
 
         name = os.fspath(self.path) if not isinstance(self.path, str) else self.path
         line = 0
+        if start:   # a range of the file: its lines are counted from the range's start
+            name = f"{name} (the range from byte {start})"
         with streams.open_stream(self.path) as st:
             if start:
                 st.seek(start)
