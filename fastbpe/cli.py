@@ -23,7 +23,8 @@ Decisions, each made once here for every command:
 
 - **Special-token text** (``<|endoftext|>`` typed in the input) follows the library's
   rule (``fastbpe.special``): ``encode``, ``count``, ``show``, ``stats`` and ``encode
-  --shards`` refuse it with an error naming the token, the file, line and column, unless
+  --shards`` refuse it with an error naming the token, the file and the position (line
+  and column of a text read whole; a streamed file's block and the document's character), unless
   ``--allow-special TOKEN`` (repeatable, or ``all``) makes it its id or
   ``--special-as-text`` encodes it as ordinary text. So all commands count the same
   ids. The separator that ``--shards`` puts between documents is the writer's, never
@@ -40,6 +41,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shlex
 import sys
 import sysconfig
@@ -141,10 +143,23 @@ def cli_message(message: str, keep: str = "") -> str:
 
     >>> cli_message("a.txt: not valid UTF-8; pass errors='replace' to replace invalid bytes")
     'a.txt: not valid UTF-8; pass --errors replace to replace invalid bytes'
+    >>> cli_message("input file not found: 'x' (to pass text, use documents=[...])")
+    "input file not found: 'x'"
+    >>> cli_message("field='body' applies to JSON Lines files; for text files choose a rule with docs=")
+    '--field body applies to JSON Lines files; for text files choose a rule with --docs'
     """
     from .show import terminal_safe
 
+    # documents=[...] is the library's way to pass text; a command has no such argument
+    message = message.replace(" (to pass text, use documents=[...])", "")
+    message = re.sub(r"(?<![\w-])(docs|field|column)=(?:'([^'\\]*)'|([a-z][\w:-]*))?", _flag, message)
     return terminal_safe(message.replace("errors='replace'", "--errors replace"), keep=keep)
+
+
+def _flag(m) -> str:
+    """``docs=`` / ``field='x'`` (fastbpe.io's arguments) as the flags ``--docs`` / ``--field x``."""
+    value = m[2] if m[2] is not None else m[3]
+    return f"--{m[1]}" + (f" {shlex.quote(value)}" if value is not None else "")
 
 
 def _positive(name):
@@ -499,14 +514,40 @@ def _encode_shards(args, tok, rule: SpecialRule) -> int:
 
     if not args.files:
         raise CLIError("--shards needs input FILEs (a text file is one document unless --docs says otherwise)")
+    if args.no_eot and args.eot is not None:
+        raise CLIError("give --eot TOKEN or --no-eot, not both")
     eot = None if args.no_eot else (args.eot if args.eot is not None else shards.DEFAULT)
+    try:  # before any work, and in the flags' words (the library's message says eot=)
+        shards.resolve_eot(tok, eot)
+    except ValueError:
+        name = args.eot if args.eot is not None else "[SEP]" if _is_wordpiece(tok) else "<|endoftext|>"
+        if _is_wordpiece(tok):  # any token of a WordPiece vocabulary may be the EOT
+            raise CLIError(f"the vocabulary has no token {name!r} to put after every document; pass --eot TOKEN "
+                           "(a token of the vocabulary), or --no-eot for none") from None
+        has = sorted(_special_names(tok)) or "none"
+        raise CLIError(f"the tokenizer has no special token {name!r} to put after every document (it has {has}); "
+                       "pass --eot TOKEN naming one of them, or --no-eot for none") from None
     tasks = plan_tasks([str(f) for f in args.files], 1, docs=args.docs, field=args.field, column=args.column)
     t0 = time.perf_counter()
-    with corpus_special_guard():
-        m = shards.write_shards(tok, tasks, args.shards, dtype=args.dtype, eot=eot, errors=args.errors,
-                                num_threads=args.threads, progress=not args.quiet,
-                                document_rule={"docs": args.docs, "field": args.field, "column": args.column},
-                                **rule.kwargs())
+    bar = None
+    if not args.quiet:  # write_shards' bar, but kept after a run and erased before an error line
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=shards._total_bytes(tasks), unit="B", unit_scale=True, unit_divisor=1000,
+                   desc="shards", file=sys.stderr)
+    try:
+        with corpus_special_guard():
+            m = shards.write_shards(tok, tasks, args.shards, dtype=args.dtype, eot=eot, errors=args.errors,
+                                    num_threads=args.threads, progress=bar if bar is not None else False,
+                                    document_rule={"docs": args.docs, "field": args.field, "column": args.column},
+                                    **rule.kwargs())
+    except BaseException:
+        if bar is not None:
+            bar.leave = False
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
     seconds = time.perf_counter() - t0
     print(f"wrote {cli_message(args.shards)}: {m['documents']:,} documents, {m['tokens']:,} tokens in "
           f"{len(m['shards'])} shard(s) ({m['dtype']}), {m['bytes']:,} bytes, {seconds:.2f} s "

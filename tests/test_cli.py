@@ -35,6 +35,19 @@ def ok(proc) -> str:
     return proc.stdout.decode("utf-8")
 
 
+def error_line(proc) -> bytes:
+    """The one line of stderr a terminal shows: a progress bar drawn before the error
+    (count, shards) must have been erased ("\\r", spaces, "\\r") before it."""
+    assert proc.returncode == 2, proc.stderr
+    assert b"Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.rstrip(b"\n").split(b"\n")
+    assert len(lines) == 1, proc.stderr
+    drawn, _, line = lines[0].rpartition(b"\r")
+    assert drawn.rpartition(b"\r")[2].strip() == b"", proc.stderr  # the bar is gone
+    assert line.startswith(b"fastbpe"), proc.stderr
+    return line
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
@@ -226,8 +239,15 @@ def test_stats_plot(tok, tmp_path):
     assert (tmp_path / "plots" / "token_tax.png").exists() and (tmp_path / "plots" / "bytes_per_token.png").exists()
 
 
-@pytest.mark.parametrize("fmt", ["npy", "bin"])
-def test_encode_shards_memmap(tok, tmp_path, fmt):
+def _shards(path):
+    from fastbpe import shards
+
+    return shards.open(path)
+
+
+@pytest.mark.parametrize("dtype", [None, "uint16", "uint32"])
+def test_encode_shards_memmap(tok, tmp_path, dtype):
+    """Each file one document, EOT after every one; .bin memory-maps as nanoGPT loads it."""
     import fastbpe
 
     t = fastbpe.load(tok)
@@ -238,34 +258,114 @@ def test_encode_shards_memmap(tok, tmp_path, fmt):
         f.write_text(d, encoding="utf-8")
         files.append(f)
     out = tmp_path / "shards"
-    proc = run("encode", "-t", tok, "--shards", out, "--format", fmt, "--dtype", "uint16", "--shard-tokens", "10", *files)
+    proc = run("encode", "-t", tok, "--shards", out, *(["--dtype", dtype] if dtype else []), *files)
     summary = ok(proc)
-    assert "3 documents" in summary and "bytes/token" in summary and "MB/s" in summary
-    assert b"encoding" in proc.stderr  # the progress bar
-    index = json.loads((out / "index.json").read_text())
+    assert "3 documents" in summary and "MB/s" in summary and (dtype or "uint16") in summary
+    assert b"shards" in proc.stderr  # the progress bar
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["dtype"] == (dtype or "uint16")  # default: uint16 when every id fits
+    expected = [i for d in docs for i in t.encode_ordinary(d) + [t.eot_token]]
     stream = []
-    for s in index["shards"]:
-        path = out / s["file"]
-        arr = np.load(path, mmap_mode="r") if fmt == "npy" else np.memmap(path, dtype=np.uint16, mode="r")
-        stream += arr.tolist()
-    expected = t.encode_ordinary(docs[0]) + [t.eot_token] + t.encode_ordinary(docs[1]) + [t.eot_token] + t.encode_ordinary(docs[2])
+    for s in manifest["shards"]:
+        assert s["bin"].startswith("shard-") and s["bin"].endswith(".bin") and s["idx"].endswith(".idx")
+        stream += np.memmap(out / s["bin"], dtype=manifest["dtype"], mode="r").tolist()
     assert stream == expected
+    sh = _shards(out)
+    assert sh.read().tolist() == expected and len(sh) == len(expected) and sh.documents == 3
+    assert [sh.doc(i).tolist() for i in range(3)] == [t.encode_ordinary(d) + [t.eot_token] for d in docs]
+    sh.verify()
 
 
-def test_encode_shards_jsonl_and_lines(tok, tmp_path):
+def test_encode_shards_jsonl_field_and_docs_lines(tok, tmp_path):
     import fastbpe
 
     t = fastbpe.load(tok)
     j = tmp_path / "c.jsonl"
-    j.write_text(json.dumps({"text": "hello"}) + "\n" + json.dumps({"text": "world"}) + "\n", encoding="utf-8")
-    ok(run("encode", "-t", tok, "--shards", tmp_path / "a", "--jsonl-field", "text", "-q", j))
-    from fastbpe.shards import read_shards
-
-    assert read_shards(tmp_path / "a").tolist() == t.encode_ordinary("hello") + [t.eot_token] + t.encode_ordinary("world")
+    j.write_text(json.dumps({"text": "hello"}) + "\n\n" + json.dumps({"text": "world"}) + "\n", encoding="utf-8")
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "a", "-q", j))  # field text by default
+    expected = t.encode_ordinary("hello") + [t.eot_token] + t.encode_ordinary("world") + [t.eot_token]
+    assert _shards(tmp_path / "a").read().tolist() == expected
+    body = tmp_path / "b.jsonl"
+    body.write_text(json.dumps({"body": "hello", "text": 1}) + "\n" + json.dumps({"body": "world"}) + "\n",
+                    encoding="utf-8")
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "f", "--field", "body", "-q", body))
+    assert _shards(tmp_path / "f").read().tolist() == expected
     lines = tmp_path / "l.txt"
-    lines.write_text("hello\nworld\n", encoding="utf-8")
-    ok(run("encode", "-t", tok, "--shards", tmp_path / "b", "--doc-sep-lines", "-q", lines))
-    assert read_shards(tmp_path / "b").tolist() == read_shards(tmp_path / "a").tolist()
+    lines.write_text("hello\n\nworld\n", encoding="utf-8")  # the empty line is no document
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "b", "--docs", "lines", "-q", lines))
+    assert _shards(tmp_path / "b").read().tolist() == expected
+    assert _shards(tmp_path / "b").documents == 2
+    # without --docs the file is one document, its newlines included
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "c", "-q", lines))
+    assert _shards(tmp_path / "c").read().tolist() == t.encode_ordinary("hello\n\nworld\n") + [t.eot_token]
+
+
+@pytest.mark.parametrize("rule, text, docs", [
+    ("lines", "a b\n\nc\r\n", ["a b", "c\r"]),
+    ("blank-line", "p1 l1\np1 l2\n \n\np2\n", ["p1 l1\np1 l2", "p2\n"]),
+    ("sep:<|endoftext|>", "x y<|endoftext|>z<|endoftext|>", ["x y", "z"]),
+    ("file", "whole\n\nfile\n", ["whole\n\nfile\n"]),
+])
+def test_docs_rule_in_every_command(tok, tmp_path, rule, text, docs):
+    """--docs cuts a text file into documents the same way in encode, count, stats,
+    encode --shards and train; separators belong to no document."""
+    import fastbpe
+
+    t = fastbpe.load(tok)
+    f = tmp_path / "in.txt"
+    f.write_bytes(text.encode("utf-8"))
+    per_doc = [t.encode_ordinary(d) for d in docs]
+    # encode FILE: one line of ids per document (the separator text "<|endoftext|>" is no
+    # document, so no special-token refusal)
+    printed = ok(run("encode", "-t", tok, "--docs", rule, f)).splitlines()
+    assert [[int(x) for x in ln.split()] for ln in printed] == per_doc
+    assert _count(run("count", "-t", tok, "--docs", rule, "-q", f)) == sum(map(len, per_doc))
+    stats = ok(run("stats", tok, "--files", f, "--docs", rule))
+    assert [ln.split()[-1] for ln in stats.splitlines() if " tokens " in f" {ln} "] == [str(sum(map(len, per_doc)))]
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "s", "--docs", rule, "-q", f))
+    sh = _shards(tmp_path / "s")
+    assert sh.documents == len(docs)
+    assert [sh.doc(i).tolist() for i in range(len(docs))] == [ids + [t.eot_token] for ids in per_doc]
+    ok(run("train", f, "--docs", rule, "--vocab-size", "258", "-o", tmp_path / "t.json", "-q"))
+
+
+def test_no_eot_and_eot_token(tmp_path):
+    import fastbpe
+
+    enc = fastbpe.Encoding("e", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
+                           special_tokens={"<|endoftext|>": 256, "<|sep|>": 257})
+    tok = tmp_path / "e.json"
+    enc.save(tok)
+    f = tmp_path / "l.txt"
+    f.write_text("ab\ncd\n", encoding="utf-8")
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "none", "--docs", "lines", "--no-eot", "-q", f))
+    sh = _shards(tmp_path / "none")
+    assert sh.read().tolist() == [97, 98, 99, 100] and sh.documents == 2  # the .idx tells them apart
+    assert [sh.doc(i).tolist() for i in range(2)] == [[97, 98], [99, 100]]
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "sep", "--docs", "lines", "--eot", "<|sep|>", "-q", f))
+    assert _shards(tmp_path / "sep").read().tolist() == [97, 98, 257, 99, 100, 257]
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "dflt", "--docs", "lines", "-q", f))
+    assert _shards(tmp_path / "dflt").read().tolist() == [97, 98, 256, 99, 100, 256]
+
+
+def test_parquet_column(tok, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import fastbpe
+
+    t = fastbpe.load(tok)
+    docs = ["hello world", "", "çok güzel\n中文"]  # the empty value is no document
+    f = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"body": docs, "text": ["x", "y", "z"]}), f)
+    expected = [t.encode_ordinary(d) for d in docs if d]
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "s", "--column", "body", "-q", f))
+    sh = _shards(tmp_path / "s")
+    assert [sh.doc(i).tolist() for i in range(sh.documents)] == [ids + [t.eot_token] for ids in expected]
+    printed = ok(run("encode", "-t", tok, "--column", "body", f)).splitlines()
+    assert [[int(x) for x in ln.split()] for ln in printed] == expected
+    assert _count(run("count", "-t", tok, "--column", "body", "-q", f)) == sum(map(len, expected))
+    assert _count(run("count", "-t", tok, "-q", f)) == sum(len(t.encode_ordinary(c)) for c in "xyz")  # column text by default
+    ok(run("train", f, "--column", "body", "--vocab-size", "260", "-o", tmp_path / "t.json", "-q"))
 
 
 def test_wordpiece_train_encode_stats(corpus, tmp_path):
@@ -286,12 +386,14 @@ def test_wordpiece_train_encode_stats(corpus, tmp_path):
     "args, message",
     [
         (["encode", "-t", "no-such-tokenizer"], b"neither a file nor"),
-        (["train", "missing.txt", "--vocab-size", "300", "-o", "x.json"], b"not found: missing.txt"),
+        (["train", "missing.txt", "--vocab-size", "300", "-o", "x.json"], b"input file not found: 'missing.txt'"),
         (["train", "--vocab-size", "10", "-o", "x.json"], b"too small"),
         (["train", "--vocab-size", "abc", "-o", "x.json"], b"--vocab-size must be an integer"),
         (["count", "-t", "no-such-tokenizer", "x"], b"neither a file nor"),
         # gpt2 loads from fastbpe's own copy even with no vocabulary files around
-        (["count", "-t", "gpt2", "missing.txt"], b"input file not found: missing.txt"),
+        (["count", "-t", "gpt2", "missing.txt"], b"input file not found: 'missing.txt'"),
+        (["stats", "gpt2", "--files", "missing.txt"], b"input file not found: 'missing.txt'"),
+        (["encode", "-t", "TOK", "--shards", "out", "missing.txt"], b"input file not found: 'missing.txt'"),
         (["show", "-t", "TOK", "missing.txt"], b"not found: missing.txt"),
         (["show", "-t", "TOK", "bad.txt"], b"bad.txt: not valid UTF-8 at byte offset 1"),
         (["show", "-t", "TOK", "bad.txt"], b"pass --errors replace"),
@@ -301,7 +403,8 @@ def test_wordpiece_train_encode_stats(corpus, tmp_path):
         (["train", "bad.txt", "--vocab-size", "300", "-o", "x.json", "-q"], b"pass --errors replace"),
         (["train", "--model", "wordpiece", "bad.txt", "--vocab-size", "300", "-o", "x.txt", "-q"],
          b"pass --errors replace"),
-        (["encode", "-t", "TOK", "--shards", "out", "--doc-sep-lines", "-q", "bad.txt"], b"pass --errors replace"),
+        (["encode", "-t", "TOK", "--shards", "out", "--docs", "lines", "-q", "bad.txt"], b"pass --errors replace"),
+        (["encode", "-t", "TOK", "--docs", "lines", "bad.txt"], b"pass --errors replace"),
         (["decode", "-t", "TOK", "ids.txt"], b"unknown token id 999999 (vocabulary has 280)"),
         (["decode", "-t", "TOK", "neg.txt"], b"unknown token id -1 (vocabulary has 280)"),
         (["decode", "-t", "WP", "ids.txt"], b"unknown token id 999999 (vocabulary has 5)"),
@@ -315,8 +418,22 @@ def test_wordpiece_train_encode_stats(corpus, tmp_path):
         (["stats", "TOK", "--parallel", "bad.txt"], b"at least one translation"),
         (["encode", "-t", "TOK", "--shards", "out"], b"--shards needs input FILEs"),
         (["encode", "-t", "TOK", "--shards", "out", "--dtype", "int8", "bad.txt"], b"invalid choice"),
-        (["encode", "-t", "TOK", "--jsonl-field", "text"], b"applies to --shards only"),
+        (["encode", "-t", "TOK", "--field", "text"], b"--docs/--field/--column apply to a BPE tokenizer's FILE"),
+        (["encode", "-t", "WP", "--docs", "lines", "bad.txt"], b"apply to a BPE tokenizer's FILE or to --shards"),
+        (["train", "--vocab-size", "300", "-o", "x.json", "--docs", "lines"], b"stdin is read one document per line"),
+        (["encode", "-t", "TOK", "--docs", "para", "corpus.txt"], b"unknown document rule 'para'"),
+        (["count", "-t", "TOK", "--docs", "para", "corpus.txt"], b"unknown document rule 'para'"),
+        (["encode", "-t", "TOK", "--shards", "out", "--field", "body", "c.jsonl"], b"c.jsonl, line 1: no field 'body'"),
+        (["count", "-t", "TOK", "--field", "body", "corpus.txt"], b"--field body applies to JSON Lines files"),
+        (["count", "-t", "TOK", "--column", "body", "corpus.txt"], b"--column body applies to Parquet files"),
+        (["count", "-t", "TOK", "--docs", "lines", "c.jsonl"], b"--docs lines is the rule for text files"),
         (["encode", "-t", "PLAIN", "--shards", "out", "bad.txt"], b"no special token '<|endoftext|>'"),
+        (["encode", "-t", "PLAIN", "--shards", "out", "bad.txt"], b"pass --eot TOKEN naming one of them, or --no-eot"),
+        (["encode", "-t", "TOK", "--shards", "out", "--eot", "<|eot|>", "corpus.txt"],
+         b"no special token '<|eot|>' to put after every document (it has ['<|endoftext|>'])"),
+        (["encode", "-t", "WP", "--shards", "out", "--eot", "[EOT]", "corpus.txt"], b"the vocabulary has no token '[EOT]'"),
+        (["encode", "-t", "TOK", "--shards", "out", "--eot", "<|endoftext|>", "--no-eot", "corpus.txt"],
+         b"give --eot TOKEN or --no-eot, not both"),
         (["decode", "-t", "TOK"], b"whitespace-separated integers"),
         (["decode", "-t", "TOK", "ids.txt"], b"999999"),
         (["frobnicate"], b"invalid choice"),
@@ -333,6 +450,7 @@ def test_errors_are_one_line_without_traceback(args, message, tmp_path, tok):
     (tmp_path / "corpus.txt").write_text("hello world\n" * 50)
     (tmp_path / "ids.txt").write_text("1 2 999999")
     (tmp_path / "neg.txt").write_text("1 -1")
+    (tmp_path / "c.jsonl").write_text('{"text": "hello"}\n')
     if "WP" in args:
         wordpiece = pytest.importorskip("fastbpe.wordpiece")
         wordpiece.WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "un": 3, "##fair": 4}).save(tmp_path / "vocab.txt")
@@ -340,9 +458,9 @@ def test_errors_are_one_line_without_traceback(args, message, tmp_path, tok):
             for a in args]
     proc = run(*args, stdin=b"a\xffc\n" if args[:1] == ["encode"] else b"abc\n", cwd=tmp_path,
                env_extra={"FASTBPE_VOCAB_DIR": str(tmp_path)})
-    assert proc.returncode == 2, proc.stderr
-    assert message in proc.stderr and b"Traceback" not in proc.stderr, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+    line = error_line(proc)
+    assert message in line, proc.stderr
+    assert b"documents=" not in line and b"eot=" not in line  # no library arguments named
 
 
 def test_benchmark_report_smoke(tmp_path):
@@ -383,24 +501,31 @@ def _count(proc) -> int:
 
 
 def test_special_token_text_is_refused_by_default_in_every_command(tok, tmp_path):
-    """One rule (the library's) in encode, count, show, stats and encode --shards."""
+    """One rule (the library's) in encode, count, show, stats and encode --shards.
+
+    A text read whole (stdin, show) is named by line and column; a streamed file (encode
+    FILE, count, stats, --shards) by its block's place and the document's character."""
     f = tmp_path / "in.txt"
     f.write_text("first line\na <|endoftext|> b\n", encoding="utf-8")
+    whole = b", line 2, column 3: special-token text '<|endoftext|>'"
+    streamed = b": byte 0, character 14: special-token text '<|endoftext|>'"  # one document, the file
     commands = {
-        "encode": ["encode", "-t", tok, f],
-        "count": ["count", "-t", tok, f],
-        "count stdin": ["count", "-t", tok],
-        "show": ["show", "-t", tok, f],
-        "stats": ["stats", tok, "--files", f],
-        "shards": ["encode", "-t", tok, "--shards", tmp_path / "out", "-q", f],
+        "encode": (["encode", "-t", tok, f], streamed),
+        "encode stdin": (["encode", "-t", tok], whole),
+        "count": (["count", "-t", tok, f], streamed),
+        "count stdin": (["count", "-t", tok], whole),
+        "show": (["show", "-t", tok, f], whole),
+        "stats": (["stats", tok, "--files", f], streamed),
+        "shards": (["encode", "-t", tok, "--shards", tmp_path / "out", "-q", f], streamed),
+        "shards with a bar": (["encode", "-t", tok, "--shards", tmp_path / "out", f], streamed),
     }
-    for name, args in commands.items():
+    for name, (args, position) in commands.items():
         proc = run(*args, stdin=f.read_bytes())
-        where = b"stdin" if name == "count stdin" else str(f).encode()
-        assert proc.returncode == 2, (name, proc.stderr)
-        assert len(proc.stderr.strip().splitlines()) == 1 and b"Traceback" not in proc.stderr, (name, proc.stderr)
-        assert where + b", line 2, column 3: special-token text '<|endoftext|>'" in proc.stderr, (name, proc.stderr)
-        assert b"--allow-special '<|endoftext|>'" in proc.stderr and b"--special-as-text" in proc.stderr
+        where = b"stdin" if "stdin" in name else str(f).encode()
+        line = error_line(proc)
+        assert where + position in line, (name, proc.stderr)
+        assert b"--allow-special '<|endoftext|>'" in line and b"--special-as-text" in line, (name, proc.stderr)
+    assert not (tmp_path / "out" / "manifest.json").exists()  # a refused corpus leaves no shards
 
 
 @pytest.mark.parametrize("flags", [["--allow-special", "<|endoftext|>"], ["--allow-special", "all"],
@@ -421,9 +546,7 @@ def test_every_command_counts_the_ids_encode_writes(tok, tmp_path, flags):
     shown = ok(run("show", "-t", tok, "--ids", "--color", "never", *flags, f))
     assert f"{len(expected)} tokens" in shown.splitlines()[-1]
     ok(run("encode", "-t", tok, "--shards", tmp_path / "s", "-q", *flags, f, f))
-    from fastbpe.shards import read_shards
-
-    assert read_shards(tmp_path / "s").tolist() == expected + [t.eot_token] + expected
+    assert _shards(tmp_path / "s").read().tolist() == expected + [t.eot_token] + expected + [t.eot_token]
 
 
 def test_cl100k_endoftext_is_not_a_control_id_unless_asked(builtin_env):
@@ -445,20 +568,25 @@ def test_cl100k_endoftext_is_not_a_control_id_unless_asked(builtin_env):
     assert counts == {("--allow-special", "all"): 4, ("--special-as-text",): 8}
 
 
+# A streamed file's position is its block's start (byte offset, or JSONL line) plus, when
+# the document is not the block's first, how many documents later it starts
+# (``fastbpe.io.Block.where``), then the character within the document.
 @pytest.mark.parametrize("mode, name, content, where", [
-    ([], "b.txt", "x\nya <|endoftext|>", "b.txt, line 2, column 4"),
-    (["--doc-sep-lines"], "l.txt", "fine\nok <|endoftext|>\n", "l.txt, line 2, column 4"),
-    (["--jsonl-field", "text"], "c.jsonl", '{"text": "fine"}\n\n{"text": "a\\n<|endoftext|>"}\n',
-     "c.jsonl (field 'text'), line 3, column 3"),
+    ([], "b.txt", "x\nya <|endoftext|>", "b.txt: byte 0, character 6"),
+    (["--docs", "lines"], "l.txt", "fine\nok <|endoftext|>\n", "l.txt: byte 0 (+1 documents), character 4"),
+    (["--docs", "sep:=="], "s.txt", "fine==ok <|endoftext|>", "s.txt: byte 6, character 4"),
+    ([], "c.jsonl", '{"text": "fine"}\n\n{"text": "a\\n<|endoftext|>"}\n', "c.jsonl: line 1 (+1 documents), character 3"),
+    (["--field", "body"], "d.jsonl", '{"body": "a\\n<|endoftext|>"}\n', "d.jsonl: line 1, character 3"),
 ])
-def test_shards_name_the_file_and_line_of_special_token_text(tok, tmp_path, mode, name, content, where):
-    (tmp_path / "a.txt").write_text("first document", encoding="utf-8")
+def test_streamed_inputs_name_the_file_and_position_of_special_token_text(tok, tmp_path, mode, name, content, where):
+    first = tmp_path / ("a.jsonl" if "--field" in mode else "a.txt")  # --field is for JSON Lines only
+    first.write_text('{"body": "first document"}' if "--field" in mode else "first document", encoding="utf-8")
     (tmp_path / name).write_text(content, encoding="utf-8")
-    files = [tmp_path / name] if mode else [tmp_path / "a.txt", tmp_path / name]
-    proc = run("encode", "-t", tok, "--shards", tmp_path / "out", "-q", *mode, *files)
-    assert proc.returncode == 2, proc.stderr
-    assert f"{tmp_path / where}: special-token text '<|endoftext|>'".encode() in proc.stderr, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+    files = [first, tmp_path / name]  # the second file is named, not the first
+    for command in (["encode", "-t", tok, "--shards", tmp_path / "out", "-q"], ["count", "-t", tok, "-q"],
+                    ["encode", "-t", tok]):
+        proc = run(*command, *mode, *(files if command[-1] == "-q" else files[1:]))
+        assert f"{tmp_path / where}: special-token text '<|endoftext|>'".encode() in error_line(proc), proc.stderr
 
 
 # --------------------------------------------------------------------------- files: .gz, --errors
@@ -475,11 +603,13 @@ def test_gzip_inputs_work_in_every_command(tok, corpus, tmp_path):
     assert _count(run("count", "-t", tok, gz)) == len(t.encode(text))
     assert "hello" in ok(run("show", "-t", tok, gz, "--color", "never"))
     assert "in.txt.gz" in ok(run("stats", tok, "--files", gz))
-    ok(run("encode", "-t", tok, "--shards", tmp_path / "s", "-q", "--doc-sep-lines", gz))
-    from fastbpe.shards import read_shards
-
-    assert read_shards(tmp_path / "s").tolist() == t.encode("hello world, çok güzel") + [t.eot_token] + t.encode(
+    ok(run("encode", "-t", tok, "--shards", tmp_path / "s", "-q", "--docs", "lines", gz))
+    assert _shards(tmp_path / "s").read().tolist() == (t.encode("hello world, çok güzel") + [t.eot_token]
+                                                       + t.encode("second line") + [t.eot_token])
+    assert _ids(run("encode", "-t", tok, "--docs", "lines", gz)) == t.encode("hello world, çok güzel") + t.encode(
         "second line")
+    assert _count(run("count", "-t", tok, "--docs", "lines", gz)) == len(t.encode("hello world, çok güzel")) + len(
+        t.encode("second line"))
     big = tmp_path / "corpus.txt.gz"
     big.write_bytes(gzip.compress(corpus.read_bytes()))
     ok(run("train", big, "--vocab-size", "270", "-o", tmp_path / "t.json", "-q"))
@@ -498,7 +628,7 @@ def test_errors_replace_wherever_the_message_suggests_it(tok, tmp_path):
     assert _count(run("count", "-t", tok, "--errors", "replace", bad)) == len(t.encode(fixed))
     assert "\ufffd" in ok(run("show", "-t", tok, "--errors", "replace", "--color", "never", bad))
     ok(run("stats", tok, "--files", bad, "--errors", "replace"))
-    for mode in ([], ["--doc-sep-lines"]):
+    for mode in ([], ["--docs", "lines"]):
         ok(run("encode", "-t", tok, "--shards", tmp_path / "s", "-q", "--errors", "replace", *mode, bad))
     corpus = tmp_path / "c.txt"
     corpus.write_bytes(b"hello \xff world\n" * 30)
