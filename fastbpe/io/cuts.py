@@ -39,17 +39,16 @@ class _Cutter:
     def find(self, data, lo: int, hi: int) -> int:
         lo = max(lo, 1)
         hi = min(hi, len(data) - 1)
-        top = hi
+        top, window = hi, 512
         while top >= lo:
-            bottom = max(lo, top - _WINDOW)
-            best = -1
-            for m in self.regex.finditer(data, max(bottom - 2, 0), top + 1):
-                i = m.end()
+            bottom = max(lo, top - window)
+            found = [m.end() for m in self.regex.finditer(data, max(bottom - 2, 0), top + 1)]
+            # the candidates from the top down: the special-token check only where needed
+            for i in reversed(found):
                 if bottom <= i <= top and self._ok(data, i):
-                    best = i
-            if best > 0:
-                return best
+                    return i
             top = bottom - 1
+            window = min(window * 4, _WINDOW)
         return -1
 
     def find_first(self, data, lo: int, hi: int) -> int:
