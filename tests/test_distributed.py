@@ -21,7 +21,8 @@ pytest.importorskip("fsspec")
 cloudpickle = pytest.importorskip("cloudpickle")
 
 import fastbpe  # noqa: E402
-from fastbpe import _data, shards, train  # noqa: E402
+from fastbpe import shards, train  # noqa: E402
+from fastbpe.io import Corpus  # noqa: E402
 from fastbpe import distributed as D  # noqa: E402
 from fastbpe.encoding import Encoding  # noqa: E402
 from fastbpe.reference import patterns  # noqa: E402
@@ -93,24 +94,32 @@ def _tmp_files(d: Path) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- training
-def test_plan_ranges_cover_files_exactly(corpus):
-    plan = D.plan_ranges(corpus, ranges_per_file=4)
+def _docs(paths, docs=None) -> list[str]:
+    return list(Corpus.resolve(paths, docs=docs).documents())
+
+
+def test_plan_tasks_cover_files_exactly(corpus):
+    plan = D.plan_tasks(corpus, ranges_per_file=4, docs="lines")
     for p in corpus:
-        cuts = [(s, e) for q, s, e in plan if q == p]
-        assert cuts[0][0] == 0 and cuts[-1][1] == p.stat().st_size
+        cuts = [(t.start, t.end) for t in plan if t.source.path.name == p.name]
+        assert cuts[0][0] == 0 and cuts[-1][1] is None
         assert all(x[1] == y[0] for x, y in zip(cuts, cuts[1:]))
-    gz = [x for x in plan if x[0].suffix == ".gz"]
+        assert all(t.source.path.is_absolute() for t in plan)
+    gz = [t for t in plan if t.source.path.suffix == ".gz"]
     assert len(gz) == 1  # a gzip file can't be entered in the middle
-    assert len([x for x in plan if x[0].name == "a.txt"]) == 4
+    assert len([t for t in plan if t.source.path.name == "a.txt"]) == 4
+    assert len(D.plan_tasks(corpus, ranges_per_file=4)) == len(corpus)   # docs="file": a file is one task
 
 
 @pytest.mark.parametrize("pattern", ["cl100k", "gpt2"])
 def test_counts_equal_single_machine(client, corpus, pattern):
     pat = patterns.resolve_pattern(pattern)
-    want = train.count_documents(_data.iter_documents(corpus), pat, SPECIALS)
-    got = D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=3, split_every=2)
+    want = train.count_documents(_docs(corpus, "lines"), pat, SPECIALS)
+    got = D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=3, split_every=2, docs="lines")
     assert got == want
-    assert D.count_chunks_distributed(client, [str(p) for p in corpus], pat, SPECIALS) == want
+    assert D.count_chunks_distributed(client, [str(p) for p in corpus], pat, SPECIALS, docs="lines") == want
+    whole = train.count_documents(_docs(corpus), pat, SPECIALS)
+    assert D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=3) == whole
 
 
 def test_vocab_equals_train_bpe(client, corpus, encoding):
@@ -136,9 +145,9 @@ def test_fsspec_url_input(client, corpus):
     (the in-memory filesystem lives in the client process, so count it locally by
     running the task function directly)."""
     pat = patterns.resolve_pattern("cl100k")
-    want = train.count_documents(_data.iter_documents(corpus), pat, SPECIALS)
+    want = train.count_documents(_docs(corpus, "lines"), pat, SPECIALS)
     urls = ["file://" + str(p) for p in corpus]
-    assert D.count_chunks_distributed(client, urls, pat, SPECIALS, ranges_per_file=2) == want
+    assert D.count_chunks_distributed(client, urls, pat, SPECIALS, ranges_per_file=2, docs="lines") == want
 
     import fsspec
 
@@ -147,9 +156,9 @@ def test_fsspec_url_input(client, corpus):
     for p in corpus:
         fs.pipe(f"/fastbpe-test/{p.name}", p.read_bytes())
         plan_urls.append(f"memory://fastbpe-test/{p.name}")
-    plan = D.plan_ranges(plan_urls, ranges_per_file=3)
+    plan = D.plan_tasks(plan_urls, ranges_per_file=3, docs="lines")
     assert len(plan) > len(corpus)  # plain remote files are cut at line starts
-    got = D.merge_counts(*(D._count_bpe_range(u, s, e, pat, SPECIALS, "strict") for u, s, e in plan))
+    got = D.merge_counts(*(D._count_bpe_task(t, pat, SPECIALS, "strict") for t in plan))
     assert got == want
 
 
@@ -157,7 +166,7 @@ def test_relative_paths_reach_the_workers(client, corpus, encoding, tmp_path, mo
     monkeypatch.chdir(corpus[0].parent)
     pat = patterns.resolve_pattern("cl100k")
     rel = [p.name for p in corpus]
-    want = train.count_documents(_data.iter_documents(corpus), pat, SPECIALS)
+    want = train.count_documents(_docs(corpus), pat, SPECIALS)
     assert D.count_chunks_distributed(client, rel, pat, SPECIALS) == want
 
 
@@ -169,18 +178,18 @@ def test_relative_paths_reach_the_workers_when_encoding(client, corpus, encoding
 
 
 def test_a_directory_counts_as_its_files(client, corpus, tmp_path):
-    # _data's rule on the cluster too: a directory is its regular files, sorted
+    # fastbpe.io's rule on the cluster too: a directory is its regular files, sorted
     pat = patterns.resolve_pattern("cl100k")
     (tmp_path / "d" / "sub").mkdir(parents=True)
     for i, p in enumerate(corpus):
         (tmp_path / "d" / ("sub" if i % 2 else "") / p.name).write_bytes(p.read_bytes())
-    want = train.count_documents(_data.iter_documents(tmp_path / "d"), pat, SPECIALS)
+    want = train.count_documents(_docs(tmp_path / "d"), pat, SPECIALS)
     assert D.count_chunks_distributed(client, tmp_path / "d", pat, SPECIALS, ranges_per_file=2) == want
 
 
-def test_count_lines_distributed_generic(client, corpus):
-    got = D.count_lines_distributed(client, corpus, _count_words, ranges_per_file=2)
-    want = _count_words(_data.iter_documents(corpus))
+def test_count_documents_distributed_generic(client, corpus):
+    got = D.count_documents_distributed(client, corpus, _count_words, ranges_per_file=2, docs="lines")
+    want = _count_words(_docs(corpus, "lines"))
     assert got == want
 
 
@@ -199,7 +208,7 @@ def test_count_errors(client, corpus, tmp_path):
         D.count_chunks_distributed(object(), corpus, pat, SPECIALS)
     with pytest.raises(TypeError, match=r"files\[1\] is list, not a path"):
         D.count_chunks_distributed(client, [corpus[0], ["text"]], pat, SPECIALS)
-    # a text is never read as a file, nor a file as text (fastbpe._data's rule)
+    # a text is never read as a file, nor a file as text (fastbpe.io's rule)
     with pytest.raises(FileNotFoundError, match="'some text'.*documents="):
         D.count_chunks_distributed(client, [corpus[0], "some text"], pat, SPECIALS)
     with pytest.raises(ValueError, match="errors must be one of 'strict', 'replace'"):
@@ -218,7 +227,7 @@ def test_wordpiece_counts_and_vocab_equal_train_wordpiece(client, corpus, monkey
 
     opts = ref_wp.BertOptions()
     got = D.count_words_distributed(client, corpus, opts, ranges_per_file=3)
-    assert got == ref_wp.count_words(_data.iter_texts(corpus), opts)
+    assert got == ref_wp.count_words(_docs(corpus), opts)
     # the merge phase on the distributed counts gives train_wordpiece's vocabulary
     want = train_wordpiece(corpus, 200).vocab
     monkeypatch.setattr(ref_wp, "count_words", lambda texts, opts=None: got)
@@ -467,7 +476,7 @@ def test_import_error_without_dask(tmp_path):
         for call in (
             lambda: D.count_chunks_distributed(object(), ["x"], patterns.CL100K, []),
             lambda: D.encode_files(["x"], __import__("fastbpe").encoding.get_toy_encoding(), "out", client=object()),
-            lambda: D.plan_ranges(["s3://bucket/x.txt"]),
+            lambda: D.plan_tasks(["s3://bucket/x.txt"]),
         ):
             try:
                 call()

@@ -43,7 +43,7 @@ def require_fsspec(url: str):
     try:
         import fsspec
     except ImportError:
-        raise ImportError(f"{url}: reading URLs needs fsspec (pip install fsspec)") from None
+        raise ImportError(f"{url}: reading URLs needs fsspec (pip install fsspec; with Dask: pip install fastbpe[dask])") from None
     return fsspec
 
 
