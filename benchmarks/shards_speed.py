@@ -138,25 +138,10 @@ def batches(docs: list[str], batch_bytes: int):
 
 
 def read_tokens(out_dir: Path) -> np.ndarray:
-    """All tokens of a shard folder, whichever writer made it (the document model's
-    ``fastbpe.shards.open``, ``encode_files``' manifest.json, or today's index.json)."""
+    """All tokens of a shard folder (``fastbpe.shards.open``)."""
     import fastbpe.shards as S
 
-    if hasattr(S, "open"):
-        r = S.open(out_dir)
-        if isinstance(r, np.ndarray):
-            return np.asarray(r)
-        if isinstance(r, tuple):
-            return np.asarray(r[0])
-        for attr in ("tokens", "ids", "data"):
-            if hasattr(r, attr):
-                return np.asarray(getattr(r, attr))
-        raise TypeError(f"don't know how to read tokens from {type(r).__name__}")
-    if (out_dir / "manifest.json").exists():
-        from fastbpe.distributed import load_shards
-
-        return np.asarray(load_shards(out_dir)[0])
-    return np.asarray(S.read_shards(out_dir))
+    return S.open(out_dir).read()
 
 
 def compare(label: str, shards: np.ndarray, ids: list[np.ndarray], eot: int) -> str:

@@ -138,7 +138,7 @@ def count_corpus(tok, corpus, *, num_threads: int = 1, errors: str = "strict", p
     out = {"documents": 0, "tokens": 0, "bytes": 0, "chars": 0, "words": 0,
            "unknown": 0 if is_wordpiece(tok) else None}
     prev_tail_word = False   # the last piece was open and ended inside a word
-    for block in corpus.blocks(cut=cutter(tok), errors=errors, progress=progress):
+    for block in _io.documents.prefetch(corpus.blocks(cut=cutter(tok), errors=errors, progress=progress)):
         ids, _ = block_ids(tok, block, num_threads, **special)
         pieces = block.pieces()
         out["tokens"] += len(ids)

@@ -107,6 +107,7 @@ import numpy as np
 from .formats._atomic import atomic_open, atomic_write_text, clean_stale_temps_in, fsync_dir
 from .show import is_wordpiece
 from . import corpus as _corpus
+from .io.documents import prefetch as _prefetch
 from .corpus import DisallowedSpecialInDocument, document_ids_batch  # noqa: F401  (re-exported)
 from .special import resolve_special_sets
 
@@ -420,7 +421,8 @@ def write_task(tok, task, out_dir, index: int, spec: Spec, *, num_threads: int =
         return {**done, "skipped": True}
     side = out / f"{stem}.json"
     side.unlink(missing_ok=True)  # a stale sidecar must not vouch for the files about to be replaced
-    blocks = task.blocks(cut=_cutter(tok, cut), errors=spec.errors, block_bytes=block_bytes)
+    # read ahead on a thread: reading overlaps encoding (fastbpe.io.prefetch)
+    blocks = _prefetch(task.blocks(cut=_cutter(tok, cut), errors=spec.errors, block_bytes=block_bytes))
     try:
         # the .idx is renamed first, then the .bin, whose folder fsync makes both durable
         with atomic_open(out / f"{stem}.bin", clean=False) as fb, \

@@ -263,3 +263,20 @@ def test_small_files_coalesce_into_blocks(tmp_path):
     blocks = list(Corpus.resolve(paths).blocks(block_bytes=1000))
     assert len(blocks) < 10 and _documents(blocks) == [f"file {i}" for i in range(300)]
     assert blocks[0].where(3) == f"{paths[3]}: byte 0"
+
+
+def test_prefetch_keeps_order_errors_and_stops():
+    from fastbpe.io.documents import prefetch
+
+    blocks = list(Corpus.resolve(documents=[f"doc {i}" for i in range(5000)]).blocks(block_bytes=100))
+    assert [b.pieces() for b in prefetch(iter(blocks))] == [b.pieces() for b in blocks]
+
+    def failing():
+        yield blocks[0]
+        raise ValueError("x.txt: broken at byte 7")
+
+    with pytest.raises(ValueError, match="broken at byte 7"):
+        list(prefetch(failing()))
+    it = prefetch(iter(blocks))
+    next(it)
+    it.close()   # the reader thread stops; nothing hangs

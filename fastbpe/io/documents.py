@@ -75,12 +75,16 @@ class Block:
         return len(self.ends)
 
     def pieces(self) -> list[str]:
-        """The pieces as str."""
+        """The pieces as str (decoded once, then kept)."""
+        cached = self.__dict__.get("_pieces")
+        if cached is not None:
+            return list(cached)
         data, out, start = self.data, [], 0
         for end in self.ends.tolist():
             out.append(data[start:end].decode("utf-8"))
             start = end
-        return out
+        self.__dict__["_pieces"] = out
+        return list(out)
 
     def piece_bytes(self) -> list[bytes]:
         data, out, start = self.data, [], 0
@@ -870,3 +874,50 @@ def _coalesce_open(blocks: Iterator[Block], block_bytes: int) -> Iterator[Block]
             pending, size = [], 0
     if pending:
         yield _join(pending)
+
+
+def prefetch(blocks: Iterable[Block], depth: int = 2) -> Iterator[Block]:
+    """``blocks``, read ahead on a thread (at most ``depth`` blocks waiting), each with its
+    pieces decoded: reading, decompressing and scanning JSON release the GIL, so they
+    overlap the consumer's encoding instead of adding to it. An error of the reader is
+    raised here, in order; closing the iterator stops the reader."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def run():
+        try:
+            for b in blocks:
+                b.pieces()          # decoded here, cached on the block
+                while not stop.is_set():
+                    try:
+                        q.put(("block", b), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(("end", done))
+        except BaseException as exc:  # handed to the consumer
+            q.put(("error", exc))
+
+    t = threading.Thread(target=run, daemon=True, name="fastbpe-prefetch")
+    t.start()
+    try:
+        while True:
+            kind, item = q.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.05)
