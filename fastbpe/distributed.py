@@ -202,21 +202,9 @@ def _count_words_lines(lines, opts):
 def _count_docs_task(task, count_docs, errors):
     """``count_docs`` over one task's documents, whole (no cutter: the caller's counts
     may depend on whole documents)."""
-    return dict(count_docs(_whole_documents(task.blocks(errors=errors))))
+    from .io.documents import whole_documents
 
-
-def _whole_documents(blocks):
-    pending = []
-    for block in blocks:
-        pieces = block.pieces()
-        if pending:
-            pieces[0] = "".join(pending) + pieces[0]
-            pending = []
-        if block.last_open:
-            pending.append(pieces.pop())
-        yield from pieces
-    if pending:
-        yield "".join(pending)
+    return dict(count_docs(whole_documents(task.blocks(errors=errors))))
 
 
 def count_documents_distributed(client, paths, count_docs: Callable[[Iterable[str]], dict], errors: str = "strict",

@@ -809,17 +809,7 @@ class Corpus:
 
     def documents(self, errors: str = "strict") -> Iterator[str]:
         """Every document as str, pieces joined (for small corpora and the tests)."""
-        pending = []
-        for block in self.blocks(cut=None, errors=errors):
-            pieces = block.pieces()
-            if pending:
-                pieces[0] = "".join(pending) + pieces[0]
-                pending = []
-            if block.last_open:
-                pending.append(pieces.pop())
-            yield from pieces
-        if pending:
-            yield "".join(pending)
+        return whole_documents(self.blocks(cut=None, errors=errors))
 
     def plan(self, n_parts: int | None = None, target_bytes: int | None = None,
              min_bytes: int = 4 << 20) -> list[Task]:
@@ -859,6 +849,21 @@ class Corpus:
             cuts.append(None)
             tasks.extend(Task(s, a, b, info) for a, b in zip(cuts, cuts[1:]))
         return tasks
+
+
+def whole_documents(blocks: Iterable[Block]) -> Iterator[str]:
+    """The documents of ``blocks`` as str, the pieces of a cut document joined."""
+    pending = []
+    for block in blocks:
+        pieces = block.pieces()
+        if pending:
+            pieces[0] = "".join(pending) + pieces[0]
+            pending = []
+        if block.last_open:
+            pending.append(pieces.pop())
+        yield from pieces
+    if pending:
+        yield "".join(pending)
 
 
 def _coalesce_open(blocks: Iterator[Block], block_bytes: int) -> Iterator[Block]:
