@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import warnings
 
 import numpy as np
@@ -72,8 +73,9 @@ def _stream(enc, docs) -> list[int]:
 
 def _cli(*args):
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fastbpe.__file__)))
+    # from outside the source tree: an unbuilt fastbpe/ in the cwd must not shadow the one under test
     proc = subprocess.run([sys.executable, "-m", "fastbpe", *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+                          cwd=tempfile.gettempdir(), timeout=600)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
