@@ -58,10 +58,6 @@ def cutter(tok):
     return None
 
 
-def max_id(tok) -> int:
-    return max(tok.vocab.values(), default=0) if is_wordpiece(tok) else tok.max_token_value
-
-
 def encode_pieces(tok, pieces: list[str], num_threads: int = 1, *, allowed_special=frozenset(),
                   disallowed_special="all", dtype=np.uint32) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, offsets)`` of ``pieces`` as ``Encoding.encode_batch_to_numpy`` gives them

@@ -115,22 +115,6 @@ def _join(blocks: list[Block]) -> Block:
     return Block(b"".join(b.data for b in blocks), np.concatenate(ends), blocks[-1].last_open, wheres)
 
 
-def coalesce(blocks: Iterable[Block], block_bytes: int) -> Iterator[Block]:
-    """Join consecutive small blocks into blocks of about ``block_bytes`` (a folder of
-    small files gives one block per many files, which batch encoders need)."""
-    pending, size = [], 0
-    for b in blocks:
-        if not len(b.ends):
-            continue
-        pending.append(b)
-        size += len(b.data)
-        if size >= block_bytes:
-            yield _join(pending)
-            pending, size = [], 0
-    if pending:
-        yield _join(pending)
-
-
 def _validated(part: bytes, name: str, offset: int, errors: str) -> bytes:
     """``part`` if it is UTF-8; else ValueError naming the byte offset, or (``replace``)
     the part with U+FFFD for each invalid sequence."""
@@ -805,7 +789,7 @@ class Corpus:
             for s in self.sources:
                 yield from s.blocks(cut=cut, errors=errors, block_bytes=block_bytes, progress=progress)
 
-        return _coalesce_open(raw(), block_bytes)
+        return coalesce(raw(), block_bytes)
 
     def documents(self, errors: str = "strict") -> Iterator[str]:
         """Every document as str, pieces joined (for small corpora and the tests)."""
@@ -866,8 +850,10 @@ def whole_documents(blocks: Iterable[Block]) -> Iterator[str]:
         yield "".join(pending)
 
 
-def _coalesce_open(blocks: Iterator[Block], block_bytes: int) -> Iterator[Block]:
-    """``coalesce``, never joining across an open piece (it must end its block)."""
+def coalesce(blocks: Iterator[Block], block_bytes: int) -> Iterator[Block]:
+    """Join consecutive small blocks into blocks of about ``block_bytes`` (a folder of
+    small files gives one block per many files, which batch encoders need), never joining
+    across an open piece (it must end its block)."""
     pending, size = [], 0
     for b in blocks:
         if not len(b.ends):

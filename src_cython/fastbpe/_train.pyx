@@ -1509,11 +1509,6 @@ def _utf8_invalid_at(bytes data):
     return r
 
 
-def _where(block, k=0):
-    """Where piece k of a block comes from, for errors."""
-    return block.where(k)
-
-
 def _cutter(pid, specials):
     """The cutter of a native pattern (long documents are counted in pieces, Corollaries
     1-3 of ``reference.documents``); a custom regex is never cut."""
@@ -1521,15 +1516,8 @@ def _cutter(pid, specials):
 
 
 def _blocks(source, errors, cut, progress):
-    """The blocks of a Corpus or a Task (``fastbpe.io``)."""
-    if isinstance(source, _io.Task):
-        return source.blocks(cut=cut, errors=errors, progress=progress)
+    """The blocks of a ``fastbpe.io`` Corpus or Task (both have ``blocks``)."""
     return source.blocks(cut=cut, errors=errors, progress=progress)
-
-
-def _progress_update(progress, n):
-    if progress is not None:
-        progress.update(n)
 
 
 def _count_native(source, int pid, specials, int num_threads, errors, progress, as_table):
@@ -1540,7 +1528,7 @@ def _count_native(source, int pid, specials, int num_threads, errors, progress, 
     def run(counter, block):
         status = counter.count_documents(block.data, block.ends)
         if status < 0:
-            raise _failure(status, _where(block))
+            raise _failure(status, block.where(0))
 
     if num_threads == 1:
         for block in _blocks(source, errors, cut, progress):
