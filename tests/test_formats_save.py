@@ -149,7 +149,9 @@ def test_a_wordpiece_folder_loads_in_transformers(vocab_file, tmp_path):
 def _derived_merges(ranks):
     from fastbpe.formats.hf_bpe import bytes_to_unicode
 
-    text = lambda tok: "".join(bytes_to_unicode()[b] for b in tok)  # noqa: E731
+    def text(tok):
+        return "".join(bytes_to_unicode()[b] for b in tok)
+
     splits = sorted((rank, ranks[tok[:i]], ranks[tok[i:]], tok[:i], tok[i:])
                     for tok, rank in ranks.items() for i in range(1, len(tok))
                     if tok[:i] in ranks and tok[i:] in ranks)
