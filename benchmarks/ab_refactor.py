@@ -1,6 +1,6 @@
 """Before -> after of a refactor (issue 24): the same bytes out, the same speed and size.
 
-    python benchmarks/ab_refactor.py BEFORE AFTER [--rounds 3] [--train-mb 20]
+    python benchmarks/ab_refactor.py BEFORE AFTER [--rounds 5] [--train-mb 20]
         [--corpus /work/corpus/quarter.txt] [--vocab-dir ../shared/vocab] [--json out.json]
 
 BEFORE and AFTER are two checkouts, each built in place (``python setup.py build_ext
@@ -191,7 +191,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--procs", type=int, default=3, help="fresh processes per round for import and build times")
     ap.add_argument("--corpus", type=Path, default=Path("/work/corpus/quarter.txt"),
                     help="text whose documents are joined by <|endoftext|> (benchmarks/debian_corpus.py)")
