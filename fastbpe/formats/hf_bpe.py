@@ -69,7 +69,13 @@ def str_to_token(text: str, source: str = "<json>") -> bytes:
 
 def _merges_of(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     """Every split of every multi-byte token into two tokens, ordered by the token's
-    rank (then by the parts' ranks), so HF's merge priority equals tiktoken's rank."""
+    rank (then by the parts' ranks), so HF's merge priority equals tiktoken's rank.
+
+    Why every split and not the merges a trainer learned (about half as many): tiktoken
+    (and ``Encoding``) joins any two adjacent tokens that make a token, whichever split
+    it was learned from; this list lets HF do the same, for ranks from any source
+    (``.tiktoken`` files hold no merges). A trained ``Encoding`` therefore keeps no merge
+    list, and a save writes the same bytes however the ``Encoding`` was made."""
     merges = []
     for token, rank in ranks.items():
         if len(token) < 2:
