@@ -196,7 +196,16 @@ def corpus(name: str) -> str:
 
 def documents(name: str, size: int = 2000) -> list[str]:
     """The corpus cut into documents of about ``size`` characters, at line ends."""
-    text = corpus(name)
+    return cut(corpus(name), size)
+
+
+def cut(text: str, size: int = 2000) -> list[str]:
+    r"""``text`` in documents of about ``size`` characters, each cut after the first
+    newline at or after ``size`` characters in (the last one takes the rest).
+
+    >>> cut("ab\ncd\nef", 2)
+    ['ab\n', 'cd\n', 'ef']
+    """
     docs, start = [], 0
     while start < len(text):
         end = text.find("\n", start + size)

@@ -129,17 +129,6 @@ def kernel_c(directory: Path | None, limit: int) -> str:
     return "\n".join(parts)
 
 
-def cut(text: str, size: int = 2000) -> list[str]:
-    """``text`` in documents of about ``size`` characters, cut after a newline."""
-    docs, start = [], 0
-    while start < len(text):
-        end = text.find("\n", start + size)
-        end = len(text) if end < 0 else end + 1
-        docs.append(text[start:end])
-        start = end
-    return docs
-
-
 def kind_text(kind: str, limit: int, kernel_dir: Path | None) -> str:
     if kind == "man":
         return man_pages(limit)
@@ -344,7 +333,7 @@ def main(argv=None) -> int:
         if not text:
             print(f"no text for {kind} on this machine; skipped", file=sys.stderr)
             continue
-        docs = cut(text)
+        docs = corpus_mod.cut(text)
         texts[kind] = (docs[: len(docs) // 2], docs[len(docs) // 2:])
     kinds = list(texts)
     all_results = {}

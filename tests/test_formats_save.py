@@ -5,6 +5,8 @@ import os
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastbpe
 from fastbpe.reference import patterns
@@ -137,3 +139,101 @@ def test_a_wordpiece_folder_loads_in_transformers(vocab_file, tmp_path):
     assert roles == ("[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]") and tok.pad_token_id == 0
     for text in ["Hello, world!", "çok güzel 中文 [MASK] x"]:
         assert tok(text)["input_ids"] == wp.encode(text, allowed_special="all")   # HF matches special text
+
+
+# ----------------------------------------------------------------- tokenizer.json bytes (issue 24)
+# A save formats model.merges and model.vocab itself (hf_bpe._merge_texts and
+# dumps_tokenizer_json, for speed); the file must stay byte-identical to the plain
+# derivation: every split of every multi-byte token into two tokens, sorted by (token
+# rank, left rank, right rank), written by json.dumps(indent=2).
+def _derived_merges(ranks):
+    from fastbpe.formats.hf_bpe import bytes_to_unicode
+
+    def text(tok):
+        return "".join(bytes_to_unicode()[b] for b in tok)
+
+    splits = sorted((rank, ranks[tok[:i]], ranks[tok[i:]], tok[:i], tok[i:])
+                    for tok, rank in ranks.items() for i in range(1, len(tok))
+                    if tok[:i] in ranks and tok[i:] in ranks)
+    return [[text(s[3]), text(s[4])] for s in splits]
+
+
+def _derived_tokenizer_json(enc) -> bytes:
+    from fastbpe.formats.hf_bpe import to_hf_json
+
+    doc = to_hf_json(enc.mergeable_ranks, enc.pat_str, enc.special_tokens, enc.added_tokens)
+    doc["model"]["merges"] = _derived_merges(enc.mergeable_ranks)
+    return json.dumps(doc, ensure_ascii=False, indent=2).encode("utf-8")
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _bytes_only(specials):
+    return fastbpe.Encoding("b", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
+                            special_tokens=specials)
+
+
+ODD_SPECIALS = {'"q"\\ \n\t': 256, "\0fastbpe:merges\0": 257, "\0fastbpe:vocab\0": 258, "é中🙂\u2028": 259}
+
+
+@pytest.mark.parametrize("which", ["gpt2_trained", "cl100k_trained", "no_specials", "larger", "added",
+                                   "odd_specials", "bytes_only", "hf_gpt2", "tiktoken_gpt2"])
+def test_tokenizer_json_is_the_derived_bytes(which, request, vocab_file, tmp_path):
+    if which in ("gpt2_trained", "cl100k_trained"):
+        enc = request.getfixturevalue(which)
+    elif which == "no_specials":
+        enc = _train("o200k", [])
+    elif which == "larger":
+        docs = [TEXT * 3, "the quick brown fox jumps over the lazy dog " * 20, "aaaa bbbb abab baba " * 30] * 4
+        enc = fastbpe.train_bpe(documents=docs, vocab_size=600, pattern=r"\S+|\s+", progress=False)
+    elif which == "added":
+        enc = fastbpe.Encoding("chat", pat_str=r"\S+|\s+",
+                               mergeable_ranks={bytes([i]): i for i in range(256)} | {b"hi": 256, b"ih": 257, b"hih": 258},
+                               special_tokens={"<|eot|>": 300}, added_tokens={"<|im|>": 259})
+    elif which == "odd_specials":
+        enc = fastbpe.Encoding("odd", pat_str=r"\S+|\s+",
+                               mergeable_ranks={bytes([i]): i for i in range(256)} | {b"ab": 260, b"abc": 262, b"bc": 261},
+                               special_tokens=ODD_SPECIALS)
+    elif which == "bytes_only":
+        enc = _bytes_only({})
+    elif which == "hf_gpt2":
+        enc = fastbpe.load(vocab_file("gpt2.tokenizer.json"))
+    else:
+        enc = fastbpe.load(vocab_file("gpt2.tiktoken"))
+    expected = _sha(_derived_tokenizer_json(enc))
+    enc.save(tmp_path / "tokenizer.json")
+    assert _sha((tmp_path / "tokenizer.json").read_bytes()) == expected
+    enc.save(tmp_path / "folder", transformers=True)
+    assert _sha((tmp_path / "folder" / "tokenizer.json").read_bytes()) == expected
+
+
+@settings(max_examples=60)
+@given(st.lists(st.binary(min_size=2, max_size=5), max_size=40), st.randoms(use_true_random=False))
+def test_merge_texts_is_the_derivation(tokens, rnd):
+    """Any ranks: multi-byte tokens in any order of ids, missing parts, gaps in the ids."""
+    from fastbpe.formats.hf_bpe import _merge_texts
+
+    tokens = [bytes([i]) for i in range(256)] + list(dict.fromkeys(tokens))
+    ids = rnd.sample(range(3 * len(tokens)), len(tokens))
+    ranks = dict(zip(tokens, ids))
+    assert _merge_texts(ranks) == _derived_merges(ranks)
+    shared = ranks | {tok: 0 for tok in tokens[256:258]}  # shared ranks (not an Encoding's)
+    assert _merge_texts(shared) == _derived_merges(shared)
+
+
+@pytest.mark.parametrize("doc", [
+    {"model": {"vocab": {}, "merges": []}},
+    {"a": [1, {"b": None}], "model": {"merges": [["x", "\"y\\"]], "type": "BPE", "vocab": {"\n": 1, "é": 2}}, "z": "\0fastbpe:vocab\0"},
+    {"model": {"vocab": {"a": True}, "merges": []}},           # not ints: json.dumps writes it
+    {"model": {"vocab": {"a": 1}, "merges": [["a", "b", "c"]]}},
+    {"model": {"vocab": {"a": 1}}},
+    {"model": [1, 2]},
+])
+def test_dumps_tokenizer_json_is_json_dumps(doc):
+    from fastbpe.formats.hf_bpe import dumps_tokenizer_json
+
+    assert dumps_tokenizer_json(doc) == json.dumps(doc, ensure_ascii=False, indent=2)
