@@ -60,7 +60,7 @@ from corpus import LANGUAGES, documents  # noqa: E402
 from fastbpe import get_encoding  # noqa: E402
 from fastbpe.io.jsonl import documents_of_block  # noqa: E402
 from fastbpe.reference.patterns import O200K  # noqa: E402
-from fastbpe.train import count_documents  # noqa: E402
+from fastbpe.bpe.counting import count_documents  # noqa: E402
 
 
 def texts() -> list[str]:

@@ -4,18 +4,29 @@
 >>> enc = fastbpe.train_bpe(documents=["low lower lowest"] * 10, vocab_size=260, progress=False)
 >>> enc.decode(enc.encode("lowest"))
 'lowest'
+
+``import fastbpe`` loads only what ``Encoding`` needs; every other public name is
+imported on first use (PEP 562 ``__getattr__``), so a process that only encodes never
+loads the trainers, WordPiece, the shard writer or the file formats.
 """
 from . import _native  # noqa: F401  (fails early, with build instructions)
-from .distributed import encode_files
-from .encoding import Encoding
-from .formats import load
-from .model import encoding_for_model, encoding_name_for_model
+from .bpe.encoding import Encoding
 from .reference.patterns import CL100K, GPT2, O200K
-from .registry import get_encoding, list_encoding_names
-from .train import train_bpe
-from .wordpiece import WordPiece, train_wordpiece
 
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it (imported by ``__getattr__`` on first use).
+_LAZY = {
+    "encode_files": "fastbpe.distributed",
+    "encoding_for_model": "fastbpe.model",
+    "encoding_name_for_model": "fastbpe.model",
+    "get_encoding": "fastbpe.registry",
+    "list_encoding_names": "fastbpe.registry",
+    "load": "fastbpe.loader",
+    "train_bpe": "fastbpe.trainers.bpe",
+    "train_wordpiece": "fastbpe.trainers.wordpiece",
+    "WordPiece": "fastbpe.wordpiece.model",
+}
 
 __all__ = [
     "CL100K",
@@ -32,3 +43,18 @@ __all__ = [
     "train_wordpiece",
     "WordPiece",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastbpe' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

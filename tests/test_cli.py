@@ -710,7 +710,8 @@ def test_progress_bars_are_closed_when_training_stops(tmp_path, monkeypatch, cap
     pytest.importorskip("fastbpe.wordpiece")
     import tqdm.std
 
-    from fastbpe import cli, wordpiece
+    from fastbpe import cli
+    from fastbpe.trainers import wordpiece
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("hello world\n" * 100, encoding="utf-8")

@@ -15,8 +15,8 @@ import pytest
 
 import fastbpe
 from fastbpe import shards
-from fastbpe.encoding import get_toy_encoding
-from fastbpe.formats._atomic import TMP_SUFFIX
+from fastbpe.bpe.encoding import get_toy_encoding
+from fastbpe.io.atomic import TMP_SUFFIX
 
 sys.path.insert(0, str(Path(__file__).parent))
 from io_stub import ListTask, PiecesTask, block_of  # noqa: E402

@@ -6,7 +6,7 @@ import pytest
 
 import fastbpe
 from fastbpe import show
-from fastbpe.encoding import get_toy_encoding
+from fastbpe.bpe.encoding import get_toy_encoding
 
 VOID = {"meta", "br", "hr", "img", "link", "input"}
 

@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from ._atomic import atomic_write_text
+from ..io.atomic import atomic_write_text
 from .hf_bpe import hf_vocab, str_to_token, token_to_str
 
 

@@ -23,7 +23,7 @@ import json
 import os
 from pathlib import Path
 
-from ._atomic import atomic_write_text
+from ..io.atomic import atomic_write_text
 from ._hfjson import added_token_ids, check_added_tokens, check_vocab, expect, field, model_of, read_json
 
 

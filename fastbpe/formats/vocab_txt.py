@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._atomic import atomic_write_text
+from ..io.atomic import atomic_write_text
 
 
 def read_vocab_txt(path: str | os.PathLike) -> dict[str, int]:
