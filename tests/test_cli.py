@@ -729,15 +729,6 @@ def test_progress_bars_are_closed_when_training_stops(tmp_path, monkeypatch, cap
     assert not [b for b in tqdm.std.tqdm._instances if not b.disable]
 
 
-def test_docstring_examples():
-    import doctest
-
-    from fastbpe import cli
-
-    result = doctest.testmod(cli)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_wordpiece_special_token_text_follows_the_rule(corpus, tmp_path):
     wordpiece = pytest.importorskip("fastbpe.wordpiece")
     wp = wordpiece.WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "hello": 3, "world": 4})

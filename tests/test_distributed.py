@@ -494,9 +494,3 @@ def test_import_error_without_dask(tmp_path):
     assert len(lines) == 3
     assert all("pip install fastbpe[dask]" in line for line in lines)
 
-
-def test_docstring_examples():
-    import doctest
-
-    result = doctest.testmod(D)
-    assert result.attempted > 0 and result.failed == 0

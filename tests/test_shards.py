@@ -1,7 +1,6 @@
 """fastbpe.shards: the one shard format (writer, reader, manifest), atomic and resumable.
 
 Hand-made tasks (``tests/io_stub.py``) feed the writer real ``fastbpe.io`` blocks."""
-import doctest
 import json
 import os
 import signal
@@ -55,11 +54,6 @@ def _files(d: Path) -> dict[str, bytes]:
 
 def _temps(d: Path) -> list[str]:
     return sorted(p.name for p in d.iterdir() if p.name.endswith(TMP_SUFFIX))
-
-
-def test_docstring_examples():
-    result = doctest.testmod(shards)
-    assert result.attempted > 0 and result.failed == 0
 
 
 # --------------------------------------------------------------------------- format and round trip

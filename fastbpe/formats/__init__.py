@@ -33,6 +33,9 @@ save says what is lost, and:
 Every save is atomic and keeps the target's mode and symlinks (``fastbpe.io.atomic``).
 Malformed tokenizer.json files raise ValueError naming the file and JSON path
 (``_hfjson``).
+
+>>> SAVE_FORMATS, _format_from_path(Path("cl100k_base.tiktoken"))
+(('tiktoken', 'hf', 'gpt2'), 'tiktoken')
 """
 from __future__ import annotations
 

@@ -4,6 +4,14 @@
 Token text uses GPT-2's byte-to-unicode table (see ``hf_bpe``). Ids in encoder.json
 become ranks; entries that no merge or byte produces (``<|endoftext|>``) are special
 tokens.
+
+>>> import tempfile, os
+>>> d = tempfile.mkdtemp()
+>>> enc_json, vocab_bpe = os.path.join(d, "encoder.json"), os.path.join(d, "vocab.bpe")
+>>> write_gpt2_files(enc_json, vocab_bpe, {bytes([i]): i for i in range(256)} | {b"hi": 256}, {"<|endoftext|>": 257})
+>>> ranks, specials = read_gpt2_files(enc_json, vocab_bpe)
+>>> ranks[b"hi"], specials
+(256, {'<|endoftext|>': 257})
 """
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ likelihood trainer (``fastbpe._wordpiece_train``); ``fastbpe.reference.wordpiece
 the rules both follow.
 
 >>> wp = train_wordpiece(documents=["hug hugs hugging"] * 5, vocab_size=40)
->>> wp.tokenize("hugs")
-['hug', '##s']
+>>> wp.tokenize("hugging"), "##u" in wp.vocab
+(['hugging'], True)
 """
 from __future__ import annotations
 
