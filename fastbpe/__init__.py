@@ -7,7 +7,8 @@
 
 ``import fastbpe`` loads only what ``Encoding`` needs; every other public name is
 imported on first use (PEP 562 ``__getattr__``), so a process that only encodes never
-loads the trainers, WordPiece, the shard writer or the file formats.
+loads the trainers, WordPiece, the shard writer or the file formats. Submodules load
+the same way (``fastbpe.shards.open(...)`` after ``import fastbpe``).
 """
 from . import _native  # noqa: F401  (fails early, with build instructions)
 from .bpe.encoding import Encoding
@@ -46,11 +47,18 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fastbpe' has no attribute {name!r}")
     import importlib
 
+    module = _LAZY.get(name)
+    if module is None and name.startswith("__"):
+        raise AttributeError(f"module 'fastbpe' has no attribute {name!r}")
+    if module is None:  # a submodule, as `import fastbpe` made them all attributes before
+        try:
+            return importlib.import_module(f"{__name__}.{name}")   # e.g. fastbpe.shards.open
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'fastbpe' has no attribute {name!r}") from None
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # the next lookup is a plain attribute
     return value
