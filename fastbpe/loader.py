@@ -1,5 +1,7 @@
-"""``fastbpe.load`` (this module is ``loader``: a submodule named ``load`` would shadow the
-function on the package once imported): build an ``Encoding`` (BPE) or a ``WordPiece`` from tokenizer files.
+"""``fastbpe.load``: build an ``Encoding`` (BPE) or a ``WordPiece`` from tokenizer files.
+
+(The module is ``loader``: a submodule named ``load`` would replace the function
+``fastbpe.load`` on the package as soon as it was imported.)
 
 The codecs in ``fastbpe.formats`` turn files into ranks, merges and vocabularies; this
 module picks the codec from the path (or ``format=``) and builds the tokenizer. See
