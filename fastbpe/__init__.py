@@ -10,11 +10,18 @@ imported on first use (PEP 562 ``__getattr__``), so a process that only encodes 
 loads the trainers, WordPiece, the shard writer or the file formats. Submodules load
 the same way (``fastbpe.shards.open(...)`` after ``import fastbpe``).
 """
+import sys as _sys
+
 from . import _native  # noqa: F401  (fails early, with build instructions)
+from .bpe import encoding as _encoding
 from .bpe.encoding import Encoding
 from .reference.patterns import CL100K, GPT2, O200K
 
 __version__ = "0.1.0"
+
+# Pickles of an Encoding made before the layered package (issue 24) name
+# fastbpe.encoding.Encoding: the old module name stays an alias of the new module.
+_sys.modules.setdefault(__name__ + ".encoding", _encoding)
 
 #: Public name -> the module that defines it (imported by ``__getattr__`` on first use).
 _LAZY = {

@@ -23,6 +23,7 @@ cloudpickle = pytest.importorskip("cloudpickle")
 import fastbpe  # noqa: E402
 from fastbpe import shards  # noqa: E402
 from fastbpe.bpe import counting  # noqa: E402
+from fastbpe.trainers import bpe as train  # noqa: E402
 from fastbpe.io import Corpus  # noqa: E402
 from fastbpe import distributed as D  # noqa: E402
 from fastbpe.bpe.encoding import Encoding  # noqa: E402
@@ -476,7 +477,7 @@ def test_import_error_without_dask(tmp_path):
         from fastbpe.reference import patterns
         for call in (
             lambda: D.count_chunks_distributed(object(), ["x"], patterns.CL100K, []),
-            lambda: D.encode_files(["x"], __import__("fastbpe").encoding.get_toy_encoding(), "out", client=object()),
+            lambda: D.encode_files(["x"], __import__("fastbpe.bpe.encoding").bpe.encoding.get_toy_encoding(), "out", client=object()),
             lambda: D.plan_tasks(["s3://bucket/x.txt"]),
         ):
             try:
