@@ -17,7 +17,8 @@ Every trainer gets the same documents, vocab 32768 (``--vocab-size``), two threa
   checkout without it (``train_bpe`` takes no ``docs=``) the documents are streamed
   from the file in Python as ``train_bpe(documents=...)`` (the "api" column says
   which). Phase times come from wrapping ``count_chunk_table`` (count) and
-  ``train_merges`` (merge) where ``train_bpe`` looks them up while ``train_bpe`` runs; "-" if a build calls others.
+  ``train_merges`` (merge), where ``train_bpe`` looks them up, while it runs; "-" if a
+  build calls others.
 * **rustbpe**: ``Tokenizer().train_from_iterator(documents, vocab, pattern=cl100k)``,
   the documents streamed from the file in Python the same way.
 * **gigatoken**: ``train_bpe(path, vocab, [], separator=b"<|endoftext|>")`` on the
