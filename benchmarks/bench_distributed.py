@@ -3,7 +3,7 @@
 Compares, on the same corpus (Python standard library sources, concatenated into a few
 files so that byte ranges matter):
 
-* training, read-and-count phase: ``train.count_documents`` in this process vs
+* training, read-and-count phase: ``bpe.counting.count_documents`` in this process vs
   ``count_chunks_distributed`` on a ``LocalCluster`` of 1 and 2 single-threaded worker
   processes (the merge phase runs where the client is in every case, so it is not
   timed here);
@@ -34,7 +34,8 @@ if any((ROOT / "fastbpe").glob("_core*.so")) and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import fastbpe  # noqa: E402
-from fastbpe import _data, shards, train  # noqa: E402
+from fastbpe import _data, shards  # noqa: E402
+from fastbpe.bpe import counting  # noqa: E402
 from fastbpe import distributed as D  # noqa: E402
 from fastbpe.cli import stdlib_sources  # noqa: E402
 from fastbpe.reference import patterns  # noqa: E402
@@ -96,7 +97,8 @@ def _cpu_seconds(client) -> float:
 
 def _warm_worker() -> None:
     """Imports and the compiled pattern, once per worker (like cluster start-up, not timed)."""
-    from fastbpe import distributed, train  # noqa: F401
+    from fastbpe import distributed  # noqa: F401
+    from fastbpe.bpe import counting  # noqa: F401
     from fastbpe.reference import patterns
 
     patterns.compile_pattern(patterns.resolve_pattern("cl100k"))
@@ -153,7 +155,7 @@ def main(argv=None) -> int:
             clusters[w] = (cluster, client)
 
         if not args.skip_train:
-            want, base, cpu = timed(lambda: train.count_documents(_data.iter_documents(paths), pat, specials),
+            want, base, cpu = timed(lambda: counting.count_documents(_data.iter_documents(paths), pat, specials),
                                     repeat=args.repeat)
             rows.append(("train count", "single process", mb / base, 1.0, cpu))
             for w, (_, client) in clusters.items():

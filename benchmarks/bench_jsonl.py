@@ -41,7 +41,7 @@ Notes (2-core shared VM; quote ratios from one run)
 * Tools: load two builds into one process and alternate them (the VM has no hardware
   counters, and wall times swing 2x with the other helpers' load); ``perf record`` /
   ``perf annotate`` for where the time goes; an ASan build (``-fsanitize=address``,
-  ``LD_PRELOAD=libasan.so PYTHONMALLOC=malloc``) runs tests/test_jsonl.py clean: the
+  ``LD_PRELOAD=libasan.so PYTHONMALLOC=malloc``) runs tests/test_io_jsonl.py clean: the
   scanner reads and writes ahead in whole blocks.
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ from corpus import LANGUAGES, documents  # noqa: E402
 from fastbpe import get_encoding  # noqa: E402
 from fastbpe.io.jsonl import documents_of_block  # noqa: E402
 from fastbpe.reference.patterns import O200K  # noqa: E402
-from fastbpe.train import count_documents  # noqa: E402
+from fastbpe.bpe.counting import count_documents  # noqa: E402
 
 
 def texts() -> list[str]:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("FASTBPE_VOCAB_DIR", str(ROOT.parent / "shared" / "vocab"))
 
 import fastbpe  # noqa: E402
-from fastbpe import encoding  # noqa: E402
+from fastbpe.bpe import encoding  # noqa: E402
 from corpus import corpus  # noqa: E402
 
 

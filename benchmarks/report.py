@@ -97,7 +97,7 @@ def machine() -> dict:
                 versions[name] = version(name)
             except Exception:
                 pass
-    from fastbpe import encoding
+    from fastbpe.bpe import encoding
 
     core = "native" if encoding.NativeCoreBPE is not None and os.environ.get("FASTBPE_REFERENCE_CORE") != "1" else "reference (pure Python)"
     try:
@@ -277,7 +277,7 @@ secs = time.perf_counter() - t0
 n = spm.SentencePieceProcessor(model_file=OUT + "/spm.model").get_piece_size()
 """,
     "fastbpe WordPiece": """
-from fastbpe.wordpiece import train_wordpiece
+from fastbpe import train_wordpiece
 t0 = time.perf_counter()
 wp = train_wordpiece([CORPUS], VOCAB)
 secs = time.perf_counter() - t0

@@ -44,8 +44,9 @@ def test_fastbpe_phases_match_train_bpe(corpus):
     """The benchmarked path is the public one, and gives the same tokens as the phases."""
     import fastbpe
     from fastbpe import _train
+    from fastbpe.bpe import counting
 
     enc = fastbpe.train_bpe(corpus, 600, num_threads=THREADS, progress=False)
-    table = _train.count_chunk_table(corpus, "cl100k", num_threads=1)
+    table = counting.count_chunk_table(corpus, "cl100k", num_threads=1)
     _, vocab = _train.train_merges(table, 600)
     assert enc.mergeable_ranks == {tok: i for i, tok in enumerate(vocab)}

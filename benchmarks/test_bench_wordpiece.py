@@ -23,7 +23,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from corpus import short_lines  # noqa: E402
 
-from fastbpe.wordpiece import WordPiece, train_wordpiece  # noqa: E402
+from fastbpe import WordPiece, train_wordpiece  # noqa: E402
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

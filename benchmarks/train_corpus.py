@@ -16,8 +16,9 @@ Every trainer gets the same documents, vocab 32768 (``--vocab-size``), two threa
   docs="sep:<|endoftext|>")`` or ``train_bpe(path, vocab, field="text")``; on a
   checkout without it (``train_bpe`` takes no ``docs=``) the documents are streamed
   from the file in Python as ``train_bpe(documents=...)`` (the "api" column says
-  which). Phase times come from wrapping ``fastbpe._train.count_chunk_table`` (count)
-  and ``train_merges`` (merge) while ``train_bpe`` runs; "-" if a build calls others.
+  which). Phase times come from wrapping ``count_chunk_table`` (count) and
+  ``train_merges`` (merge), where ``train_bpe`` looks them up, while it runs; "-" if a
+  build calls others.
 * **rustbpe**: ``Tokenizer().train_from_iterator(documents, vocab, pattern=cl100k)``,
   the documents streamed from the file in Python the same way.
 * **gigatoken**: ``train_bpe(path, vocab, [], separator=b"<|endoftext|>")`` on the
@@ -119,10 +120,17 @@ def vocab_hash(tokens_in_rank_order) -> str:
 
 # ----------------------------------------------------------------------------- trainers
 def run_fastbpe(path: str, vocab: int, threads: int, sep: str, field: str) -> dict:
+    import importlib
+
     import fastbpe
-    from fastbpe import _train
 
     info: dict = {}
+    # where train_bpe looks the two phases up: the layered package (issue 24), else _train
+    try:
+        homes = {"count_chunk_table": importlib.import_module("fastbpe.bpe.counting"),
+                 "train_merges": importlib.import_module("fastbpe.trainers.bpe")}
+    except ImportError:
+        homes = dict.fromkeys(("count_chunk_table", "train_merges"), importlib.import_module("fastbpe._train"))
 
     def timed(fn, key):
         def wrapper(*args, **kw):
@@ -136,10 +144,10 @@ def run_fastbpe(path: str, vocab: int, threads: int, sep: str, field: str) -> di
 
     params = inspect.signature(fastbpe.train_bpe).parameters
     common = dict(pattern="cl100k", num_threads=threads, progress=False)
-    saved = {n: getattr(_train, n) for n in ("count_chunk_table", "train_merges") if hasattr(_train, n)}
+    saved = {n: getattr(m, n) for n, m in homes.items() if hasattr(m, n)}
     for name, key in (("count_chunk_table", "count_s"), ("train_merges", "merge_s")):
         if name in saved:
-            setattr(_train, name, timed(saved[name], key))
+            setattr(homes[name], name, timed(saved[name], key))
     try:
         t0 = time.perf_counter()
         if kind_of(path) == "jsonl" and "field" in params:
@@ -154,7 +162,7 @@ def run_fastbpe(path: str, vocab: int, threads: int, sep: str, field: str) -> di
         info["seconds"] = time.perf_counter() - t0
     finally:
         for name, fn in saved.items():
-            setattr(_train, name, fn)
+            setattr(homes[name], name, fn)
     ranks = enc.mergeable_ranks
     info["vocab"] = vocab_hash(sorted(ranks, key=ranks.get))
     info["n_vocab"] = len(ranks)

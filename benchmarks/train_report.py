@@ -172,7 +172,8 @@ def shuffled(path: Path) -> Path:
 def run_fastbpe(path: str, vocab_size: int, threads: int) -> dict:
     """fastbpe.train_bpe end to end; its two phases timed by wrapping the native calls."""
     import fastbpe
-    from fastbpe import _train
+    from fastbpe.bpe import counting
+    from fastbpe.trainers import bpe as trainer
 
     info: dict = {}
 
@@ -186,13 +187,13 @@ def run_fastbpe(path: str, vocab_size: int, threads: int) -> dict:
             return out
         return wrapper
 
-    saved = _train.count_chunk_table, _train.train_merges
-    _train.count_chunk_table = timed(saved[0], "count_s")
-    _train.train_merges = timed(saved[1], "merge_s")
+    saved = counting.count_chunk_table, trainer.train_merges
+    counting.count_chunk_table = timed(saved[0], "count_s")
+    trainer.train_merges = timed(saved[1], "merge_s")
     try:
         enc = fastbpe.train_bpe(path, vocab_size, pattern="cl100k", num_threads=threads, progress=False)
     finally:
-        _train.count_chunk_table, _train.train_merges = saved
+        counting.count_chunk_table, trainer.train_merges = saved
     info["vocab"] = enc.n_vocab
     return info
 

@@ -52,13 +52,13 @@ from pathlib import Path
 
 #: ``fastbpe demo`` defaults (MB of sources, vocabulary size): small enough to finish in
 #: well under a minute on 2 cores with the pure-Python trainer, larger when
-#: ``fastbpe.train`` runs on the native trainer (``fastbpe._train``).
+#: ``fastbpe.trainers.bpe`` runs on the native trainer (``fastbpe._train``).
 DEMO_REFERENCE = (0.5, 640)
 DEMO_NATIVE = (3.0, 2048)
 
 
 def demo_defaults() -> tuple[float, int]:
-    import fastbpe.train  # noqa: F401  (imports the native trainer when it is built and used)
+    import fastbpe.trainers.bpe  # noqa: F401  (imports the native trainer when it is built and used)
 
     return DEMO_NATIVE if sys.modules.get("fastbpe._train") is not None else DEMO_REFERENCE
 
@@ -431,7 +431,7 @@ def cmd_train(args) -> int:
     data = _training_data(args)
     if args.model == "wordpiece":
         try:
-            from .wordpiece import train_wordpiece
+            from .trainers.wordpiece import train_wordpiece
         except ImportError:
             raise CLIError("WordPiece training is not available in this build of fastbpe") from None
         if args.pattern != "cl100k":

@@ -13,7 +13,7 @@ and the shard writer:
   WordPiece documents are the text alone: no ``[CLS]``/``[SEP]`` and none of a
   tokenizer.json's truncation or padding.
 
->>> from fastbpe.encoding import get_toy_encoding
+>>> from fastbpe.bpe.encoding import get_toy_encoding
 >>> from fastbpe.io import Corpus
 >>> enc = get_toy_encoding()
 >>> [block_ids(enc, b)[0].tolist() for b in Corpus.resolve(documents=["hi", "hi hi"]).blocks(cut=cutter(enc))]
@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import io as _io
-from .show import is_wordpiece
+from .checks import is_wordpiece
 from .special import find_disallowed, resolve_special_sets
 
 

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import shards
+from .checks import check_num_threads, check_positive_int
 
 _INSTALL_HINT = "pip install fastbpe[dask]"
 
@@ -99,9 +100,9 @@ def merge_counts(*tables: dict) -> dict:
 
 
 def _count_bpe_task(task, pat_str, special_tokens, errors):
-    from . import train
+    from .bpe import counting
 
-    return train.count_task(task, pat_str, special_tokens, errors)
+    return counting.count_task(task, pat_str, special_tokens, num_threads=1, errors=errors)
 
 
 def _count_words_task(task, opts, errors):
@@ -122,10 +123,7 @@ def plan_tasks(paths, n_workers: int = 1, ranges_per_file: int | None = None, *,
     """
     from . import io as _io
 
-    if ranges_per_file is not None and (
-        isinstance(ranges_per_file, bool) or not isinstance(ranges_per_file, int) or ranges_per_file < 1
-    ):
-        raise ValueError(f"ranges_per_file must be None or a positive int, got {ranges_per_file!r}")
+    check_positive_int("ranges_per_file", ranges_per_file)
     corpus = _io.Corpus.resolve(paths, docs=docs, field=field, column=column)
     for s in corpus.sources:
         if not _io.documents.streams.is_url(s.path):
@@ -171,7 +169,7 @@ def count_chunks_distributed(client, paths, pat_str: str, special_tokens: list[s
                              field=None, column=None) -> dict[bytes, int]:
     """Phase 1 of ``train_bpe`` on a Dask cluster: ``{chunk bytes: count}`` over the
     documents of ``paths`` (local paths or fsspec URLs; ``docs``/``field``/``column`` as
-    in ``fastbpe.io.Corpus.resolve``), equal to one machine's ``_train.count_chunks``.
+    in ``fastbpe.io.Corpus.resolve``), equal to one machine's ``bpe.counting.count_chunks``.
 
     This is the hook ``train_bpe(..., client=client)`` calls with its validated
     ``pat_str`` and ``special_tokens``.
@@ -191,7 +189,7 @@ def _count_words_lines(lines, opts):
     """WordPiece word counts of some lines: the native counter of ``train_wordpiece``
     (one thread: a Dask worker thread is the unit of parallelism), else the reference."""
     try:
-        from .wordpiece import _count_words_native
+        from .wordpiece.counting import _count_words_native
     except ImportError:  # pragma: no cover - the native WordPiece core is not built
         from .reference.wordpiece import count_words
 
@@ -244,11 +242,6 @@ def count_words_distributed(client, paths, opts=None, errors: str = "strict",
 
 
 # ----------------------------------------------------------------------------- encoding
-def _check_threads(name: str, value) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name} must be None or a positive int, got {value!r}")
-
-
 def encode_files(paths, encoding, out_dir, client=None, *, docs: str | None = None, field: str | None = None,
                  column: str | None = None, dtype=None, eot=shards.DEFAULT, allowed_special=frozenset(),
                  disallowed_special="all", errors: str = "strict", num_threads: int | None = None,
@@ -270,8 +263,8 @@ def encode_files(paths, encoding, out_dir, client=None, *, docs: str | None = No
     """
     if client is not None:
         _check_client(client, "encode_files(client=...)")
-    _check_threads("num_threads", num_threads)
-    _check_threads("n_parts", n_parts)
+    check_num_threads(num_threads, allow_none=True)
+    check_positive_int("n_parts", n_parts)
     spec = shards.make_spec(encoding, dtype=dtype, eot=eot, allowed_special=allowed_special,
                             disallowed_special=disallowed_special, errors=errors)
     n_workers = _n_worker_threads(client) if client is not None else 1

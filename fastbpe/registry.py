@@ -39,6 +39,7 @@ import importlib.resources
 import importlib.util
 import lzma
 import os
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -93,17 +94,19 @@ def _clear_cache() -> None:
 
 
 def _build(name: str):
-    from .encoding import Encoding
+    from .bpe.encoding import Encoding
 
     definition = ENCODINGS[name]
     contents, _ = _locate(definition.ranks)
-    return Encoding(
+    enc = Encoding(
         name,
         pat_str=definition.pat_str,
         mergeable_ranks=_parse_known(contents),
         special_tokens=dict(definition.special_tokens),
         explicit_n_vocab=definition.explicit_n_vocab,
     )
+    enc._registry = sys.modules[__name__]  # pickles by name while it is the cached one
+    return enc
 
 
 def _locate(ranks_name: str) -> tuple[bytes, str]:

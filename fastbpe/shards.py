@@ -64,7 +64,7 @@ A run
 ``write_task`` for every task, then ``commit``:
 
 1. stale temporaries in the directory are removed (those of killed runs: see
-   ``fastbpe.formats._atomic``);
+   ``fastbpe.io.atomic``);
 2. each task: if its shard is complete it is skipped; else its ``.bin`` and ``.idx`` are
    streamed to temporaries (memory stays bounded by one block: ids are appended as
    they come), fsynced and renamed, then the sidecar is written the same way;
@@ -78,7 +78,7 @@ kept, and the rerun gives the same bytes as a run that never failed. Two runs mu
 write one directory at the same time.
 
 >>> import tempfile, numpy as np
->>> from fastbpe.encoding import get_toy_encoding
+>>> from fastbpe.bpe.encoding import get_toy_encoding
 >>> from fastbpe.io import Corpus
 >>> d = tempfile.mkdtemp()
 >>> tasks = Corpus.resolve(documents=["hi", "hi hi"]).plan()
@@ -104,8 +104,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .formats._atomic import atomic_open, atomic_write_text, clean_stale_temps_in, fsync_dir
-from .show import is_wordpiece
+from .io.atomic import atomic_open, atomic_write_text, clean_stale_temps_in, fsync_dir
+from .checks import check_dtype, check_num_threads, is_wordpiece
 from . import corpus as _corpus
 from .io.documents import prefetch as _prefetch
 from .corpus import DisallowedSpecialInDocument, document_ids_batch  # noqa: F401  (re-exported)
@@ -182,29 +182,21 @@ def _max_id(tok) -> int:
 def resolve_dtype(tok, dtype=None) -> str:
     """``"uint16"`` or ``"uint32"``; None picks uint16 when every id of ``tok`` fits.
 
-    >>> from fastbpe.encoding import get_toy_encoding
+    >>> from fastbpe.bpe.encoding import get_toy_encoding
     >>> resolve_dtype(get_toy_encoding()), resolve_dtype(get_toy_encoding(), np.uint32)
     ('uint16', 'uint32')
     """
     top = _max_id(tok)
     if dtype is None:
         return "uint16" if top <= 0xFFFF else "uint32"
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        raise ValueError(f"dtype must be uint16 or uint32, not {dtype!r}") from None
-    if dt.kind != "u" or dt.itemsize not in (2, 4):
-        raise ValueError(f"dtype must be uint16 or uint32, not {dt}")
-    if dt.itemsize == 2 and top > 0xFFFF:
-        raise ValueError(f"dtype uint16 cannot hold ids up to {top} of this tokenizer; use uint32")
-    return f"uint{dt.itemsize * 8}"
+    return check_dtype(dtype, top, "this tokenizer").name
 
 
 def resolve_eot(tok, eot=DEFAULT) -> tuple[str | None, int | None]:
     """``(token, id)`` written after every document: ``<|endoftext|>`` (BPE) or ``[SEP]``
     (WordPiece) by default, the token named by ``eot``, or ``(None, None)`` for ``eot=None``.
 
-    >>> from fastbpe.encoding import get_toy_encoding
+    >>> from fastbpe.bpe.encoding import get_toy_encoding
     >>> resolve_eot(get_toy_encoding(), "<|eot|>"), resolve_eot(get_toy_encoding(), None)
     (('<|eot|>', 257), (None, None))
     """
@@ -494,8 +486,7 @@ def write_shards(tok, tasks, out_dir, *, dtype=None, eot=DEFAULT, allowed_specia
     """Encode ``tasks`` (``fastbpe.io``'s ``Corpus.plan()``) into shards in ``out_dir``, in
     this process, in order, each block on ``num_threads`` native threads; then ``commit``.
     Returns the manifest (see the module docstring for everything else)."""
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive int, got {num_threads!r}")
+    num_threads = check_num_threads(num_threads)
     if isinstance(block_bytes, bool) or not isinstance(block_bytes, int) or block_bytes < 1:
         raise ValueError(f"block_bytes must be a positive int, got {block_bytes!r}")
     spec = make_spec(tok, dtype=dtype, eot=eot, allowed_special=allowed_special,

@@ -21,7 +21,7 @@ Space, newline and tab keep their marks (``·`` ``↵`` ``→``) and ``\\r`` is 
 backslash is left alone, so ``\\x1b`` typed in a file looks like an escaped ESC: the
 view is for reading, the ids are what is exact.
 
->>> from fastbpe.encoding import get_toy_encoding
+>>> from fastbpe.bpe.encoding import get_toy_encoding
 >>> [s.text for s in segments(get_toy_encoding(), "hi there")]
 ['hi', ' ', 't', 'h', 'e', 'r', 'e']
 >>> render_plain(segments(get_toy_encoding(), "hi\\n"))
@@ -35,6 +35,8 @@ import html
 from dataclasses import dataclass
 
 import regex
+
+from .checks import is_wordpiece  # noqa: F401  (also used as show.is_wordpiece)
 
 #: Background colours the terminal view cycles through (ANSI 256-colour codes: soft
 #: pastels that keep black text readable on light and dark themes).
@@ -85,10 +87,6 @@ class Segment:
     def partial(self) -> bool:
         """True when several tokens share a character (a cut UTF-8 sequence)."""
         return len(self.ids) > 1
-
-
-def is_wordpiece(tok) -> bool:
-    return hasattr(tok, "tokenize") and not hasattr(tok, "decode_single_token_bytes")
 
 
 def segments(tok, text: str, *, allowed_special=frozenset(), disallowed_special="all") -> list[Segment]:

@@ -22,7 +22,7 @@ without its tokenizer.json's truncation or padding (``corpus.document_ids_batch`
 Each file is encoded whole, so counts are exact (no block boundary changes a
 pre-tokenizer chunk).
 
->>> from fastbpe.encoding import get_toy_encoding
+>>> from fastbpe.bpe.encoding import get_toy_encoding
 >>> s = text_stats(get_toy_encoding(), "hi hi")
 >>> (s.tokens, s.words, round(s.bytes_per_token, 2), s.fertility)
 (3, 2, 1.67, 1.5)
@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .show import is_wordpiece
+from .checks import is_wordpiece
 from .corpus import document_ids_batch
 
 

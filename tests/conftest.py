@@ -100,7 +100,7 @@ def _threads_as_asked():
     The native core otherwise uses about one thread per 16,384 characters and no more
     than the CPUs it may run on (``_encode.batch_threads``), which would put almost every
     test batch (small on purpose) on one thread and leave the threaded paths untested.
-    ``test_encode_native.py`` tests that rule with it switched back on."""
+    ``test_bpe_encoding_native.py`` tests that rule with it switched back on."""
     try:
         from fastbpe import _encode
     except ImportError:  # the reference core has no threads

@@ -128,10 +128,11 @@ def test_dask_writes_the_same_shards(corpus_dir, enc, tmp_path):
 def test_training_counts_chunks_within_documents(corpus_dir):
     docs = expected_documents(corpus_dir)
     from fastbpe import _train
+    from fastbpe.bpe import counting
 
     want = ref.count_chunks(docs, patterns.CL100K)
-    assert _train.count_chunks(corpus_dir, "cl100k", num_threads=2) == want
-    assert _train.count_chunks(documents=docs, pattern="cl100k", num_threads=2) == want
+    assert counting.count_chunks(corpus_dir, "cl100k", num_threads=2) == want
+    assert counting.count_chunks(documents=docs, pattern="cl100k", num_threads=2) == want
     assert b"\n\n" in want and b"   " in want     # newlines and indentation live inside documents
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -21,10 +21,12 @@ pytest.importorskip("fsspec")
 cloudpickle = pytest.importorskip("cloudpickle")
 
 import fastbpe  # noqa: E402
-from fastbpe import shards, train  # noqa: E402
+from fastbpe import shards  # noqa: E402
+from fastbpe.bpe import counting  # noqa: E402
+from fastbpe.trainers import bpe as train  # noqa: E402
 from fastbpe.io import Corpus  # noqa: E402
 from fastbpe import distributed as D  # noqa: E402
-from fastbpe.encoding import Encoding  # noqa: E402
+from fastbpe.bpe.encoding import Encoding  # noqa: E402
 from fastbpe.reference import patterns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,11 +116,11 @@ def test_plan_tasks_cover_files_exactly(corpus):
 @pytest.mark.parametrize("pattern", ["cl100k", "gpt2"])
 def test_counts_equal_single_machine(client, corpus, pattern):
     pat = patterns.resolve_pattern(pattern)
-    want = train.count_documents(_docs(corpus, "lines"), pat, SPECIALS)
+    want = counting.count_documents(_docs(corpus, "lines"), pat, SPECIALS)
     got = D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=3, split_every=2, docs="lines")
     assert got == want
     assert D.count_chunks_distributed(client, [str(p) for p in corpus], pat, SPECIALS, docs="lines") == want
-    whole = train.count_documents(_docs(corpus), pat, SPECIALS)
+    whole = counting.count_documents(_docs(corpus), pat, SPECIALS)
     assert D.count_chunks_distributed(client, corpus, pat, SPECIALS, ranges_per_file=3) == whole
 
 
@@ -145,7 +147,7 @@ def test_fsspec_url_input(client, corpus):
     (the in-memory filesystem lives in the client process, so count it locally by
     running the task function directly)."""
     pat = patterns.resolve_pattern("cl100k")
-    want = train.count_documents(_docs(corpus, "lines"), pat, SPECIALS)
+    want = counting.count_documents(_docs(corpus, "lines"), pat, SPECIALS)
     urls = ["file://" + str(p) for p in corpus]
     assert D.count_chunks_distributed(client, urls, pat, SPECIALS, ranges_per_file=2, docs="lines") == want
 
@@ -166,7 +168,7 @@ def test_relative_paths_reach_the_workers(client, corpus, encoding, tmp_path, mo
     monkeypatch.chdir(corpus[0].parent)
     pat = patterns.resolve_pattern("cl100k")
     rel = [p.name for p in corpus]
-    want = train.count_documents(_docs(corpus), pat, SPECIALS)
+    want = counting.count_documents(_docs(corpus), pat, SPECIALS)
     assert D.count_chunks_distributed(client, rel, pat, SPECIALS) == want
 
 
@@ -183,7 +185,7 @@ def test_a_directory_counts_as_its_files(client, corpus, tmp_path):
     (tmp_path / "d" / "sub").mkdir(parents=True)
     for i, p in enumerate(corpus):
         (tmp_path / "d" / ("sub" if i % 2 else "") / p.name).write_bytes(p.read_bytes())
-    want = train.count_documents(_docs(tmp_path / "d"), pat, SPECIALS)
+    want = counting.count_documents(_docs(tmp_path / "d"), pat, SPECIALS)
     assert D.count_chunks_distributed(client, tmp_path / "d", pat, SPECIALS, ranges_per_file=2) == want
 
 
@@ -223,7 +225,7 @@ def test_count_errors(client, corpus, tmp_path):
 
 def test_wordpiece_counts_and_vocab_equal_train_wordpiece(client, corpus, monkeypatch):
     from fastbpe.reference import wordpiece as ref_wp
-    from fastbpe.wordpiece import train_wordpiece
+    from fastbpe import train_wordpiece
 
     opts = ref_wp.BertOptions()
     got = D.count_words_distributed(client, corpus, opts, ranges_per_file=3)
@@ -475,7 +477,7 @@ def test_import_error_without_dask(tmp_path):
         from fastbpe.reference import patterns
         for call in (
             lambda: D.count_chunks_distributed(object(), ["x"], patterns.CL100K, []),
-            lambda: D.encode_files(["x"], __import__("fastbpe").encoding.get_toy_encoding(), "out", client=object()),
+            lambda: D.encode_files(["x"], __import__("fastbpe.bpe.encoding").bpe.encoding.get_toy_encoding(), "out", client=object()),
             lambda: D.plan_tasks(["s3://bucket/x.txt"]),
         ):
             try:
@@ -493,9 +495,3 @@ def test_import_error_without_dask(tmp_path):
     assert len(lines) == 3
     assert all("pip install fastbpe[dask]" in line for line in lines)
 
-
-def test_docstring_examples():
-    import doctest
-
-    result = doctest.testmod(D)
-    assert result.attempted > 0 and result.failed == 0

@@ -5,7 +5,7 @@ import os
 import pytest
 
 import fastbpe
-from fastbpe.formats import _atomic
+from fastbpe.io import atomic as _atomic
 from fastbpe.formats.gpt2_files import read_gpt2_files, write_gpt2_files
 from fastbpe.formats.hf_bpe import read_hf_bpe
 from fastbpe.formats.tiktoken_bpe import parse_tiktoken_bpe, read_tiktoken

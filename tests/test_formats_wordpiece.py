@@ -7,7 +7,7 @@ import pytest
 
 from fastbpe.formats.hf_wordpiece import read_hf_wordpiece
 from fastbpe.formats.vocab_txt import read_vocab_txt, write_vocab_txt
-from fastbpe.wordpiece import WordPiece, train_wordpiece
+from fastbpe import WordPiece, train_wordpiece
 
 HF = dict(allowed_special="all")  # HF's rule for special-token text (the texts hold [MASK])
 

@@ -56,3 +56,14 @@ def test_process_pools_get_the_workers_own_cached_encoding(method):
         got = pool.map_async(enc.encode_ordinary, TEXTS).get(timeout=300)
         registered = pool.map_async(registry.is_registered, [enc] * 4).get(timeout=300)
     assert got == want and registered == [True] * 4
+
+
+def test_pickles_from_before_the_layered_package_load():
+    # by-value pickles made before issue 24 name fastbpe.encoding.Encoding (protocol 0 is
+    # text, so the old name can be written back into a new pickle)
+    enc = fastbpe.Encoding("toy", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)} | {b"hi": 256},
+                           special_tokens={"<|eot|>": 257})
+    blob = pickle.dumps(enc, 0)
+    assert b"fastbpe.bpe.encoding\nEncoding" in blob
+    old = pickle.loads(blob.replace(b"fastbpe.bpe.encoding\nEncoding", b"fastbpe.encoding\nEncoding"))
+    assert old.encode("hi<|eot|>", allowed_special="all") == [256, 257]

@@ -133,7 +133,7 @@ def test_cased_configuration_matches_hf(bert):
         assert R.encode(text, vocab, opts, **HF) == cased.encode(text).ids
 
 
-# Every code point agrees with HF (tests/test_bert_unicode.py), so no character is filtered out.
+# Every code point agrees with HF (tests/test_reference_bert_unicode.py), so no character is filtered out.
 _chars = st.characters(codec="utf-8")
 _piece = st.one_of(
     _chars, _chars, st.sampled_from(list(" \t\n.,!?'#-[]") + ["[MASK]", "##", "ing", "un", "中", "é", "a" * 99])

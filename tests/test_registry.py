@@ -1,6 +1,5 @@
 """get_encoding: every tiktoken name, offline, from users' files or the shipped copy,
 checked, defined as tiktoken defines it, cached once per process."""
-import doctest
 import hashlib
 import lzma
 import os
@@ -40,14 +39,6 @@ def _unpacked(ranks_name: str) -> bytes:
 def test_names_are_tiktokens():
     openai_public = pytest.importorskip("tiktoken_ext.openai_public")
     assert fastbpe.list_encoding_names() == NAMES == list(openai_public.ENCODING_CONSTRUCTORS)
-
-
-@pytest.mark.parametrize("module", ["fastbpe.registry", "fastbpe.model", "fastbpe._openai_public"])
-def test_docstring_examples(module):
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module))
-    assert result.attempted > 0 and result.failed == 0
 
 
 # ----------------------------------------------------------------------- where from

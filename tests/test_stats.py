@@ -6,7 +6,7 @@ import pytest
 
 import fastbpe
 from fastbpe import stats
-from fastbpe.encoding import get_toy_encoding
+from fastbpe.bpe.encoding import get_toy_encoding
 
 
 def test_docstring_examples():

@@ -27,7 +27,7 @@ Usage (from the project root)::
     python tools/gen_bert_unicode.py --sdist-dir DIR   # use unicodedata2-*.tar.gz in DIR
 
 The build and the tests never run this script; the generated module is committed.
-tests/test_bert_unicode.py compares it with the installed HF ``tokenizers`` on every
+tests/test_reference_bert_unicode.py compares it with the installed HF ``tokenizers`` on every
 code point: if a new tokenizers wheel moves to another Unicode version, that test fails
 and names the code points; then change the versions below and regenerate.
 """

@@ -30,9 +30,12 @@ save says what is lost, and:
 
 ``lossy=True`` is the caller saying "I know": nothing is raised or warned.
 
-Every save is atomic and keeps the target's mode and symlinks (``_atomic``).
+Every save is atomic and keeps the target's mode and symlinks (``fastbpe.io.atomic``).
 Malformed tokenizer.json files raise ValueError naming the file and JSON path
 (``_hfjson``).
+
+>>> SAVE_FORMATS, _format_from_path(Path("cl100k_base.tiktoken"))
+(('tiktoken', 'hf', 'gpt2'), 'tiktoken')
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ import warnings
 from pathlib import Path
 
 from ..reference import patterns
-from ._atomic import atomic_write_bytes
+from ..io.atomic import atomic_write_bytes
 
 SAVE_FORMATS = ("tiktoken", "hf", "gpt2")
 
@@ -141,62 +144,3 @@ def save_encoding(enc, path: str | os.PathLike, format: str | None = None, *, lo
         write_gpt2_files(folder / "encoder.json", folder / "vocab.bpe", enc.mergeable_ranks, enc.special_tokens)
     else:
         raise ValueError(f"unknown format {fmt!r} for a BPE Encoding; choose one of {SAVE_FORMATS}")
-
-
-def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | None = None,
-         special_tokens: dict[str, int] | None = None, name: str | None = None):
-    """Load a tokenizer file; returns an ``Encoding`` (BPE) or a ``WordPiece``.
-
-    ``.tiktoken`` files hold no split pattern or special tokens: the three public OpenAI
-    files are recognised by their sha256; for others pass ``pat_str`` (default: the
-    cl100k pattern) and ``special_tokens``.
-    """
-    from ..encoding import Encoding
-
-    if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"tokenizer file not found: {path}")
-    if path.is_dir() and format in (None, "hf") and (path / "tokenizer.json").exists():
-        path = path / "tokenizer.json"  # a transformers folder
-    fmt = format or (_format_from_path(path) if not path.is_dir() else "gpt2")
-    if fmt == "tiktoken":
-        from .tiktoken_bpe import read_tiktoken
-
-        ranks, known = read_tiktoken(path)
-        k_name, k_pat, k_special = known if known else (path.name.removesuffix(".tiktoken"), patterns.CL100K, {})
-        return Encoding(
-            name or k_name,
-            pat_str=patterns.resolve_pattern(pat_str) if pat_str else k_pat,
-            mergeable_ranks=ranks,
-            special_tokens=k_special if special_tokens is None else special_tokens,
-        )
-    if fmt == "hf":
-        from ._hfjson import field, model_of, read_json
-
-        data = read_json(path)
-        model_type = field(model_of(data, str(path)), "type", str, "model", str(path), default=None)
-        if model_type == "WordPiece":
-            from ..wordpiece import WordPiece
-
-            return WordPiece.from_file(path)
-        if model_type != "BPE":
-            raise ValueError(f"{path}: unsupported tokenizer model {model_type!r} (expected BPE or WordPiece)")
-        from .hf_bpe import from_hf_json
-
-        ranks, pat, specials, added = from_hf_json(data, str(path))
-        return Encoding(name or path.stem, pat_str=pat, mergeable_ranks=ranks,
-                        special_tokens=specials if special_tokens is None else special_tokens, added_tokens=added)
-    if fmt == "gpt2":
-        from .gpt2_files import read_gpt2_files
-
-        folder = path if path.is_dir() else path.parent
-        ranks, specials = read_gpt2_files(folder / "encoder.json", folder / "vocab.bpe")
-        return Encoding(name or folder.name, pat_str=patterns.resolve_pattern(pat_str or "gpt2"),
-                        mergeable_ranks=ranks, special_tokens=specials if special_tokens is None else special_tokens)
-    if fmt == "vocab.txt":
-        from ..wordpiece import WordPiece
-
-        return WordPiece.from_file(path)
-    raise ValueError(f"unknown format {fmt!r}")

@@ -4,6 +4,14 @@
 Token text uses GPT-2's byte-to-unicode table (see ``hf_bpe``). Ids in encoder.json
 become ranks; entries that no merge or byte produces (``<|endoftext|>``) are special
 tokens.
+
+>>> import tempfile, os
+>>> d = tempfile.mkdtemp()
+>>> enc_json, vocab_bpe = os.path.join(d, "encoder.json"), os.path.join(d, "vocab.bpe")
+>>> write_gpt2_files(enc_json, vocab_bpe, {bytes([i]): i for i in range(256)} | {b"hi": 256}, {"<|endoftext|>": 257})
+>>> ranks, specials = read_gpt2_files(enc_json, vocab_bpe)
+>>> ranks[b"hi"], specials
+(256, {'<|endoftext|>': 257})
 """
 from __future__ import annotations
 
@@ -11,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-from ._atomic import atomic_write_text
+from ..io.atomic import atomic_write_text
 from .hf_bpe import hf_vocab, str_to_token, token_to_str
 
 

@@ -18,7 +18,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from ..reference import patterns
-from ._atomic import atomic_write_text
+from ..io.atomic import atomic_write_text
 from ._hfjson import added_token_ids, check_added_tokens, check_vocab, expect, field, key_path, model_of, read_json, show
 
 # HF's ByteLevel pre-tokenizer regex (GPT-2's original pattern) splits like GPT2.

@@ -16,6 +16,12 @@ Writing produces a file that ``tokenizers.Tokenizer.from_file`` loads and encode
 fastbpe: BertNormalizer, BertPreTokenizer, WordPiece model, the tokenizer's post-processor
 (by default a TemplateProcessing ``[CLS] $A [SEP]`` / ``[CLS] $A [SEP] $B:1 [SEP]:1``),
 truncation and padding, and the WordPiece decoder.
+
+>>> import tempfile, os
+>>> from fastbpe import WordPiece
+>>> path = WordPiece({"[UNK]": 0, "hi": 1}).save(os.path.join(tempfile.mkdtemp(), "tokenizer.json"))
+>>> read_hf_wordpiece(path)["vocab"]
+{'[UNK]': 0, 'hi': 1}
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ import json
 import os
 from pathlib import Path
 
-from ._atomic import atomic_write_text
+from ..io.atomic import atomic_write_text
 from ._hfjson import added_token_ids, check_added_tokens, check_vocab, expect, field, model_of, read_json
 
 

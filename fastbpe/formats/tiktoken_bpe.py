@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from .._openai_public import ENCODINGS, RANKS_FILES
-from ._atomic import atomic_write_bytes
+from ..io.atomic import atomic_write_bytes
 
 #: sha256 of the public files -> (name, pattern, special tokens) of the encoding a bare
 #: file loads as (the definitions live in ``fastbpe._openai_public``).

@@ -25,7 +25,7 @@ import json
 import os
 from pathlib import Path
 
-from ._atomic import atomic_write_text
+from ..io.atomic import atomic_write_text
 
 PAD_NAMES = ("<|pad|>", "<pad>", "[PAD]", "<|padding|>")
 

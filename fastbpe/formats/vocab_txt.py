@@ -3,13 +3,16 @@
 Reading follows HF (trailing whitespace of a line is not part of the token) but is strict
 where HF is silent: a duplicate token or an empty line raises ValueError naming the file and
 the line (1-based), because either would silently shift or shadow ids.
+
+>>> vocab_txt_text({"[UNK]": 0, "hi": 1}).splitlines()
+['[UNK]', 'hi']
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from ._atomic import atomic_write_text
+from ..io.atomic import atomic_write_text
 
 
 def read_vocab_txt(path: str | os.PathLike) -> dict[str, int]:

@@ -24,7 +24,7 @@ Decisions, written down once (the native core must follow every one of them):
     LETTER TJE (Unicode 16) lowercases to U+1C8A.
 
   A tokenizers wheel built by a rustc of another Unicode version changes only the
-  lowercase data; tests/test_bert_unicode.py checks every code point against the installed
+  lowercase data; tests/test_reference_bert_unicode.py checks every code point against the installed
   HF and names the ones that moved.
 * Order of normalisation is HF's ``BertNormalizer`` order (not the original Python BERT
   order): clean text, pad CJK characters with spaces, strip accents, lowercase.

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastbpe
-from fastbpe import encoding
+from fastbpe.bpe import encoding
 from fastbpe.reference.core import CoreBPE, fix_surrogates
 
 ROOT = Path(__file__).resolve().parents[1]

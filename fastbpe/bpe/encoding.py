@@ -17,26 +17,16 @@ import numpy as np
 import regex
 
 from . import unstable
-from .reference.core import CoreBPE as ReferenceCoreBPE
-from .reference.core import DisallowedSpecial
-from .reference.patterns import compile_pattern
-from .special import check_no_disallowed, resolve_special_sets
+from ..reference.core import CoreBPE as ReferenceCoreBPE
+from ..reference.core import DisallowedSpecial
+from ..reference.patterns import compile_pattern
+from ..checks import check_dtype, check_num_threads as _check_num_threads
+from ..special import check_no_disallowed, resolve_special_sets
 
 try:  # the native core lands with the encoder issue; until then the reference serves
-    from ._encode import CoreBPE as NativeCoreBPE
+    from .._encode import CoreBPE as NativeCoreBPE
 except ImportError:  # pragma: no cover
     NativeCoreBPE = None
-
-_MAX_THREADS = 1024
-
-
-def _check_num_threads(num_threads) -> int:
-    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)):
-        raise TypeError(f"num_threads must be an int, not {type(num_threads).__name__}")
-    if not 1 <= num_threads <= _MAX_THREADS:
-        raise ValueError(f"num_threads must be between 1 and {_MAX_THREADS}, got {num_threads}")
-    return int(num_threads)
-
 
 _UINT32 = np.dtype(np.uint32)
 
@@ -72,6 +62,10 @@ class Encoding:
     >>> chat.encode_ordinary("a<|im|>b"), chat.is_special_token(256)
     ([97, 256, 98], False)
     """
+
+    #: ``fastbpe.registry`` when it handed this object out (then it pickles by name); the
+    #: registry sets it, so this layer never imports the one above it.
+    _registry = None
 
     def __init__(
         self,
@@ -240,7 +234,7 @@ class Encoding:
     ) -> tuple[list[int], list[list[int]]]:
         """``(stable_tokens, completions)`` as tiktoken: the ids of text but its last
         piece, and every id sequence that may follow them once more text comes (in the
-        order found; the rules are in ``fastbpe.unstable``). Special tokens as in ``encode``.
+        order found; the rules are in ``fastbpe.bpe.unstable``). Special tokens as in ``encode``.
 
         >>> get_toy_encoding().encode_with_unstable("hi h")
         ([256, 32], [[104], [256]])
@@ -311,7 +305,7 @@ class Encoding:
         return [t for piece in self._pat.findall(text) for t in encode_piece(piece.encode("utf-8"))]
 
     def _encode_bytes(self, text: bytes) -> list[int]:
-        """Ids of bytes that need not be UTF-8, as tiktoken (see ``fastbpe.unstable``).
+        """Ids of bytes that need not be UTF-8, as tiktoken (see ``fastbpe.bpe.unstable``).
 
         >>> get_toy_encoding()._encode_bytes(b"hi \\xff")
         [256, 32, 255]
@@ -437,7 +431,7 @@ class Encoding:
         ``transformers`` reads. A format that cannot hold the split pattern or special
         tokens refuses unless ``lossy=True`` (``.tiktoken`` only warns); see
         ``fastbpe.formats``."""
-        from .formats import save_encoding
+        from ..formats import save_encoding
 
         save_encoding(self, path, format=format, lossy=lossy, transformers=transformers)
 
@@ -453,9 +447,8 @@ class Encoding:
         >>> pickle.loads(pickle.dumps(enc)) is enc, len(pickle.dumps(enc)) < 100
         (True, True)
         """
-        from . import registry
-
-        if registry.is_registered(self):
+        registry = self._registry  # set by fastbpe.registry on the objects it hands out
+        if registry is not None and registry.is_registered(self):
             return (registry.get_encoding, (self.name,))
         return super().__reduce_ex__(protocol)
 
@@ -497,14 +490,7 @@ class Encoding:
         # below cost 2.5 us, 8% of a ~2 KB document's encode.
         if dtype is np.uint32 or dtype is _UINT32:
             return _UINT32
-        dtype = np.dtype(dtype)
-        if dtype not in (np.dtype(np.uint16), np.dtype(np.uint32)):
-            raise ValueError(f"dtype must be uint16 or uint32, not {dtype}")
-        if dtype == np.uint16 and self.max_token_value > 0xFFFF:
-            raise ValueError(
-                f"dtype uint16 cannot hold ids of {self.name!r} (largest id {self.max_token_value}); use uint32"
-            )
-        return dtype
+        return check_dtype(dtype, self.max_token_value, repr(self.name))
 
     def _check_batch(self, texts) -> list[str]:
         if isinstance(texts, (str, bytes)):

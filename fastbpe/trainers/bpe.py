@@ -1,7 +1,7 @@
 """``fastbpe.train_bpe``: learn a byte-level BPE from files or from ``documents=``.
 
-Two phases, both native (``fastbpe._train``; ``reference.bpe`` holds the rules both
-follow and the tests compare them):
+Two phases, both native (``fastbpe._train``, driven by ``fastbpe.bpe.counting`` for
+phase 1; ``reference.bpe`` holds the rules both follow and the tests compare them):
 
 1. read and count: stream the documents (``fastbpe.io``) in blocks, split them by the
    pattern (native pre-tokenizers for the built-in patterns, on ``num_threads`` threads;
@@ -21,10 +21,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 
-from . import _train
-from . import io as _io
-from .encoding import Encoding
-from .reference import patterns
+from .._train import train_merges
+from .. import checks
+from .. import io as _io
+from ..bpe import counting
+from ..bpe.encoding import Encoding
+from ..reference import patterns
 
 
 def _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_threads) -> list[str]:
@@ -49,22 +51,8 @@ def _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_t
         isinstance(max_token_length, bool) or not isinstance(max_token_length, int) or max_token_length < 1
     ):
         raise ValueError(f"max_token_length must be a positive int or None, got {max_token_length!r}")
-    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or not 1 <= num_threads <= 1024):
-        raise ValueError(f"num_threads must be None or an int from 1 to 1024, got {num_threads!r}")
+    checks.check_num_threads(num_threads, allow_none=True)
     return special_tokens
-
-
-def count_documents(documents: Iterable[str], pat_str: str, special_tokens: list[str],
-                    num_threads: int | None = None) -> dict[bytes, int]:
-    """Phase 1 over an iterable of documents: ``{chunk bytes: count}``."""
-    return _train.count_chunks(documents=documents, pattern=pat_str, special_tokens=special_tokens,
-                               num_threads=num_threads)
-
-
-def count_task(task, pat_str: str, special_tokens: list[str], errors: str = "strict") -> dict[bytes, int]:
-    """Phase 1 over one ``fastbpe.io.Task`` (a range of one source, from ``Corpus.plan``);
-    the unit of work of distributed training."""
-    return _train.count_task(task, pat_str, special_tokens, num_threads=1, errors=errors)
 
 
 def learn_merges(chunk_counts, n_tokens: int, *, min_frequency: int = 0,
@@ -73,7 +61,7 @@ def learn_merges(chunk_counts, n_tokens: int, *, min_frequency: int = 0,
     (a dict, or the native table of phase 1, which is freed as soon as it is loaded)."""
     bar = _bar(progress, total=max(n_tokens - 256, 0), desc="merging", unit=" merges")
     try:
-        _, vocab = _train.train_merges(chunk_counts, n_tokens, min_frequency=min_frequency,
+        _, vocab = train_merges(chunk_counts, n_tokens, min_frequency=min_frequency,
                                        max_token_length=max_token_length, progress=bar,
                                        consume=True)
     finally:
@@ -140,7 +128,7 @@ def train_bpe(
 
     # 1. read and count unique chunks (a native table: no Python object per chunk)
     if client is not None:  # on a Dask cluster: the paths are checked there
-        from .distributed import count_chunks_distributed
+        from ..distributed import count_chunks_distributed
 
         if documents is not None:
             raise TypeError("train_bpe(client=...) reads files on the workers: pass files, "
@@ -153,8 +141,8 @@ def train_bpe(
         bar = _bar(progress, total=corpus.total_bytes(), desc="reading", unit="B", unit_scale=True,
                    unit_divisor=1024)
         try:
-            counts = _train.count_chunk_table(corpus, pat_str, special_tokens, num_threads=num_threads,
-                                              errors=errors, progress=bar)
+            counts = counting.count_chunk_table(corpus, pat_str, special_tokens, num_threads=num_threads,
+                                                errors=errors, progress=bar)
         finally:
             if bar is not None:
                 bar.close()

@@ -15,11 +15,12 @@ import pytest
 
 import fastbpe
 from fastbpe import _train
+from fastbpe.bpe import counting
 from fastbpe import io as fio
 from fastbpe.io import Corpus
 from fastbpe.reference import bpe as ref
 from fastbpe.reference import patterns
-from fastbpe.wordpiece import train_wordpiece
+from fastbpe import train_wordpiece
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,7 +73,7 @@ def test_a_missing_file_is_never_trained_on_as_text(tmp_path):
     for call in (lambda: fastbpe.train_bpe([str(real), missing], 300, progress=False),
                  lambda: fastbpe.train_bpe(files=[real, missing], vocab_size=300, progress=False),
                  lambda: train_wordpiece([str(real), missing], 100),
-                 lambda: _train.count_chunks([str(real), missing]),
+                 lambda: counting.count_chunks([str(real), missing]),
                  lambda: list(Corpus.resolve([str(real), missing]).documents())):
         with pytest.raises(FileNotFoundError, match=r"input file not found: '.*missing.txt'.*documents="):
             call()
@@ -129,7 +130,7 @@ def test_documents_take_any_iterable_of_str():
 def test_bad_inputs_everywhere(kwargs, exc, match):
     for call in (lambda: fastbpe.train_bpe(vocab_size=300, progress=False, **kwargs),
                  lambda: train_wordpiece(vocab_size=100, **kwargs),
-                 lambda: _train.count_chunks(**kwargs),
+                 lambda: counting.count_chunks(**kwargs),
                  lambda: list(Corpus.resolve(**kwargs).documents())):
         with pytest.raises(exc, match=match):
             call()
@@ -185,7 +186,7 @@ def test_devices_and_fifos_are_refused(tmp_path):
     with pytest.raises(ValueError, match="pipe: is a FIFO, not a regular file.*documents="):
         fastbpe.train_bpe(fifo, 300, progress=False)
     with pytest.raises(ValueError, match="/dev/null: is a character device"):
-        _train.count_chunks("/dev/null")
+        counting.count_chunks("/dev/null")
 
 
 def test_dev_zero_fails_fast_in_bounded_memory():
@@ -220,14 +221,14 @@ def test_document_cap_on_every_reader(tmp_path, monkeypatch):
     f = tmp_path / "f.txt"
     f.write_bytes(b"short\n" + b"x" * (3 * cap) + b"\nshort\n")   # no place to cut a run of letters
     for call in (lambda: list(Corpus.resolve(f, docs="lines").documents()),
-                 lambda: _train.count_chunks(f, docs="lines", num_threads=2),
-                 lambda: _train.count_chunks(f, docs="lines", pattern=r"\S+|\s+", num_threads=1)):
+                 lambda: counting.count_chunks(f, docs="lines", num_threads=2),
+                 lambda: counting.count_chunks(f, docs="lines", pattern=r"\S+|\s+", num_threads=1)):
         with pytest.raises(ValueError, match=rf"f.txt: the document at byte offset 6 is longer than {cap} bytes"):
             call()
     f.write_bytes(b"short\n" + b"y" * (cap - 10) + b"\n")  # under the cap
-    assert _train.count_chunks(f, docs="lines") == {b"short": 1, b"y" * (cap - 10): 1}
+    assert counting.count_chunks(f, docs="lines") == {b"short": 1, b"y" * (cap - 10): 1}
     f.write_bytes(b"short " * cap)   # long, but prose: read in pieces, counted exactly
-    assert _train.count_chunks(f) == {b"short": 1, b" short": cap - 1, b" ": 1}
+    assert counting.count_chunks(f) == {b"short": 1, b" short": cap - 1, b" ": 1}
 
 
 # ----------------------------------------------------------------------------- 3. errors say what and where
@@ -262,7 +263,7 @@ def test_lone_surrogates_train_as_tiktoken_encodes_them(pattern, threads):
     fixed = ["caf\ufffd caf\ufffd caf\ufffd\n", "pair \U0001f642\U0001f642 \ufffd\n"] * 5
     want = ref.count_chunks(fixed, patterns.resolve_pattern(pattern))
     assert ref.count_chunks(docs, patterns.resolve_pattern(pattern)) == want
-    assert _train.count_chunks(documents=docs, pattern=pattern, num_threads=threads) == want
+    assert counting.count_chunks(documents=docs, pattern=pattern, num_threads=threads) == want
     enc = _quiet_train(documents=docs, vocab_size=300, pattern=pattern, num_threads=threads)
     assert enc.mergeable_ranks == ref.train(fixed, 300, pattern=patterns.resolve_pattern(pattern))[0]
     assert enc.encode_ordinary(docs[0]) == enc.encode_ordinary(fixed[0])
@@ -285,7 +286,7 @@ def test_bogus_errors_are_refused_up_front(tmp_path):
     for call in (lambda: fastbpe.train_bpe(documents=["a"], vocab_size=300, errors="bogus", progress=False),
                  lambda: fastbpe.train_bpe(tmp_path / "missing", 300, errors="bogus", client=object()),
                  lambda: train_wordpiece(documents=["a"], vocab_size=100, errors="bogus"),
-                 lambda: _train.count_chunks(documents=["a"], errors="bogus"),
+                 lambda: counting.count_chunks(documents=["a"], errors="bogus"),
                  lambda: Corpus.resolve(documents=["a"]).blocks(errors="bogus")):
         with pytest.raises(ValueError, match=match):
             call()
@@ -306,14 +307,14 @@ def test_too_many_unique_chunks_names_where(limits, tmp_path):
     docs = [f"w{i} " for i in range(200)]
     with pytest.raises(ValueError, match=r"documents from item 0: more than 50 unique chunks, the native "
                                          r"trainer's limit \(chunk numbers are int32\)"):
-        _train.count_chunks(documents=docs, num_threads=1)
+        counting.count_chunks(documents=docs, num_threads=1)
     f = tmp_path / "many.txt"
     f.write_text("".join(d + "\n" for d in docs))
     with pytest.raises(ValueError, match=r"many.txt: byte 0: more than 50 unique"):
         fastbpe.train_bpe(f, 300, progress=False)
     # each thread's table under the limit, their sum over it
     limits(max_chunks=120)
-    tables = [_train.count_chunk_table(documents=part, num_threads=1) for part in (docs[:100], docs[100:])]
+    tables = [counting.count_chunk_table(documents=part, num_threads=1) for part in (docs[:100], docs[100:])]
     with pytest.raises(ValueError, match="adding up the chunk counts of the reading threads: more than 120"):
         _train._merge_tables(tables)
     with pytest.raises(ValueError, match=r"the corpus has 200 unique chunks: more than 120 unique chunks"):
@@ -323,7 +324,7 @@ def test_too_many_unique_chunks_names_where(limits, tmp_path):
 def test_too_long_a_chunk_names_where(limits):
     limits(max_chunk_bytes=1000)
     with pytest.raises(ValueError, match=r"documents from item 0: a chunk longer than 1,000 bytes"):
-        _train.count_chunks(documents=["ok", "a" * 1001])
+        counting.count_chunks(documents=["ok", "a" * 1001])
     with pytest.raises(ValueError, match=r"a chunk longer than 1,000 bytes"):
         _train.train_merges({b"a" * 1001: 1}, 300)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import fastbpe
-from fastbpe.formats import _atomic
-from fastbpe.formats._atomic import TMP_SUFFIX, atomic_write_text, clean_stale_temps, temp_name
+from fastbpe.io import atomic as _atomic
+from fastbpe.io.atomic import TMP_SUFFIX, atomic_write_text, clean_stale_temps, temp_name
 
 ROOT = Path(__file__).resolve().parents[1]
 posix_only = pytest.mark.skipif(os.name != "posix", reason="modes, symlinks and signals are POSIX")
@@ -121,7 +121,7 @@ def test_a_save_killed_by_sigkill_leaves_a_temp_the_next_save_removes(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {os.path.dirname(os.path.dirname(fastbpe.__file__))!r})  # the fastbpe under test
-        from fastbpe.formats import _atomic
+        from fastbpe.io import atomic as _atomic
         def killed(*args):
             os.kill(os.getpid(), signal.SIGKILL)
         _atomic.os.replace = killed

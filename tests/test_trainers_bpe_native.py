@@ -197,7 +197,7 @@ def test_hypothesis_random_text(docs, n_tokens):
 # ----------------------------------------------------------------------------- counting
 from fastbpe.io import Corpus  # noqa: E402
 from fastbpe.reference import documents as docspec  # noqa: E402
-from fastbpe._train import count_chunks  # noqa: E402
+from fastbpe.bpe.counting import count_chunks  # noqa: E402
 
 SPECIALS = ("<|endoftext|>", "<|fim_prefix|>", "<|end", "ş")
 ALL_PATTERNS = ["gpt2", "cl100k", "o200k", patterns.CL100K, r"\p{L}+|\p{N}|[^\p{L}\p{N}]+"]
@@ -371,7 +371,7 @@ def test_larger_corpus_housekeeping_does_not_change_result():
 
 
 def test_chunk_table_feeds_train_merges(tmp_path):
-    from fastbpe._train import count_chunk_table
+    from fastbpe.bpe.counting import count_chunk_table
 
     docs = _mixed_docs()
     table = count_chunk_table(documents=iter(docs), pattern="o200k", special_tokens=SPECIALS, num_threads=2)
@@ -402,7 +402,7 @@ def test_native_utf8_check_agrees_with_python(data):
 
 
 def test_count_task_equals_reference(tmp_path):
-    from fastbpe._train import count_task
+    from fastbpe.bpe.counting import count_task
 
     docs = [d for d in _mixed_docs() if d]
     path = _write(tmp_path, "ranges.txt", docs)
@@ -424,9 +424,9 @@ def test_count_task_equals_reference(tmp_path):
 
 def test_regex_path_streams_with_many_blocks(monkeypatch):
     # custom pattern on 3 processes over many small blocks: same counts, bounded in-flight
-    from fastbpe import _train
+    from fastbpe.bpe import counting
 
-    monkeypatch.setattr(_train, "DOC_BLOCK_BYTES", 200)
+    monkeypatch.setattr(counting, "DOC_BLOCK_BYTES", 200)
     docs = _mixed_docs() * 3
     expected = dict(bpe.count_chunks(docs, r"\w+|\W", SPECIALS))
     assert count_chunks(documents=iter(docs), pattern=r"\w+|\W", special_tokens=SPECIALS, num_threads=3) == expected

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from fastbpe.wordpiece import WordPiece, train_wordpiece
+from fastbpe import WordPiece, train_wordpiece
 
 COURSE_VOCAB = {
     "[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, "film": 5, "çok": 6,

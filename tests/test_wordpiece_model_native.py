@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fastbpe import _wordpiece as native
 from fastbpe.reference import wordpiece as R
-from fastbpe.wordpiece import WordPiece, train_wordpiece
+from fastbpe import WordPiece, train_wordpiece
 
 HF = dict(allowed_special="all")          # HF's rule: special-token text becomes the id
 ORDINARY = dict(disallowed_special=())    # special-token text is ordinary text

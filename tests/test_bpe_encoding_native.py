@@ -33,7 +33,7 @@ from fastbpe._encode import (
     _shared_int_address,
     _utf8_of,
 )
-from fastbpe.encoding import get_toy_encoding
+from fastbpe.bpe.encoding import get_toy_encoding
 from fastbpe.reference import patterns
 from fastbpe.reference.bpe import bpe_encode_chunk, merge_bytes
 from fastbpe.reference.core import CoreBPE as ReferenceCoreBPE

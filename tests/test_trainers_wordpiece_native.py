@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastbpe.reference import wordpiece as R
-from fastbpe.wordpiece import train_wordpiece
+from fastbpe import train_wordpiece
 
 
 def _english():

@@ -35,7 +35,7 @@ Decisions (each written down once, here):
   are that piece. (tiktoken: "this likely matches what models see better, if the bytes
   are truncated UTF-8".)
 
->>> from fastbpe.encoding import get_toy_encoding
+>>> from fastbpe.bpe.encoding import get_toy_encoding
 >>> enc = get_toy_encoding()
 >>> enc.encode_with_unstable("hi h")
 ([256, 32], [[104], [256]])
@@ -49,11 +49,11 @@ import bisect
 import numpy as np
 import regex
 
-from .reference.core import fix_surrogates
-from .special import special_token_regex
+from ..reference.core import fix_surrogates
+from ..special import special_token_regex
 
 try:
-    from ._pretokenize import pattern_id, split_offsets
+    from .._pretokenize import pattern_id, split_offsets
 except ImportError:  # pragma: no cover - the extensions are built with the package
     pattern_id = split_offsets = None
 
@@ -73,7 +73,7 @@ def utf8_text(text: str) -> str:
 def last_piece(enc, text: str, allowed: frozenset[str]) -> str:
     """The last chunk of the pattern after the last allowed special token ("" if none).
 
-    >>> from fastbpe.encoding import get_toy_encoding
+    >>> from fastbpe.bpe.encoding import get_toy_encoding
     >>> last_piece(get_toy_encoding(), "hi there", frozenset())
     'there'
     """

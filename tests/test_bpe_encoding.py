@@ -295,7 +295,7 @@ def test_batch_items_that_are_not_str_are_named(monkeypatch, core):
     item the same way, for every batch method."""
     if core == "reference":
         monkeypatch.setenv("FASTBPE_REFERENCE_CORE", "1")
-    enc = fastbpe.encoding.get_toy_encoding()
+    enc = fastbpe.bpe.encoding.get_toy_encoding()
     is_native = type(enc._core_bpe).__module__ == "fastbpe._encode"
     assert is_native == (core == "native")
     for method in (enc.encode_ordinary_batch, enc.encode_batch, enc.encode_batch_to_numpy):
