@@ -34,7 +34,7 @@ if any((ROOT / "fastbpe").glob("_core*.so")) and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import fastbpe  # noqa: E402
-from fastbpe import _data, shards  # noqa: E402
+from fastbpe import shards  # noqa: E402
 from fastbpe.bpe import counting  # noqa: E402
 from fastbpe import distributed as D  # noqa: E402
 from fastbpe.cli import stdlib_sources  # noqa: E402
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
             clusters[w] = (cluster, client)
 
         if not args.skip_train:
-            want, base, cpu = timed(lambda: counting.count_documents(_data.iter_documents(paths), pat, specials),
+            want, base, cpu = timed(lambda: counting.count_chunks(paths, pat, specials, num_threads=1),
                                     repeat=args.repeat)
             rows.append(("train count", "single process", mb / base, 1.0, cpu))
             for w, (_, client) in clusters.items():
