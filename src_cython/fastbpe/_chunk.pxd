@@ -1,0 +1,57 @@
+"""Encoding one pre-tokenized chunk: the common cases inline (one byte, a 2-byte token, a
+chunk-cache hit), since they end most chunks and a call would save and restore
+registers for each; the rest (``bpe_chunk_miss``: the chunk is a token, or merge it by
+characters or by bytes) is a call."""
+from libc.stdint cimport uint32_t, uint64_t
+
+from fastbpe._chunk_cache cimport (CACHE_ENTRIES, CACHE_KEY_MAX, CacheEntry, cache_get,
+                                   cache_get_word)
+from fastbpe._common cimport ERR_BYTE, ERR_NOMEM, ERR_NONE, NO_RANK, fbe_hash, fbe_hash_word, fbe_load64, fbe_word
+from fastbpe._out cimport OutBuf, out_push
+from fastbpe._tuning cimport Tuning
+from fastbpe._vocab cimport Vocab
+
+
+cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                          Py_ssize_t* err_pos, CacheEntry* cache,
+                          const Tuning* tuning) noexcept nogil:
+    """Encode one pre-tokenized chunk: a whole-chunk hit first, as tiktoken does.
+
+    With a cache, short chunks are looked up there first: one line of a small table,
+    instead of the filter word and slot of a vocabulary table far bigger than L2.
+    Only these common cases are inline in the chunk loop (most chunks end here, and a
+    call would save and restore registers for each); the rest is bpe_chunk_miss.
+    """
+    cdef uint64_t w, h
+    cdef uint32_t r
+    cdef CacheEntry* e = NULL
+    cdef int rc
+    # A quarter of all chunks is one byte (punctuation, newlines): its token comes from
+    # a 1 KiB table, cheaper than hashing it for the chunk cache.
+    if n == 1:
+        r = v.byte_rank[p[0]]
+        if r == NO_RANK:
+            err_pos[0] = 0
+            return ERR_BYTE
+        return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+    if n == 2:
+        r = v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
+        if r != NO_RANK:
+            return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+    if n <= 8:
+        w = fbe_word(p, n)
+        h = fbe_hash_word(w, n)
+    else:
+        w = fbe_load64(p)
+        h = fbe_hash(p, n)
+    if cache != NULL and n <= CACHE_KEY_MAX:
+        e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
+        if (cache_get_word(e, w, n, h, out, &rc) if n <= 8
+                else cache_get(e, p, n, h, out, &rc)):
+            return rc
+    return bpe_chunk_miss(v, p, n, out, err_pos, cache, e, w, h, tuning)
+
+
+cdef int bpe_chunk_miss(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                        Py_ssize_t* err_pos, CacheEntry* cache, CacheEntry* e, uint64_t w,
+                        uint64_t h, const Tuning* tuning) noexcept nogil
