@@ -51,19 +51,19 @@ from fastbpe._runner cimport (MANY_JOBS, MAX_BLOCKS, MAX_THREADS_C, WorkerArg, b
                               pthread_cond_init, pthread_join, pthread_mutex_destroy,
                               pthread_mutex_init, pthread_t, run_jobs, start_workers)
 from fastbpe._specials cimport NeedleSet, Special, SpecialSet, find_special, special_set_index, specials_hold_newline
-from fastbpe._tuning cimport Tuning
+from fastbpe._tuning cimport Tuning, tuning_default, tuning_fields, tuning_update
 from fastbpe._vocab cimport (Slot, Vocab, bloom_add, build_char_tables, decode_char, insert_slot,
                              slot_hash, slot_lookup, vocab_rank)
 
 # Testing hooks of the kernel modules, re-exported where the tests look for them.
 from fastbpe._chunk_cache import _equal_short
 from fastbpe._idlists import _IMMORTAL_REFCNT, _set_id_int_top_up, _shared_int_address
-from fastbpe._jobs import UTF8_SIMD_CPU as _UTF8_SIMD_CPU
 from fastbpe._jobs import _cut_points
 from fastbpe._jobs import _utf8_of as _jobs_utf8_of
 from fastbpe._out import _output_pool_bytes
 from fastbpe._runner import MAX_THREADS
 from fastbpe._specials import _find_pair
+from fastbpe._tuning import default_tuning
 
 cnp.import_array()
 
@@ -92,87 +92,17 @@ cdef enum:
                               # building (see run_streaming)
 
 
-# --------------------------------------------------------------------------------------
-# Tuning: the process default (each field's measured choice is documented where it is
-# used). The kernels get a pointer to it.
-# --------------------------------------------------------------------------------------
-
-cdef Tuning process_tuning
-# Chunks longer than this (in bytes) are merged with the heap; shorter ones by the
-# simple lowest-rank scan, which is faster when n is small. Both give identical output.
-# Measured: from ~20 bytes on the heap wins (CJK runs); words in alphabetic scripts are
-# shorter.
-process_tuning.heap_threshold = 24
-process_tuning.by_chars = True
-process_tuning.utf8_simd = _UTF8_SIMD_CPU
-# see fastbpe/_runner.pyx (batch_threads)
-process_tuning.points_per_thread = 1 << 14
-process_tuning.cap_to_cpus = True
-# Pieces are about (all text of the call) / (threads * pieces_per_thread) code points
-# long, and at least piece_min (but the last one of a text). Enough pieces per thread
-# that the threads finish together and the lists of all but the last few are built
-# while the rest encodes; long enough that a piece costs far more than handing it out.
-process_tuning.piece_min = 1 << 14
-process_tuning.pieces_per_thread = 16
-
-
-def _set_by_chars(bint on):
-    """Testing hook: turn merging by characters on or off; returns the old setting."""
-    old = process_tuning.by_chars
-    process_tuning.by_chars = on
-    return old
-
-
-def _set_heap_threshold(Py_ssize_t n):
-    """Testing hook: set the scan/heap cut-over (bytes); returns the old value.
-
-    Not thread-safe; only tests use it, to check both merge paths against each other.
-    """
-    if n < 0 or n > (1 << 20):
-        raise ValueError(f"heap threshold must be in [0, 2**20], got {n}")
-    old = process_tuning.heap_threshold
-    process_tuning.heap_threshold = n
-    return old
-
-
-def _set_utf8_simd(bint on):
-    """Testing hook: use the SSSE3 UTF-8 conversion (where the CPU has it) or the plain
-    loop; returns the old setting. Not thread-safe; only tests use it."""
-    old = bool(process_tuning.utf8_simd)
-    process_tuning.utf8_simd = _UTF8_SIMD_CPU if on else False
-    return old
+def _batch_threads(Py_ssize_t num_threads, Py_ssize_t total_points):
+    """How many threads a batch of total_points code points runs on under the process
+    default tuning (``fastbpe._runner.batch_threads``; WordPiece uses it too)."""
+    cdef Tuning t = tuning_default()
+    return batch_threads(num_threads, total_points, &t)
 
 
 def _utf8_of(str text):
-    """Testing hook: the UTF-8 conversion that workers run on a str (fbe_to_utf8), as
-    bytes; ValueError at a lone surrogate."""
-    return _jobs_utf8_of(text, process_tuning.utf8_simd)
-
-
-def _set_piece_size(Py_ssize_t min_points, Py_ssize_t per_thread):
-    """Testing hook: set piece_min and pieces_per_thread; returns the previous pair."""
-    if min_points < 1 or per_thread < 1:
-        raise ValueError(f"both must be at least 1, got {min_points}, {per_thread}")
-    old = (process_tuning.piece_min, process_tuning.pieces_per_thread)
-    process_tuning.piece_min = min_points
-    process_tuning.pieces_per_thread = per_thread
-    return old
-
-
-def _set_thread_policy(Py_ssize_t min_points, bint to_cpus):
-    """Testing hook: set points_per_thread (0: no limit from the text's size) and
-    cap_to_cpus; returns the previous pair."""
-    if min_points < 0:
-        raise ValueError(f"min_points must be at least 0, got {min_points}")
-    old = (process_tuning.points_per_thread, process_tuning.cap_to_cpus)
-    process_tuning.points_per_thread = min_points
-    process_tuning.cap_to_cpus = to_cpus
-    return old
-
-
-def _batch_threads(Py_ssize_t num_threads, Py_ssize_t total_points):
-    """Testing hook: batch_threads."""
-    return batch_threads(num_threads, total_points, &process_tuning)
+    """Testing hook: the UTF-8 conversion that workers run on a str, as bytes (with the
+    default tuning's utf8_simd; ``fastbpe._jobs._utf8_of`` takes it as an argument)."""
+    return _jobs_utf8_of(text, tuning_default().utf8_simd)
 
 
 # --------------------------------------------------------------------------------------
@@ -251,9 +181,11 @@ cdef class CoreBPE:
     cdef dict needle_sets           # frozenset -> NeedleSet (see needle_set)
     cdef Py_ssize_t n_shared_ints   # ids below this have a shared int (see _id_block)
     cdef void* cache_pool[CACHE_POOL]   # chunk caches kept between calls (new_chunk_cache)
+    cdef Tuning knobs               # its tuning: a copy of the process default (default_tuning)
 
     def __cinit__(self):
         cdef int i
+        self.knobs = tuning_default()
         self.vocab.slots = NULL
         self.vocab.long_offset = NULL
         self.vocab.pair_rank2 = NULL
@@ -297,6 +229,21 @@ cdef class CoreBPE:
         while c != NULL:
             free(c)
             c = fbe_slot_take(self.cache_pool, CACHE_POOL)
+
+    @property
+    def tuning(self):
+        """This encoder's tuning (``fastbpe._tuning``), as a dict: knobs that choose
+        between equivalent strategies or share a batch among threads; none changes an
+        id. A new encoder (and an unpickled one) copies ``default_tuning()``."""
+        return tuning_fields(&self.knobs)
+
+    def set_tuning(self, **fields):
+        """Set some of this encoder's tuning fields; returns their previous values, so
+        ``core.set_tuning(**old)`` restores them. Calls already running keep the tuning
+        they started with."""
+        before = tuning_fields(&self.knobs)
+        tuning_update(&self.knobs, fields)
+        return {name: before[name] for name in fields}
 
     def _chunk_caches_kept(self):
         """Testing hook: how many chunk caches the encoder keeps between calls."""
@@ -623,6 +570,7 @@ cdef class CoreBPE:
         cdef Context ctx
         cdef Job* jobs = NULL
         cdef Py_ssize_t* first = NULL     # text t is jobs[first[t]:first[t + 1]]
+        cdef Tuning tuning = self.knobs   # this call's (set_tuning may run meanwhile)
         cdef Py_ssize_t n_arenas = 0
         ctx.arenas = NULL
         ctx.disallowed = NULL
@@ -638,12 +586,11 @@ cdef class CoreBPE:
         if num_threads > 1 and mode != 1:
             for t in range(n_texts):
                 total += len(<str>texts[t])
-            num_threads = <int>batch_threads(num_threads, total, &process_tuning)
+            num_threads = <int>batch_threads(num_threads, total, &tuning)
         if (num_threads > 1 and mode != 1 and self.pattern_id >= 0
                 and not specials_hold_newline(&ss)
                 and not (needles is not None and specials_hold_newline(&needles.ss))):
-            target = max(process_tuning.piece_min,
-                         total // (num_threads * process_tuning.pieces_per_thread))
+            target = max(tuning.piece_min, total // (num_threads * tuning.pieces_per_thread))
         cap = n_texts + (total // target if target else 0)
         jobs = <Job*>malloc(max(cap, 1) * sizeof(Job))
         first = <Py_ssize_t*>malloc((n_texts + 1) * sizeof(Py_ssize_t))
@@ -672,7 +619,7 @@ cdef class CoreBPE:
                 raise MemoryError()
             context_bind(&ctx)
             ctx.vocab = &self.vocab
-            ctx.tuning = &process_tuning
+            ctx.tuning = &tuning
             ctx.specials = &ss
             ctx.pattern = self.pattern_id
             ctx.jobs = jobs
@@ -1014,6 +961,7 @@ cdef class CoreBPE:
         cdef OutBuf out
         cdef Py_ssize_t err_pos = 0
         cdef int rc
+        cdef Tuning tuning = self.knobs
         out.data = NULL
         out.size = 0
         out.cap = 0
@@ -1024,9 +972,9 @@ cdef class CoreBPE:
             return []
         try:
             with nogil:
-                rc = (bpe_chunk(&self.vocab, p, n, &out, &err_pos, NULL, &process_tuning)
+                rc = (bpe_chunk(&self.vocab, p, n, &out, &err_pos, NULL, &tuning)
                       if whole_first
-                      else bpe_merge(&self.vocab, p, n, &out, &err_pos, &process_tuning))
+                      else bpe_merge(&self.vocab, p, n, &out, &err_pos, &tuning))
             if rc == ERR_NOMEM:
                 raise MemoryError()
             if rc == ERR_BYTE:
@@ -1061,6 +1009,7 @@ cdef class CoreBPE:
             return None
         cdef OutBuf out
         cdef int rc
+        cdef Tuning tuning = self.knobs
         out.data = NULL
         out.size = 0
         out.cap = 0
@@ -1069,7 +1018,7 @@ cdef class CoreBPE:
         cdef Py_ssize_t n = len(piece)
         try:
             with nogil:
-                rc = bpe_by_chars(&self.vocab, p, n, &out, NULL, &process_tuning)
+                rc = bpe_by_chars(&self.vocab, p, n, &out, NULL, &tuning)
             if rc != ERR_NONE:
                 return None
             return outbuf_to_list(&out, self.n_shared_ints)
@@ -1078,7 +1027,7 @@ cdef class CoreBPE:
 
     def _split_points(self, bytes piece):
         """Testing hook: the byte offsets inside piece (UTF-8 of 1- to 3-byte characters)
-        where rule 4 of merging by characters may cut (no token spans them); None when
+        where Corollary 4 (split) of docs/merge_rules.md may cut (no token spans them); None when
         merging by characters is off for this vocabulary or the piece does not qualify."""
         self.check_ready()
         if self.vocab.bigram_bloom == NULL:
@@ -1100,7 +1049,7 @@ cdef class CoreBPE:
         return cuts
 
     def _bigram_may_join(self, a, b):
-        """Testing hook: rule 4's filter for the characters a, b (False: no token holds
+        """Testing hook: Corollary 4 (split)'s filter for the characters a, b (False: no token holds
         a followed by b)."""
         self.check_ready()
         if self.vocab.bigram_bloom == NULL:

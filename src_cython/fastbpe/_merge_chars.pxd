@@ -28,7 +28,7 @@ cdef inline bint bigram_may_join(const Vocab* v, uint32_t a, uint32_t b) noexcep
 
 cdef inline bint no_token_spans(const Vocab* v, bint clean, uint32_t a,
                                 uint32_t b) noexcept nogil:
-    """Rule 4's test for the boundary between characters a and b, given clean = its
+    """Corollary 4 (split)'s test for the boundary between characters a and b, given clean = its
     cross bit is clear (no token that is not whole characters spans it)."""
     return clean and not bigram_may_join(v, a, b)
 

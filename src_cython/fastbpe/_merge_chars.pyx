@@ -98,7 +98,7 @@ cdef int join_runs(const Vocab* v, const unsigned char* p, OutBuf* out, Py_ssize
                    Py_ssize_t left, Py_ssize_t left_end, Py_ssize_t* budget,
                    CacheEntry* cache, const Tuning* tuning) noexcept nogil:
     """out[base:base+left] encodes p[0:left_end]; out[base+left:] encodes the next run.
-    Makes out[base:] the encoding of both (rule 1). Returns 0, or -1 to give up."""
+    Makes out[base:] the encoding of both (Corollary 1, junctions). Returns 0, or -1 to give up."""
     cdef Py_ssize_t right = out.size - base - left, k = 1, mr = 1, s, e, w
     cdef uint32_t* t = out.data + base
     cdef uint32_t tmp[JOIN_BYTES_MAX]
@@ -191,7 +191,7 @@ cdef int encode_split(const Vocab* v, const unsigned char* p, const uint32_t* st
                       const uint32_t* token, const unsigned char* clean, const uint32_t* cps,
                       unsigned char* split, Py_ssize_t m, OutBuf* out,
                       CacheEntry* cache, const Tuning* tuning) noexcept nogil:
-    """Rule 4 for units [0, m): append enc() of each piece between boundaries that no
+    """Corollary 4 (split) for units [0, m): append enc() of each piece between boundaries that no
     token spans. Returns 0, or 1 with out unchanged when there is no such boundary, or
     -1 on error (out may hold part of the result: the caller drops it)."""
     cdef Py_ssize_t i, j, pieces = 1
@@ -224,10 +224,10 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
     cdef uint32_t token[UNITS_MAX]
     cdef unsigned char wall[UNITS_MAX + 1]    # wall[m] = 0: no unit past the end
     cdef unsigned char clean[UNITS_MAX + 1]   # clean[i]: the boundary before unit i
-    cdef unsigned char joins[UNITS_MAX + 1]   # joins[i]: rule 2 (a) holds there
+    cdef unsigned char joins[UNITS_MAX + 1]   # joins[i]: Corollary 2 (a) holds there
     cdef uint32_t m_plus_1[UNITS_MAX]         # M + 1 of good units (0: no merge)
     cdef uint32_t cps[UNITS_MAX]              # code point of each unit
-    cdef unsigned char split[UNITS_MAX + 1]   # split[i]: rule 4 cuts before unit i
+    cdef unsigned char split[UNITS_MAX + 1]   # split[i]: Corollary 4 cuts before unit i
     cdef uint32_t cp
     cdef uint64_t info
     cdef Py_ssize_t base = out.size, pos = 0, q = 0, m = 0, i, j, done_end, left
@@ -266,7 +266,7 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
             token[i] != NO_RANK and token[i - 1] != NO_RANK
             and v.cross_min[p[start[i] - 1] | (<uint32_t>p[start[i]] << 8)]
                 >= max(m_plus_1[i], m_plus_1[i - 1]))
-    # 2. rule 4: cut where no token spans the boundary, and encode the pieces alone
+    # 2. Corollary 4 (split): cut where no token spans the boundary, and encode the pieces alone
     if v.bigram_bloom != NULL:
         rc = encode_split(v, p, start, token, clean, cps, split, m, out, cache, tuning)
         if rc == 0:
@@ -274,9 +274,9 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
         if rc < 0:
             out.size = base
             return -1
-    # 3. segments: runs of good units across clean boundaries (rule 2), isolated walls
-    #    (rule 3), other characters alone from bytes; each joined to what came before
-    #    by rule 1 unless a wall makes the seam safe
+    # 3. segments: runs of good units across clean boundaries (Corollary 2, characters), isolated walls
+    #    (Corollary 3, walls), other characters alone from bytes; each joined to what came before
+    #    by Corollary 1 (junctions) unless a wall makes the seam safe
     i = 0
     done_end = 0          # bytes of p already encoded into out[base:]
     while i < m:

@@ -23,3 +23,12 @@ cdef struct Tuning:
     # points long, at least piece_min.
     Py_ssize_t piece_min
     Py_ssize_t pieces_per_thread
+
+
+cdef Tuning tuning_default() noexcept
+    # A copy of the process default (what a new CoreBPE starts with).
+cdef dict tuning_fields(const Tuning* t)
+    # The fields as a dict (field name -> value).
+cdef int tuning_update(Tuning* t, dict fields) except -1
+    # Set the named fields; TypeError/ValueError (nothing changed) for an unknown name or
+    # a value out of range.

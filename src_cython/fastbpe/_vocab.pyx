@@ -112,7 +112,7 @@ cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
             v.char_info[cp] = NO_RANK | (<uint64_t>CHAR_WALL << 32)   # several tokens
         else:
             v.char_info[cp] = NO_RANK
-    # 2. rule (b) for every token of several whole characters; rule (a)'s cross bits for
+    # 2. Corollary 2 (b) for every token of several whole characters; Corollary 2 (a)'s cross bits for
     #    every token that is not whole characters
     for i in range(n):
         t = v.arena + offs[i]
@@ -135,7 +135,7 @@ cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
                     v.cross_bits[e >> 6] |= 1ULL << (e & 63)
                     if ids[i] < v.cross_min[e]:
                         v.cross_min[e] = ids[i]
-    # 3. rule 4's filter: every pair of adjacent whole characters inside a token, valid
+    # 3. Corollary 4 (split)'s filter: every pair of adjacent whole characters inside a token, valid
     #    UTF-8 or not (decoding resynchronizes at the next lead byte, as in the text)
     for i in range(n):
         t = v.arena + offs[i]
