@@ -61,9 +61,10 @@ from fastbpe._idlists import _IMMORTAL_REFCNT, _set_id_int_top_up, _shared_int_a
 from fastbpe._jobs import _cut_points
 from fastbpe._jobs import _utf8_of as _jobs_utf8_of
 from fastbpe._out import _output_pool_bytes
-from fastbpe._runner import MAX_THREADS
+from fastbpe._runner import MAX_THREADS, _batch_threads
 from fastbpe._specials import _find_pair
 from fastbpe._tuning import default_tuning
+from fastbpe._vocab import first_duplicate, ranks_are_plain
 
 cnp.import_array()
 
@@ -87,16 +88,15 @@ cdef extern from "fbe_pyunicode.h":
 cdef extern from "fbe_atomic.h" nogil:
     void* fbe_slot_take(void** slots, int n) noexcept
 
+cdef enum Result:
+    # What CoreBPE.run returns.
+    LISTS = 0                 # a list of ids per text (batch calls)
+    ONE_LIST = 1              # the list of ids of its only text (single-text calls)
+    ARRAYS = 2                # (flat ids, offsets) as numpy arrays
+
 cdef enum:
     LIST_RUN = 16             # streaming: own jobs run between two rounds of list
                               # building (see run_streaming)
-
-
-def _batch_threads(Py_ssize_t num_threads, Py_ssize_t total_points):
-    """How many threads a batch of total_points code points runs on under the process
-    default tuning (``fastbpe._runner.batch_threads``; WordPiece uses it too)."""
-    cdef Tuning t = tuning_default()
-    return batch_threads(num_threads, total_points, &t)
 
 
 def _utf8_of(str text):
@@ -290,9 +290,9 @@ cdef class CoreBPE:
                 raise TypeError(f"id of special token {s!r} must be an int, got {t!r}")
             if t < 0 or t >= NO_RANK:
                 raise ValueError(f"id of special token {s!r} must be in [0, 2**32 - 1), got {t}")
-        if len(np.unique(ids)) != n:
-            uniq, counts = np.unique(ids, return_counts=True)
-            raise ValueError(f"duplicate rank {int(uniq[counts > 1][0])} in mergeable_ranks")
+        dup = first_duplicate(ids)
+        if dup is not None:
+            raise ValueError(f"duplicate rank {dup} in mergeable_ranks")
         if len(arena) >= (1 << 32) - (1 << 20):
             raise ValueError("vocabulary too large (token bytes must total under 4 GiB)")
 
@@ -553,9 +553,9 @@ cdef class CoreBPE:
             self.needle_sets[key] = needles
         return needles
 
-    cdef object run(self, list texts, object allowed_special, int num_threads, int mode,
+    cdef object run(self, list texts, object allowed_special, int num_threads, Result result,
                     object dtype, object disallowed_special=None):
-        """mode 0: list of lists; 1: one list (single text); 2: numpy (flat, offsets).
+        """Encode texts; returns what `result` names (LISTS, ONE_LIST or ARRAYS).
 
         disallowed_special: strings no text may hold, as tiktoken checks before encoding;
         the first text (in order) that holds one raises DisallowedSpecial(index)."""
@@ -583,11 +583,11 @@ cdef class CoreBPE:
         #    only where threads can share them, and where the cut rule holds (next_cut;
         #    a special token, allowed or not, could span a cut only if it holds "\n")
         self.fill_specials(&ss, allowed_special, keep)
-        if num_threads > 1 and mode != 1:
+        if num_threads > 1 and result != ONE_LIST:
             for t in range(n_texts):
                 total += len(<str>texts[t])
             num_threads = <int>batch_threads(num_threads, total, &tuning)
-        if (num_threads > 1 and mode != 1 and self.pattern_id >= 0
+        if (num_threads > 1 and result != ONE_LIST and self.pattern_id >= 0
                 and not specials_hold_newline(&ss)
                 and not (needles is not None and specials_hold_newline(&needles.ss))):
             target = max(tuning.piece_min, total // (num_threads * tuning.pieces_per_thread))
@@ -627,7 +627,7 @@ cdef class CoreBPE:
             ctx.cache_pool = self.cache_pool
             ctx.runner.notify = False
             # 3. encode
-            if mode == 0 and n_jobs > 1 and num_threads > 1:
+            if result == LISTS and n_jobs > 1 and num_threads > 1:
                 results = self.run_streaming(&ctx, num_threads, first, n_texts)
             else:
                 results = None
@@ -671,9 +671,9 @@ cdef class CoreBPE:
                         run_job(&ctx, &jobs[i], no_cache, NULL)
                 self.raise_job_error(&jobs[i])
             # 6. results, one per text
-            if mode == 1:
+            if result == ONE_LIST:
                 return outbuf_to_list(&jobs[0].out, self.n_shared_ints)
-            if mode == 0:
+            if result == LISTS:
                 if results is None:
                     results = [None] * n_texts
                 for t in range(n_texts):
@@ -891,30 +891,30 @@ cdef class CoreBPE:
 
     def encode_ordinary(self, text):
         """Token ids of text, with special-token text encoded as ordinary text."""
-        return self.run([check_str(text)], None, 1, 1, None)
+        return self.run([check_str(text)], None, 1, ONE_LIST, None)
 
     def encode(self, text, allowed_special, disallowed_special=frozenset()):
         """Token ids of text; occurrences of allowed special tokens become their ids.
         DisallowedSpecial(0) if text holds one of disallowed_special (strings)."""
-        return self.run([check_str(text)], allowed_special, 1, 1, None, disallowed_special)
+        return self.run([check_str(text)], allowed_special, 1, ONE_LIST, None, disallowed_special)
 
     def encode_ordinary_batch(self, texts, num_threads=8):
         check_threads(num_threads)
-        return self.run(_texts_list(texts), None, num_threads, 0, None)
+        return self.run(_texts_list(texts), None, num_threads, LISTS, None)
 
     def encode_batch(self, texts, allowed_special, num_threads=8,
                      disallowed_special=frozenset()):
         """encode of each text, on num_threads threads; DisallowedSpecial(i) for the
         first text i that holds one of disallowed_special."""
         check_threads(num_threads)
-        return self.run(_texts_list(texts), allowed_special, num_threads, 0, None,
+        return self.run(_texts_list(texts), allowed_special, num_threads, LISTS, None,
                         disallowed_special)
 
     def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32,
                         disallowed_special=frozenset()):
         """Token ids as a 1-D numpy array (uint32, or uint16 when every id fits)."""
         dt = self.check_dtype(dtype)
-        flat, _ = self.run([check_str(text)], allowed_special, 1, 2, dt, disallowed_special)
+        flat, _ = self.run([check_str(text)], allowed_special, 1, ARRAYS, dt, disallowed_special)
         return flat
 
     def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8,
@@ -922,7 +922,7 @@ cdef class CoreBPE:
         """(flat ids, offsets): text i is flat[offsets[i]:offsets[i + 1]]."""
         check_threads(num_threads)
         dt = self.check_dtype(dtype)
-        return self.run(_texts_list(texts), allowed_special, num_threads, 2, dt,
+        return self.run(_texts_list(texts), allowed_special, num_threads, ARRAYS, dt,
                         disallowed_special)
 
     def encode_single_token(self, piece):

@@ -3,6 +3,8 @@ import os as _os
 
 from libc.stdlib cimport free, malloc
 
+from fastbpe._tuning cimport tuning_default
+
 cdef extern from "<pthread.h>" nogil:
     int pthread_mutex_lock(pthread_mutex_t* m)
     int pthread_mutex_unlock(pthread_mutex_t* m)
@@ -183,3 +185,10 @@ cdef Py_ssize_t batch_threads(Py_ssize_t num_threads, Py_ssize_t total_points,
     if want > 1 and tuning.cap_to_cpus:
         want = min(want, usable_cpus())
     return want
+
+
+def _batch_threads(Py_ssize_t num_threads, Py_ssize_t total_points):
+    """How many threads a batch of total_points code points runs on under the process
+    default tuning (``default_tuning``): the rule of BPE and WordPiece batches alike."""
+    cdef Tuning t = tuning_default()
+    return batch_threads(num_threads, total_points, &t)

@@ -5,6 +5,38 @@ from libc.string cimport memcmp
 
 from fastbpe._common cimport NO_RANK, fbe_load64, fbe_word
 
+import numpy as np
+
+
+def first_duplicate(ids):
+    """The smallest value that occurs twice in the uint32 array ids, or None (a sort:
+    np.unique's hashing took 58 ms of cl100k's 190 ms build)."""
+    if len(ids) < 2:
+        return None
+    s = np.sort(ids)
+    same = s[1:] == s[:-1]
+    return int(s[1:][same][0]) if same.any() else None
+
+
+def ranks_are_plain(dict ranks):
+    """Whether ranks is already what a vocabulary must be, in one pass without building
+    anything: every key exactly bytes, every value exactly an int in [0, 2**32 - 1), no
+    value twice. ``Encoding`` takes its fast path on True (a copy of the dict) and runs
+    its item-by-item check, which names the problem or converts numpy ints and bytes
+    subclasses, only on False."""
+    cdef Py_ssize_t i = 0
+    cdef object k, v
+    ids = np.empty(len(ranks), dtype=np.uint32)
+    cdef uint32_t[::1] out = ids
+    for k, v in ranks.items():
+        if type(k) is not bytes or type(v) is not int:
+            return False
+        if v < 0 or v >= NO_RANK:
+            return False
+        out[i] = <uint32_t>v
+        i += 1
+    return first_duplicate(ids) is None
+
 
 cdef void insert_slot(Vocab* v, const unsigned char* p, uint32_t n, uint32_t offset,
                       uint32_t rank) noexcept nogil:
