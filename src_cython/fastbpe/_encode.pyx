@@ -23,7 +23,9 @@ and join them before returning: no pool survives a call, so processes forked lat
 """
 import os as _os
 
-from fastbpe.reference.core import DisallowedSpecial, holds_any
+# fix_surrogates: one copy, the spec's; only the rare retry of a text with a lone
+# surrogate calls it, under the GIL
+from fastbpe.reference.core import DisallowedSpecial, fix_surrogates, holds_any
 
 import numpy as np
 cimport numpy as cnp
@@ -52,8 +54,7 @@ from fastbpe._runner cimport (MANY_JOBS, MAX_BLOCKS, MAX_THREADS_C, WorkerArg, b
                               pthread_mutex_init, pthread_t, run_jobs, start_workers)
 from fastbpe._specials cimport NeedleSet, Special, SpecialSet, find_special, special_set_index, specials_hold_newline
 from fastbpe._tuning cimport Tuning, tuning_default, tuning_fields, tuning_update
-from fastbpe._vocab cimport (Slot, Vocab, bloom_add, build_char_tables, decode_char, insert_slot,
-                             slot_hash, slot_lookup, vocab_rank)
+from fastbpe._vocab cimport Vocab, decode_char, vocab_build, vocab_clear, vocab_free, vocab_rank
 
 # Testing hooks of the kernel modules, re-exported where the tests look for them.
 from fastbpe._chunk_cache import _equal_short
@@ -134,12 +135,6 @@ cdef object as_valid_str(object text):
         return fix_surrogates(text)
 
 
-cdef object fix_surrogates(str text):
-    # Exactly what tiktoken does: pairs of surrogates become their character, lone ones
-    # become U+FFFD.
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, str pat_str):
     """Unpickle a CoreBPE from its packed vocabulary (see ``CoreBPE.__reduce__``)."""
     cdef CoreBPE core = CoreBPE.__new__(CoreBPE)
@@ -186,16 +181,7 @@ cdef class CoreBPE:
     def __cinit__(self):
         cdef int i
         self.knobs = tuning_default()
-        self.vocab.slots = NULL
-        self.vocab.long_offset = NULL
-        self.vocab.pair_rank2 = NULL
-        self.vocab.bloom = NULL
-        self.vocab.rank_span = NULL
-        self.vocab.char_info = NULL
-        self.vocab.cross_bits = NULL
-        self.vocab.cross_min = NULL
-        self.vocab.bigram_bloom = NULL
-        self.vocab.n_ranks = 0
+        vocab_clear(&self.vocab)
         self.entry_off = NULL
         self.entry_len = NULL
         self.dense_entry = NULL
@@ -208,15 +194,7 @@ cdef class CoreBPE:
 
     def __dealloc__(self):
         self.free_chunk_caches()
-        free(self.vocab.slots)
-        free(self.vocab.long_offset)
-        free(self.vocab.pair_rank2)
-        free(self.vocab.bloom)
-        free(self.vocab.rank_span)
-        free(self.vocab.char_info)
-        free(self.vocab.cross_bits)
-        free(self.vocab.cross_min)
-        free(self.vocab.bigram_bloom)
+        vocab_free(&self.vocab)
         free(self.entry_off)
         free(self.entry_len)
         free(self.dense_entry)
@@ -335,50 +313,14 @@ cdef class CoreBPE:
             off += len(b)
         self.max_token_id = <uint32_t>(entry_ids.max() if self.n_entries else 0)
 
-        # Hash table over mergeable tokens, load factor <= 1/2.
-        cdef uint64_t cap = 16
-        while cap < 2 * <uint64_t>n + 2:
-            cap *= 2
-        self.vocab.slots = <Slot*>table_alloc(cap * sizeof(Slot))
-        self.vocab.long_offset = <uint32_t*>calloc(cap, sizeof(uint32_t))
-        self.vocab.pair_rank2 = <uint32_t*>malloc(65536 * sizeof(uint32_t))
-        # ~16 filter bits per token, 2 set per token: a few % false positives.
-        cdef uint64_t bloom_words = 64
-        while bloom_words * 4 < <uint64_t>n:
-            bloom_words *= 2
-        self.vocab.bloom = <uint64_t*>table_alloc(bloom_words * sizeof(uint64_t))
-        self.vocab.bloom_mask = bloom_words - 1
-        if (self.vocab.slots == NULL or self.vocab.long_offset == NULL
-                or self.vocab.pair_rank2 == NULL or self.vocab.bloom == NULL):
-            raise MemoryError()
-        self.vocab.mask = cap - 1
-        cdef unsigned char two[2]
+        # The lookup tables (fastbpe._vocab).
+        cdef const uint32_t* lens_p = &lens_v[0] if n else NULL
+        cdef const uint32_t* ids_p = &ids_v[0] if n else NULL
+        cdef int rc_tables
         with nogil:
-            for i in range(n):
-                if lens_v[i] > 0:
-                    insert_slot(&self.vocab, self.vocab.arena + self.entry_off[i], lens_v[i],
-                                <uint32_t>self.entry_off[i], ids_v[i])
-            for i in range(256):
-                two[0] = <unsigned char>i
-                self.vocab.byte_rank[i] = vocab_rank(&self.vocab, two, 1)
-            for i in range(65536):
-                two[0] = <unsigned char>(i & 0xFF)
-                two[1] = <unsigned char>(i >> 8)
-                self.vocab.pair_rank2[i] = slot_lookup(&self.vocab, two, 2)
-
-        # Tables for merging by characters, when ranks are dense enough to index.
-        cdef uint64_t max_rank = <uint64_t>self.ids_arr.max() if n else 0
-        cdef int rc_tables = 0
-        if n and max_rank < 4 * <uint64_t>n + 65536:
-            self.vocab.rank_span = <uint64_t*>calloc(max_rank + 1, sizeof(uint64_t))
-            if self.vocab.rank_span == NULL:
-                raise MemoryError()
-            self.vocab.n_ranks = max_rank + 1
-            with nogil:
-                rc_tables = build_char_tables(&self.vocab, n, &lens_v[0], &ids_v[0],
-                                              self.entry_off)
-            if rc_tables < 0:
-                raise MemoryError()
+            rc_tables = vocab_build(&self.vocab, n, lens_p, ids_p, self.entry_off)
+        if rc_tables < 0:
+            raise MemoryError()
 
         # Decoding table: mergeable tokens win over specials sharing an id, as in tiktoken.
         order = np.argsort(entry_ids, kind="stable")

@@ -187,8 +187,10 @@ cdef inline uint32_t decode_char(const unsigned char* p, Py_ssize_t left,
 
 
 # Building (once, by CoreBPE)
-cdef void insert_slot(Vocab* v, const unsigned char* p, uint32_t n, uint32_t offset,
-                      uint32_t rank) noexcept nogil
-cdef uint32_t slot_lookup(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil
-cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
-                           const uint32_t* ids, const int64_t* offs) noexcept nogil
+cdef void vocab_clear(Vocab* v) noexcept nogil
+    # Every table NULL (a Vocab not built, or freed).
+cdef int vocab_build(Vocab* v, Py_ssize_t n, const uint32_t* lens, const uint32_t* ids,
+                     const int64_t* offs) noexcept nogil
+    # Every table for n tokens arena[offs[i]:offs[i] + lens[i]] of rank ids[i]; -1 if
+    # out of memory.
+cdef void vocab_free(Vocab* v) noexcept nogil

@@ -3,7 +3,8 @@ from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, malloc
 from libc.string cimport memcmp
 
-from fastbpe._common cimport NO_RANK, fbe_load64, fbe_word
+from fastbpe._common cimport NO_RANK, fbe_load64, fbe_word, table_alloc
+from libc.stdlib cimport free
 
 import numpy as np
 
@@ -184,4 +185,78 @@ cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
                 v.bigram_bloom[word] |= bits
             prev = cp
             pos += q
+    return 0
+
+
+cdef void vocab_clear(Vocab* v) noexcept nogil:
+    v.slots = NULL
+    v.long_offset = NULL
+    v.pair_rank2 = NULL
+    v.bloom = NULL
+    v.rank_span = NULL
+    v.char_info = NULL
+    v.cross_bits = NULL
+    v.cross_min = NULL
+    v.bigram_bloom = NULL
+    v.n_ranks = 0
+
+
+cdef void vocab_free(Vocab* v) noexcept nogil:
+    free(v.slots)
+    free(v.long_offset)
+    free(v.pair_rank2)
+    free(v.bloom)
+    free(v.rank_span)
+    free(v.char_info)
+    free(v.cross_bits)
+    free(v.cross_min)
+    free(v.bigram_bloom)
+    vocab_clear(v)
+
+
+cdef int vocab_build(Vocab* v, Py_ssize_t n, const uint32_t* lens, const uint32_t* ids,
+                     const int64_t* offs) noexcept nogil:
+    """Every table of v for the n mergeable tokens arena[offs[i]:offs[i] + lens[i]] of
+    rank ids[i] (v.arena set, the tables cleared); -1 if out of memory (vocab_free
+    releases what was made)."""
+    cdef Py_ssize_t i
+    cdef unsigned char two[2]
+    cdef uint64_t max_rank = 0
+    # 1. the hash table, load factor <= 1/2, and the Bloom filter in front of it: ~16
+    #    filter bits per token, 2 set per token (a few % false positives)
+    cdef uint64_t cap = 16
+    while cap < 2 * <uint64_t>n + 2:
+        cap *= 2
+    v.slots = <Slot*>table_alloc(cap * sizeof(Slot))
+    v.long_offset = <uint32_t*>calloc(cap, sizeof(uint32_t))
+    v.pair_rank2 = <uint32_t*>malloc(65536 * sizeof(uint32_t))
+    cdef uint64_t bloom_words = 64
+    while bloom_words * 4 < <uint64_t>n:
+        bloom_words *= 2
+    v.bloom = <uint64_t*>table_alloc(bloom_words * sizeof(uint64_t))
+    v.bloom_mask = bloom_words - 1
+    if v.slots == NULL or v.long_offset == NULL or v.pair_rank2 == NULL or v.bloom == NULL:
+        return -1
+    v.mask = cap - 1
+    for i in range(n):
+        if lens[i] > 0:
+            insert_slot(v, v.arena + offs[i], lens[i], <uint32_t>offs[i], ids[i])
+    # 2. the single bytes and the 2-byte table
+    for i in range(256):
+        two[0] = <unsigned char>i
+        v.byte_rank[i] = vocab_rank(v, two, 1)
+    for i in range(65536):
+        two[0] = <unsigned char>(i & 0xFF)
+        two[1] = <unsigned char>(i >> 8)
+        v.pair_rank2[i] = slot_lookup(v, two, 2)
+    # 3. the tables for merging by characters, when ranks are dense enough to index
+    for i in range(n):
+        if ids[i] > max_rank:
+            max_rank = ids[i]
+    if n and max_rank < 4 * <uint64_t>n + 65536:
+        v.rank_span = <uint64_t*>calloc(max_rank + 1, sizeof(uint64_t))
+        if v.rank_span == NULL:
+            return -1
+        v.n_ranks = max_rank + 1
+        return build_char_tables(v, n, lens, ids, offs)
     return 0
