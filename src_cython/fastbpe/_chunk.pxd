@@ -55,3 +55,8 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
 cdef int bpe_chunk_miss(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
                         Py_ssize_t* err_pos, CacheEntry* cache, CacheEntry* e, uint64_t w,
                         uint64_t h, const Tuning* tuning) noexcept nogil
+cdef int encode_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                      Py_ssize_t* err_pos, CacheEntry* cache, const Tuning* tuning) noexcept nogil
+    # bpe_chunk as a call, for the paths that are not the per-chunk loop of a job: each
+    # inline copy of bpe_chunk in a module is a reason for the compiler not to inline it
+    # into that loop.

@@ -33,3 +33,8 @@ cdef int bpe_chunk_miss(const Vocab* v, const unsigned char* p, Py_ssize_t n, Ou
     if e != NULL and rc == ERR_NONE:
         cache_put(e, p, n, h, out, before)
     return rc
+
+
+cdef int encode_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                      Py_ssize_t* err_pos, CacheEntry* cache, const Tuning* tuning) noexcept nogil:
+    return bpe_chunk(v, p, n, out, err_pos, cache, tuning)

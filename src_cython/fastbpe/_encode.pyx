@@ -35,7 +35,7 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
-from fastbpe._chunk cimport bpe_chunk
+from fastbpe._chunk cimport encode_chunk
 from fastbpe._chunk_cache cimport CACHE_POOL, CacheEntry
 from fastbpe._common cimport (ERR_BYTE, ERR_DISALLOWED, ERR_NOMEM, ERR_NONE, ERR_SURROGATE,
                               ERR_TOO_LONG, NO_RANK, fbe_load64, fbe_word, table_alloc)
@@ -914,7 +914,7 @@ cdef class CoreBPE:
             return []
         try:
             with nogil:
-                rc = (bpe_chunk(&self.vocab, p, n, &out, &err_pos, NULL, &tuning)
+                rc = (encode_chunk(&self.vocab, p, n, &out, &err_pos, NULL, &tuning)
                       if whole_first
                       else bpe_merge(&self.vocab, p, n, &out, &err_pos, &tuning))
             if rc == ERR_NOMEM:

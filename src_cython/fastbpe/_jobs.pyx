@@ -4,7 +4,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memchr
 
-from fastbpe._chunk cimport bpe_chunk
+from fastbpe._chunk cimport bpe_chunk, encode_chunk
 from fastbpe._chunk_cache cimport new_chunk_cache, return_chunk_cache
 from fastbpe._common cimport ERR_DISALLOWED, ERR_NOMEM, ERR_NONE, ERR_SURROGATE
 from fastbpe._out cimport out_free, out_push
@@ -91,7 +91,9 @@ cdef int encode_segment(const Context* ctx, Job* job, OutBuf* out, Py_ssize_t st
         span_i[0] += 1
         if e <= s:
             continue
-        rc = bpe_chunk(ctx.vocab, text + s, e - s, out, &local, cache, ctx.tuning)
+        # the regex path: a call (keeping bpe_chunk's one call site above, in the hot
+        # loop, where the compiler then inlines it whole)
+        rc = encode_chunk(ctx.vocab, text + s, e - s, out, &local, cache, ctx.tuning)
         if rc != ERR_NONE:
             job.err_pos = s + local
             return rc
