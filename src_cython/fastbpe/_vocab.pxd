@@ -132,8 +132,9 @@ cdef inline uint32_t vocab_rank_in(const Vocab* v, const unsigned char* p, size_
     return slot_probe(v, h & v.mask, w, n)
 
 
-cdef inline uint32_t vocab_rank_long(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
-    return vocab_rank_hashed(v, p, n, fbe_load64(p), fbe_hash(p, n))
+cdef uint32_t vocab_rank_long(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil
+    # vocab_rank of more than 8 bytes: a call (in _vocab.pyx), so that vocab_rank stays
+    # small enough to be inlined into the merge loops.
 
 
 cdef inline void vocab_rank_two(const Vocab* v, const unsigned char* pa, size_t na,

@@ -3,7 +3,7 @@ from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, malloc
 from libc.string cimport memcmp
 
-from fastbpe._common cimport NO_RANK, fbe_load64, fbe_word, table_alloc
+from fastbpe._common cimport NO_RANK, fbe_hash, fbe_load64, fbe_word, table_alloc
 from libc.stdlib cimport free
 
 import numpy as np
@@ -186,6 +186,10 @@ cdef int build_char_tables(Vocab* v, Py_ssize_t n, const uint32_t* lens,
             prev = cp
             pos += q
     return 0
+
+
+cdef uint32_t vocab_rank_long(const Vocab* v, const unsigned char* p, size_t n) noexcept nogil:
+    return vocab_rank_hashed(v, p, n, fbe_load64(p), fbe_hash(p, n))
 
 
 cdef void vocab_clear(Vocab* v) noexcept nogil:
