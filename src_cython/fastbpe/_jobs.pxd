@@ -37,7 +37,6 @@ cdef struct Job:
 
 
 cdef struct Context:
-    Runner runner             # its payload is this Context (context_bind)
     const Vocab* vocab
     const Tuning* tuning
     const SpecialSet* specials
@@ -46,6 +45,10 @@ cdef struct Context:
     Job* jobs
     void** cache_pool         # the encoder's chunk caches (see new_chunk_cache)
     OutArena* arenas          # per thread slot: where its jobs' ids go (see OutArena)
+    # Last: the caller writes its lock, cond and waiting flag while workers run; in front
+    # of the fields above they shared a cache line with what every chunk reads (measured:
+    # 2-thread batches 6-11% slower).
+    Runner runner             # its payload is this Context (context_bind)
 
 
 cdef void context_bind(Context* ctx) noexcept nogil
