@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # A checkout built in place (python setup.py build_ext --inplace) is measured; an unbuilt
 # source tree must not shadow the installed package (nor reach Dask's spawned workers).
-if any((ROOT / "fastbpe").glob("_core*.so")) and str(ROOT) not in sys.path:
+if any((ROOT / "fastbpe").glob("_encode*.so")) and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import fastbpe  # noqa: E402

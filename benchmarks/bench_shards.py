@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if any((ROOT / "fastbpe").glob("_core*.so")) and str(ROOT) not in sys.path:
+if any((ROOT / "fastbpe").glob("_encode*.so")) and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import fastbpe  # noqa: E402

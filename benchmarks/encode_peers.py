@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if any((ROOT / "fastbpe").glob("_core*.so")) and str(ROOT) not in sys.path:
+if any((ROOT / "fastbpe").glob("_encode*.so")) and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

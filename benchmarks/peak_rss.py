@@ -65,7 +65,7 @@ def env_with_checkout(extra: dict | None = None) -> dict:
     place (as the benchmarks do: an unbuilt source tree must not shadow the installed
     package), and the shared vocabularies when nothing else is set."""
     env = dict(os.environ)
-    if any((ROOT / "fastbpe").glob("_core*.so")):
+    if any((ROOT / "fastbpe").glob("_encode*.so")):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     shared = ROOT.parent / "shared" / "vocab"
     if "FASTBPE_VOCAB_DIR" not in env and shared.is_dir():

@@ -47,7 +47,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))  # corpus modules beside this script
 # A checkout built in place (python setup.py build_ext --inplace) is measured; an unbuilt
 # source tree must not shadow the installed package.
-if any((ROOT / "fastbpe").glob("_core*.so")) or any((ROOT / "fastbpe").glob("_core*.pyd")):
+if any((ROOT / "fastbpe").glob("_encode*.so")) or any((ROOT / "fastbpe").glob("_encode*.pyd")):
     sys.path.insert(0, str(ROOT))
 
 import fastbpe  # noqa: E402

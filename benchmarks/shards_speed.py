@@ -51,7 +51,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-if any((ROOT / "fastbpe").glob("_core*.so")) and str(ROOT) not in sys.path:
+if any((ROOT / "fastbpe").glob("_encode*.so")) and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 

@@ -1,4 +1,7 @@
-"""Import the compiled core once, with an ImportError that says how to build it."""
+"""Import the compiled core once, with an ImportError that says how to build it.
+
+The probe is ``_encode``, the extension ``Encoding`` needs (it cimports the kernel
+modules, so their absence fails here too)."""
 
 _HOW_TO_BUILD = (
     "fastbpe's Cython extension is not built. Install the package with "
@@ -8,6 +11,6 @@ _HOW_TO_BUILD = (
 )
 
 try:
-    from . import _core  # noqa: F401
+    from . import _encode  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
     raise ImportError(f"{_HOW_TO_BUILD} (original error: {exc})") from exc

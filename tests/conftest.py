@@ -106,6 +106,6 @@ def _threads_as_asked():
     except ImportError:  # the reference core has no threads
         yield
         return
-    old = _encode._set_thread_policy(0, False)
+    old = _encode.default_tuning(points_per_thread=0, cap_to_cpus=False)
     yield
-    _encode._set_thread_policy(*old)
+    _encode.default_tuning(**old)

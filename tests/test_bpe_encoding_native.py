@@ -22,17 +22,13 @@ from fastbpe._encode import (
     _equal_short,
     _find_pair,
     _output_pool_bytes,
-    _set_by_chars,
-    _set_heap_threshold,
     _cut_points,
     _set_id_int_top_up,
     _batch_threads,
-    _set_piece_size,
-    _set_thread_policy,
-    _set_utf8_simd,
     _shared_int_address,
-    _utf8_of,
+    default_tuning,
 )
+from fastbpe._jobs import _utf8_of
 from fastbpe.bpe.encoding import get_toy_encoding
 from fastbpe.reference import patterns
 from fastbpe.reference.bpe import bpe_encode_chunk, merge_bytes
@@ -57,12 +53,25 @@ def pair(tiktoken_encoding):
     return get
 
 
+@contextlib.contextmanager
+def tuned(**fields):
+    """Set tuning fields for a block: on the process default (which new cores copy) and
+    on every core cached by ``pair``."""
+    old_default = default_tuning(**fields)
+    olds = [(core, core.set_tuning(**fields)) for core in _CORES.values()]
+    try:
+        yield
+    finally:
+        for core, old in olds:
+            core.set_tuning(**old)
+        default_tuning(**old_default)
+
+
 @pytest.fixture
 def both_paths():
-    """Run a block with every chunk forced through the heap, then through the scan."""
-    old = _set_heap_threshold(128)
-    yield
-    _set_heap_threshold(old)
+    """Run a block with chunks of up to 128 bytes through the scan, longer ones the heap."""
+    with tuned(heap_threshold=128):
+        yield
 
 
 TEXTS = [
@@ -367,13 +376,13 @@ def test_disallowed_argument_edge_cases(pair):
 
 def heap_and_scan(core, piece):
     """The tokens of one chunk from the heap merge and from the scan."""
-    old = _set_heap_threshold(0)
+    old = core.set_tuning(heap_threshold=0)
     try:
         heap = core._encode_chunk_bytes(piece)
-        _set_heap_threshold(1 << 20)
+        core.set_tuning(heap_threshold=1 << 20)
         return heap, core._encode_chunk_bytes(piece)
     finally:
-        _set_heap_threshold(old)
+        core.set_tuning(**old)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
@@ -439,11 +448,11 @@ def test_heap_path_matches_tiktoken_on_long_chunks(pair):
     for _ in range(30):
         text = "".join(rng.choice(words) for _ in range(rng.randint(50, 400)))
         text = text.replace(" ", "")
-        old = _set_heap_threshold(0)
+        old = core.set_tuning(heap_threshold=0)
         try:
             assert core.encode_ordinary(text) == tk.encode_ordinary(text)
         finally:
-            _set_heap_threshold(old)
+            core.set_tuning(**old)
 
 
 # ---- merging by characters ---------------------------------------------------------
@@ -470,11 +479,11 @@ def test_by_chars_matches_tiktoken_on_scripts(pair, name):
     for text in SCRIPT_TEXTS:
         want = tk.encode_ordinary(text)
         assert core.encode_ordinary(text) == want, text
-        old = _set_by_chars(False)
+        old = core.set_tuning(by_chars=False)
         try:
             assert core.encode_ordinary(text) == want, text
         finally:
-            _set_by_chars(old)
+            core.set_tuning(**old)
 
 
 _cjk_char = st.one_of(
@@ -716,11 +725,8 @@ def test_batch_blocks_cover_every_text_once(pair, threads):
 @contextlib.contextmanager
 def tiny_pieces():
     """Cut batch texts at every place the cut rule allows (pieces of >= 1 code point)."""
-    old = _set_piece_size(1, 1 << 20)
-    try:
+    with tuned(piece_min=1, pieces_per_thread=1 << 20):
         yield
-    finally:
-        _set_piece_size(*old)
 
 
 @pytest.fixture
@@ -874,11 +880,8 @@ def test_numpy_dtypes(pair):
 
 @contextlib.contextmanager
 def thread_policy(min_points, to_cpus):
-    old = _set_thread_policy(min_points, to_cpus)
-    try:
+    with tuned(points_per_thread=min_points, cap_to_cpus=to_cpus):
         yield
-    finally:
-        _set_thread_policy(*old)
 
 
 def _usable_cpus():
@@ -902,16 +905,20 @@ def test_batch_threads_follow_text_size_and_cpus():
         assert _batch_threads(1024, 5) == min(1024, cpus)
     with thread_policy(0, False):                     # as the tests run: as asked
         assert _batch_threads(7, 0) == 7
-    with pytest.raises(ValueError, match="min_points"):
-        _set_thread_policy(-1, True)
+    with pytest.raises(ValueError, match="points_per_thread must be at least 0"):
+        default_tuning(points_per_thread=-1)
+    with pytest.raises(TypeError, match="unknown tuning field"):
+        default_tuning(min_points=1)
+    with pytest.raises(TypeError, match="cap_to_cpus must be a bool"):
+        default_tuning(cap_to_cpus=1)
 
 
 def test_batch_ids_do_not_depend_on_the_thread_rule():
-    enc = get_toy_encoding()
     texts = ["hello world, hi there " * k for k in range(40)] + ["x" * 70000, "", "hi"]
-    want = [enc.encode_ordinary(t) for t in texts]
+    want = [get_toy_encoding().encode_ordinary(t) for t in texts]
     for policy in [(1 << 14, True), (0, False), (1, False)]:
         with thread_policy(*policy):
+            enc = get_toy_encoding()      # copies the default tuning
             for threads in (1, 2, 3, 8):
                 assert enc.encode_ordinary_batch(texts, num_threads=threads) == want
                 flat, offsets = enc.encode_batch_to_numpy(texts, num_threads=threads)
@@ -1153,11 +1160,7 @@ def test_cache_key_compare_matches_bytes_equality(keys):
 # (SSSE3, where the CPU has it) and the plain loop must both equal str.encode. Block
 # edges matter most, so the text mixes characters of every UTF-8 length at all offsets.
 def _utf8_with(simd, text):
-    old = _set_utf8_simd(simd)
-    try:
-        return _utf8_of(text)
-    finally:
-        _set_utf8_simd(old)
+    return _utf8_of(text, simd)
 
 
 _UTF8_CHARS = st.sampled_from(
@@ -1277,3 +1280,29 @@ def test_batch_lists_are_tracked_by_the_cycle_collector(threads):
     del ids, box
     gc.collect()
     assert gone() is None
+
+
+# ---- tuning --------------------------------------------------------------------------
+
+
+def test_tuning_is_per_core_and_new_cores_copy_the_default():
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    core = CoreBPE(ranks, {}, r"\S+|\s")
+    assert core.tuning == default_tuning()
+    assert set(core.tuning) == {"heap_threshold", "by_chars", "utf8_simd", "points_per_thread",
+                                "cap_to_cpus", "piece_min", "pieces_per_thread"}
+    old = core.set_tuning(heap_threshold=0, by_chars=False)
+    assert old == {"heap_threshold": default_tuning()["heap_threshold"], "by_chars": True}
+    assert core.tuning["heap_threshold"] == 0 and default_tuning()["heap_threshold"] != 0
+    assert core.encode_ordinary("abab ab") == [256, 256, 32, 256]
+    with tuned(piece_min=7):
+        assert CoreBPE(ranks, {}, r"\S+|\s").tuning["piece_min"] == 7
+        assert pickle.loads(pickle.dumps(core)).tuning == default_tuning()
+    assert core.tuning["piece_min"] == default_tuning()["piece_min"] != 7
+    for bad, error in [({"heap_threshold": -1}, ValueError), ({"heap_threshold": 1 << 21}, ValueError),
+                       ({"heap_threshold": "1"}, TypeError), ({"by_chars": 1}, TypeError),
+                       ({"piece_min": 0}, ValueError), ({"nope": 1}, TypeError)]:
+        before = core.tuning
+        with pytest.raises(error):
+            core.set_tuning(**bad)
+        assert core.tuning == before

@@ -1,14 +1,7 @@
 import subprocess
 import sys
 
-import numpy as np
-
 import fastbpe
-from fastbpe import _core
-
-
-def test_native_merge_pair_matches_doc():
-    assert _core.merge_pair(np.array([1, 2, 3, 1, 2]), 1, 2, 4).tolist() == [4, 3, 4]
 
 
 def test_version():

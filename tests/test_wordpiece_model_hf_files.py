@@ -301,13 +301,13 @@ def test_num_threads_is_checked_and_bounded(trained, monkeypatch):
 def test_batch_thread_rule_is_the_bpe_rule():
     from fastbpe import _encode
 
-    old = _encode._set_thread_policy(1 << 14, True)
+    old = _encode.default_tuning(points_per_thread=1 << 14, cap_to_cpus=True)
     try:
         assert _encode._batch_threads(1024, 100 * 60) == 1    # 100 short lines: no thread started
         wp = WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "a": 3})
         assert wp.encode_batch(["a"] * 100, num_threads=1024) == [[1, 3, 2]] * 100
     finally:
-        _encode._set_thread_policy(*old)
+        _encode.default_tuning(**old)
 
 
 def test_shards_keep_document_text_ordinary(tmp_path, vocab_file):

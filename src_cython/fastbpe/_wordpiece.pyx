@@ -19,8 +19,9 @@ only makes them fast:
   Each character is consumed once and each failure link followed is paid for by a popped
   token, so a word of n characters costs O(n) and the result equals greedy
   longest-match-first (MaxMatch), as HF computes it.
-* ``encode_batch`` runs the kernel on pthreads without the GIL; each thread writes into its
-  own growable buffers.
+* ``encode_batch`` runs the kernel without the GIL on the threads of ``fastbpe._runner``
+  (the BPE encoder's runner: one job per run of consecutive texts); each job writes into
+  its texts' own growable buffers.
 """
 cimport cython
 import numpy as np
@@ -33,20 +34,15 @@ from libc.string cimport memchr, memcpy
 
 from fastbpe._vec cimport I32Vec, I64Vec, i32_push, i64_push
 
-from fastbpe._encode import _batch_threads
+from fastbpe._runner cimport Runner, run_jobs
+
+from fastbpe._runner import _batch_threads
 from fastbpe.special import raise_disallowed_special_token
 
 cdef enum:
     OUT_FIRST_CAP = 64      # output buffers start with room for 64 ids
 
 cnp.import_array()
-
-cdef extern from "<pthread.h>" nogil:
-    ctypedef unsigned long pthread_t
-    ctypedef struct pthread_attr_t:
-        pass
-    int pthread_create(pthread_t*, const pthread_attr_t*, void* (*)(void*) noexcept nogil, void*)
-    int pthread_join(pthread_t, void**)
 
 cdef extern from "Python.h":
     int PyUnicode_KIND(object o)
@@ -701,6 +697,11 @@ cdef void* run_job(void* arg) noexcept nogil:
     return NULL
 
 
+cdef void run_one(void* payload, Py_ssize_t j, Py_ssize_t slot, void* state) noexcept nogil:
+    """The shared runner's callback: job j of the Job array payload."""
+    run_job(&(<Job*>payload)[j])
+
+
 cdef void free_output(Output* o) noexcept nogil:
     free(o.ids.data)
     free(o.starts.data)
@@ -713,7 +714,7 @@ cdef void free_output(Output* o) noexcept nogil:
 cdef class _Batch:
     """The native side of one batch call: text buffers, outputs, and the threads' run.
 
-    Threads follow ``fastbpe._encode``'s rule (``batch_threads``): ``num_threads`` is an
+    Threads follow the BPE rule (``fastbpe._runner.batch_threads``): ``num_threads`` is an
     upper bound, about one thread per 16,384 code points, no more than the usable CPUs;
     each thread takes a run of consecutive texts holding about the same number of
     code points."""
@@ -763,10 +764,7 @@ cdef class _Batch:
             total += self.lengths[t]
         n_thr = <int>min(<Py_ssize_t>_batch_threads(num_threads, total), max(self.n, 1))
         cdef Job* jobs = <Job*>malloc(n_thr * sizeof(Job))
-        cdef pthread_t* threads = <pthread_t*>malloc(n_thr * sizeof(pthread_t))
-        if jobs == NULL or threads == NULL:
-            free(jobs)
-            free(threads)
+        if jobs == NULL:
             raise MemoryError()
         t = 0
         for k in range(n_thr):
@@ -787,17 +785,15 @@ cdef class _Batch:
                     acc += self.lengths[t]
                     t += 1
             jobs[k].last = t
+        cdef Runner runner
+        runner.payload = jobs
+        runner.begin = NULL
+        runner.run = run_one
+        runner.end = NULL
+        runner.n_jobs = n_thr
+        runner.notify = False
         with nogil:
-            if n_thr == 1:
-                run_job(&jobs[0])
-            else:
-                for k in range(n_thr):
-                    if pthread_create(&threads[k], NULL, run_job, &jobs[k]) != 0:
-                        run_job(&jobs[k])  # could not start a thread: do it here
-                        threads[k] = 0
-                for k in range(n_thr):
-                    if threads[k] != 0:
-                        pthread_join(threads[k], NULL)
+            run_jobs(&runner, n_thr)    # fastbpe._runner: this thread is one of n_thr
         found_text[0] = -1
         failed = False
         for k in range(n_thr):
@@ -806,7 +802,6 @@ cdef class _Batch:
                 found_text[0] = jobs[k].found_text   # jobs are in text order: the first is the first
                 found_pos[0] = jobs[k].found_pos
         free(jobs)
-        free(threads)
         if failed:
             raise MemoryError("out of memory while encoding")
         return 0

@@ -1,0 +1,67 @@
+"""Jobs: one text (or one piece of a long text) each, encoded without the GIL, possibly
+on a worker thread of ``fastbpe._runner``.
+
+A job's text is UTF-8, or the str's own PEP 393 buffer, converted on the worker thread
+(converting many texts under the GIL would serialize a batch). It is pre-tokenized by
+the hand-written splitters of ``fastbpe._pretokenize`` (or given as regex spans), its
+allowed special tokens are found by ``fastbpe._specials``, and each chunk goes to
+``bpe_chunk``. Long texts of a batch are cut into pieces where every built-in pattern
+splits anyway (``next_cut``), so that a few long texts share the threads as evenly as
+many short ones and their lists are built while the rest encodes.
+"""
+from libc.stdint cimport int64_t
+
+from fastbpe._chunk_cache cimport CacheEntry
+from fastbpe._out cimport OutArena, OutBuf
+from fastbpe._runner cimport Runner
+from fastbpe._specials cimport SpecialSet
+from fastbpe._tuning cimport Tuning
+from fastbpe._vocab cimport Vocab
+
+
+cdef struct Job:
+    const unsigned char* text # UTF-8; NULL until the worker converts src
+    Py_ssize_t n
+    const void* src           # the str's own PEP 393 buffer (when text is NULL)
+    int src_kind              # 1, 2 or 4 bytes per code point
+    Py_ssize_t src_len        # in code points
+    unsigned char* owned      # UTF-8 buffer this job allocated (freed by the caller)
+    const int64_t* spans      # regex path: chunk [start, end) byte pairs; NULL otherwise
+    Py_ssize_t n_spans
+    OutBuf out
+    int err
+    Py_ssize_t err_pos        # byte offset in text for ERR_BYTE
+    bint no_check             # the disallowed check is not this job's: its text is a
+                              # surrogate fix-up (the caller checks the text as given),
+                              # or the caller has checked it already
+
+
+cdef struct Context:
+    const Vocab* vocab
+    const Tuning* tuning
+    const SpecialSet* specials
+    const SpecialSet* disallowed  # no text may hold one of these (NULL: no check)
+    int pattern               # native pre-tokenizer id, or -1 when spans are given
+    Job* jobs
+    void** cache_pool         # the encoder's chunk caches (see new_chunk_cache)
+    OutArena* arenas          # per thread slot: where its jobs' ids go (see OutArena)
+    # Last: the caller writes its lock, cond and waiting flag while workers run; in front
+    # of the fields above they shared a cache line with what every chunk reads (measured:
+    # 2-thread batches 6-11% slower).
+    Runner runner             # its payload is this Context (context_bind)
+
+
+cdef void context_bind(Context* ctx) noexcept nogil
+    # Point ctx.runner at this Context's jobs (set every other field, and
+    # runner.n_jobs, yourself).
+cdef void run_job(const Context* ctx, Job* job, CacheEntry* cache,
+                  OutArena* arena) noexcept nogil
+    # Encode one job; its output comes from arena (NULL: malloc).
+cdef Py_ssize_t cut_job(Job* jobs, Py_ssize_t target) noexcept nogil
+cdef void job_free(Job* job) noexcept nogil
+cdef bint pieces_failed(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept nogil
+
+
+cdef inline Py_ssize_t job_points(const Job* job) noexcept nogil:
+    """A prepared job's length in code points."""
+    return job.src_len if job.src != NULL else job.n

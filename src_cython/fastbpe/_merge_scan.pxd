@@ -1,0 +1,7 @@
+"""The lowest-rank scan: tiktoken's merge loop, the fastest for short chunks."""
+from fastbpe._out cimport OutBuf
+from fastbpe._vocab cimport Vocab
+
+cdef int bpe_scan(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
+                  Py_ssize_t* err_pos) noexcept nogil
+    # Append enc(p[:n]) to out: ERR_NONE, ERR_NOMEM, or ERR_BYTE (err_pos[0]: the byte).

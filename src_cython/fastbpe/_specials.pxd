@@ -1,0 +1,36 @@
+"""Special tokens: the scan for the allowed ones in a text (``find_special``) and the
+sets of disallowed ones a call checks (``NeedleSet``)."""
+from libc.stdint cimport uint32_t
+
+cdef struct Special:
+    const unsigned char* text
+    Py_ssize_t length
+    uint32_t token
+
+
+cdef struct SpecialSet:
+    Special* items
+    Py_ssize_t count
+    bint first_byte[256]
+    int common_first          # the first byte of every item, or -1 if they differ
+    int common_second         # with common_first: the second byte of every item (all
+                              # are 2 bytes or longer), or -1
+
+
+
+
+cdef void special_set_index(SpecialSet* ss) noexcept nogil
+    # Fill first_byte, common_first and common_second from the items.
+cdef bint find_special(const SpecialSet* ss, const unsigned char* text, Py_ssize_t start,
+                       Py_ssize_t n, Py_ssize_t* found_start, Py_ssize_t* found_end,
+                       uint32_t* found_token) noexcept nogil
+    # Leftmost item of ss in text[start:n] (the longest of those starting there).
+cdef bint specials_hold_newline(const SpecialSet* ss) noexcept nogil
+
+
+cdef class NeedleSet:
+    cdef SpecialSet ss
+    cdef bytes items_buf      # ss.items
+    cdef list utf8            # the bytes ss.items point into
+    cdef frozenset strings    # as given: the check of texts with lone surrogates
+    cdef bint has_empty       # "" is in the set: every text holds it (as in tiktoken)

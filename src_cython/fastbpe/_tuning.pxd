@@ -1,0 +1,34 @@
+"""``Tuning``: every knob of the encoder in one struct, passed to the kernels as a
+``const Tuning*`` instead of read from globals.
+
+None of them changes an id: they choose between equivalent strategies (the tests set
+them to reach every path and compare) or say how a batch is shared among threads. The
+defaults are the measured best; ``fastbpe._encode`` documents each field's choice and
+holds the process default that every new ``CoreBPE`` copies."""
+
+cdef struct Tuning:
+    # Merging (fastbpe._merge): chunks longer than this (bytes) take the heap, others the
+    # scan; both give identical output.
+    Py_ssize_t heap_threshold
+    # Merging by characters (fastbpe._merge_chars) on; off merges every chunk by bytes.
+    bint by_chars
+    # The SSSE3 UTF-8 conversion (where the CPU has it) instead of the plain loop.
+    bint utf8_simd
+    # Batch threads (fastbpe._runner): at most one per points_per_thread code points
+    # (0: no limit from the text's size), and no more than the usable CPUs if
+    # cap_to_cpus.
+    Py_ssize_t points_per_thread
+    bint cap_to_cpus
+    # Pieces (fastbpe._jobs.cut_job): about total / (threads * pieces_per_thread) code
+    # points long, at least piece_min.
+    Py_ssize_t piece_min
+    Py_ssize_t pieces_per_thread
+
+
+cdef Tuning tuning_default() noexcept
+    # A copy of the process default (what a new CoreBPE starts with).
+cdef dict tuning_fields(const Tuning* t)
+    # The fields as a dict (field name -> value).
+cdef int tuning_update(Tuning* t, dict fields) except -1
+    # Set the named fields; TypeError/ValueError (nothing changed) for an unknown name or
+    # a value out of range.

@@ -1,0 +1,103 @@
+"""The process default ``Tuning`` (see ``_tuning.pxd``), and the one way to read or change
+one: ``tuning_fields`` / ``tuning_update`` (behind ``CoreBPE.tuning``,
+``CoreBPE.set_tuning`` and ``default_tuning``)."""
+
+cdef Tuning _default
+# Chunks longer than this (in bytes) are merged with the heap; shorter ones by the
+# simple lowest-rank scan, which is faster when n is small. Both give identical output.
+# Measured: from ~20 bytes on the heap wins (CJK runs); words in alphabetic scripts are
+# shorter.
+_default.heap_threshold = 24
+_default.by_chars = True
+_default.utf8_simd = True          # where the CPU has SSSE3 (fbe_utf8.h checks)
+# see fastbpe/_runner.pyx (batch_threads)
+_default.points_per_thread = 1 << 14
+_default.cap_to_cpus = True
+# Pieces are about (all text of the call) / (threads * pieces_per_thread) code points
+# long, and at least piece_min (but the last one of a text). Enough pieces per thread
+# that the threads finish together and the lists of all but the last few are built
+# while the rest encodes; long enough that a piece costs far more than handing it out.
+_default.piece_min = 1 << 14
+_default.pieces_per_thread = 16
+
+# name -> (lowest, highest) for the int fields; None for the bools
+_RANGES = {
+    "heap_threshold": (0, 1 << 20),
+    "by_chars": None,
+    "utf8_simd": None,
+    "points_per_thread": (0, None),
+    "cap_to_cpus": None,
+    "piece_min": (1, None),
+    "pieces_per_thread": (1, None),
+}
+
+
+cdef Tuning tuning_default() noexcept:
+    return _default
+
+
+cdef dict tuning_fields(const Tuning* t):
+    return {
+        "heap_threshold": t.heap_threshold,
+        "by_chars": bool(t.by_chars),
+        "utf8_simd": bool(t.utf8_simd),
+        "points_per_thread": t.points_per_thread,
+        "cap_to_cpus": bool(t.cap_to_cpus),
+        "piece_min": t.piece_min,
+        "pieces_per_thread": t.pieces_per_thread,
+    }
+
+
+cdef int tuning_update(Tuning* t, dict fields) except -1:
+    cdef Tuning new = t[0]
+    for name, value in fields.items():
+        if name not in _RANGES:
+            raise TypeError(f"unknown tuning field {name!r}; the fields are {', '.join(_RANGES)}")
+        bounds = _RANGES[name]
+        if bounds is None:
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+        else:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+            low, high = bounds
+            if value < low or (high is not None and value > high):
+                span = f"in [{low}, {high}]" if high is not None else f"at least {low}"
+                raise ValueError(f"{name} must be {span}, got {value}")
+        if name == "heap_threshold":
+            new.heap_threshold = value
+        elif name == "by_chars":
+            new.by_chars = value
+        elif name == "utf8_simd":
+            new.utf8_simd = value
+        elif name == "points_per_thread":
+            new.points_per_thread = value
+        elif name == "cap_to_cpus":
+            new.cap_to_cpus = value
+        elif name == "piece_min":
+            new.piece_min = value
+        else:
+            new.pieces_per_thread = value
+    t[0] = new
+    return 0
+
+
+def default_tuning(**fields):
+    """The process default tuning, which every new ``CoreBPE`` copies: with no
+    arguments, its fields as a dict; with some, set them and return the previous values
+    of those fields (so ``default_tuning(**old)`` restores them).
+
+    None of the fields changes an id. Tests use them to reach every path (the heap and
+    the scan, merging by characters or not, the plain UTF-8 loop, tiny pieces) and run
+    with the thread rule off (``tests/conftest.py``) so that small batches use threads.
+
+    >>> old = default_tuning(heap_threshold=0)
+    >>> default_tuning()["heap_threshold"], old
+    (0, {'heap_threshold': 24})
+    >>> _ = default_tuning(**old)
+    """
+    before = tuning_fields(&_default)
+    tuning_update(&_default, fields)
+    if not fields:
+        return before
+    return {name: before[name] for name in fields}
