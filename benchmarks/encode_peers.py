@@ -307,9 +307,9 @@ def table(results: dict, vocab: str, state: str, kinds: list[str]) -> str:
             vals.append(f"{c[a] / c[b]:.2f}x" if a in c and b in c else "-")
         return vals
 
-    rows.append(f"| **numpy/doc fastbpe / gigatoken** | " + " | ".join(ratio("numpy/doc", "fastbpe", "gigatoken")) + " |")
-    rows.append(f"| **numpy/batch fastbpe / gigatoken** | " + " | ".join(ratio("numpy/batch", "fastbpe", "gigatoken")) + " |")
-    rows.append(f"| **list/doc fastbpe / tiktoken** | " + " | ".join(ratio("list/doc", "fastbpe", "tiktoken")) + " |")
+    rows.append("| **numpy/doc fastbpe / gigatoken** | " + " | ".join(ratio("numpy/doc", "fastbpe", "gigatoken")) + " |")
+    rows.append("| **numpy/batch fastbpe / gigatoken** | " + " | ".join(ratio("numpy/batch", "fastbpe", "gigatoken")) + " |")
+    rows.append("| **list/doc fastbpe / tiktoken** | " + " | ".join(ratio("list/doc", "fastbpe", "tiktoken")) + " |")
     return "\n".join(rows)
 
 

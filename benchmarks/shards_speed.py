@@ -39,7 +39,6 @@ The machine is shared: quote the ratios of one run.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import shutil

@@ -12,7 +12,6 @@ Vocabularies: ../shared/vocab (or $FASTBPE_TEST_VOCAB_DIR).
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import time

@@ -127,7 +127,6 @@ def test_dask_writes_the_same_shards(corpus_dir, enc, tmp_path):
 
 def test_training_counts_chunks_within_documents(corpus_dir):
     docs = expected_documents(corpus_dir)
-    from fastbpe import _train
     from fastbpe.bpe import counting
 
     want = ref.count_chunks(docs, patterns.CL100K)

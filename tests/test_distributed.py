@@ -3,7 +3,6 @@ equal the single-machine results; a worker killed mid-shard loses and duplicates
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import subprocess
 import sys
@@ -20,7 +19,6 @@ distributed = pytest.importorskip("distributed")
 pytest.importorskip("fsspec")
 cloudpickle = pytest.importorskip("cloudpickle")
 
-import fastbpe  # noqa: E402
 from fastbpe import shards  # noqa: E402
 from fastbpe.bpe import counting  # noqa: E402
 from fastbpe.trainers import bpe as train  # noqa: E402

@@ -1,7 +1,6 @@
 """Native pre-tokenizers split exactly as regex.findall does with tiktoken's patterns."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np

@@ -4,7 +4,6 @@ import math
 
 import pytest
 
-import fastbpe
 from fastbpe import stats
 from fastbpe.bpe.encoding import get_toy_encoding
 

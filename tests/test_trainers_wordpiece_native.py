@@ -1,7 +1,6 @@
 """fastbpe._wordpiece_train: the native likelihood trainer gives the reference's vocabulary."""
 from __future__ import annotations
 
-import os
 import random
 
 import pytest

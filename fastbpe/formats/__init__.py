@@ -39,7 +39,6 @@ Malformed tokenizer.json files raise ValueError naming the file and JSON path
 """
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from pathlib import Path
