@@ -92,8 +92,9 @@ elif job == "build":
 elif job == "train":
     import warnings
     corpus, d = args
+    train_bpe = fastbpe.train_bpe  # a lazy attribute since issue 24: its import is not training
     t = time.perf_counter()
-    enc = fastbpe.train_bpe(corpus, 32001, special_tokens=["<|endoftext|>"], docs="sep:<|endoftext|>", progress=False)
+    enc = train_bpe(corpus, 32001, special_tokens=["<|endoftext|>"], docs="sep:<|endoftext|>", progress=False)
     out["train_s"] = time.perf_counter() - t
     t = time.perf_counter(); enc.save(os.path.join(d, "tokenizer.json")); out["save_s"] = time.perf_counter() - t
     out["train+save_s"] = out["train_s"] + out["save_s"]
@@ -104,7 +105,8 @@ elif job == "train":
         out["sha:bpe " + f] = sha(open(os.path.join(d, f), "rb").read())
 elif job == "wordpiece_train":
     corpus, d = args
-    t = time.perf_counter(); wp = fastbpe.train_wordpiece(corpus, 8000, docs="sep:<|endoftext|>"); out["wp_train_s"] = time.perf_counter() - t
+    train_wordpiece = fastbpe.train_wordpiece  # lazy, as train_bpe
+    t = time.perf_counter(); wp = train_wordpiece(corpus, 8000, docs="sep:<|endoftext|>"); out["wp_train_s"] = time.perf_counter() - t
     wp.save(os.path.join(d, "wordpiece.json"))
     out["sha:wordpiece tokenizer.json"] = sha(open(os.path.join(d, "wordpiece.json"), "rb").read())
 elif job == "ids":
