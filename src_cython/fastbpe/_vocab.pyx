@@ -15,7 +15,7 @@ def first_duplicate(ids):
     if len(ids) < 2:
         return None
     s = np.sort(ids)
-    same = s[1:] == s[:-1]
+    same = s[1:] == s[:len(s) - 1]   # no negative index: wraparound is off
     return int(s[1:][same][0]) if same.any() else None
 
 
