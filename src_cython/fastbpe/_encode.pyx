@@ -12,7 +12,9 @@ once, releases the GIL, and hands the work to the kernels, one idea per module:
   chunks by characters, see docs/merge_rules.md);
 - ``_specials``: the special-token scan; ``_jobs``: one text without the GIL, and
   cutting long texts into pieces; ``_runner``: the pthread batch runner;
-- ``_out``: output buffers and their slab pool; ``_idlists``: Python lists of ids;
+- ``_batch``: a batch's results while it encodes (lists streamed from the runner, or
+  one flat array); ``_out``: output buffers and their slab pool; ``_idlists``: Python
+  lists of ids;
 - ``_tuning``: the knobs (``Tuning``), passed to the kernels, never read from globals.
 
 An encoder is immutable after construction, so one object is safe to share between
@@ -35,26 +37,25 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 
+from fastbpe._batch cimport run_streaming, to_numpy
 from fastbpe._chunk cimport encode_chunk
 from fastbpe._chunk_cache cimport CACHE_POOL, CacheEntry
 from fastbpe._common cimport (ERR_BYTE, ERR_DISALLOWED, ERR_NOMEM, ERR_NONE, ERR_SURROGATE,
-                              ERR_TOO_LONG, NO_RANK, fbe_load64, fbe_word, table_alloc)
-from fastbpe._chunk_cache cimport new_chunk_cache, return_chunk_cache
-from fastbpe._idlists cimport (_gc_untrack, _new_list, collect_young_if_due, list_extend_ids,
-                               list_trim, outbuf_to_list, shared_id_ints, track_lists)
-from fastbpe._jobs cimport (Context, Job, context_bind, cut_job, job_free, job_points,
-                            pieces_failed, run_job)
+                              ERR_TOO_LONG, NO_RANK)
+from fastbpe._chunk_cache cimport new_chunk_cache
+from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
+from fastbpe._jobs cimport (Context, Job, context_bind, cut_job, job_free, pieces_failed,
+                            run_job)
 from fastbpe._merge cimport bpe_merge
 from fastbpe._merge_chars cimport (UNITS_MAX, bigram_may_join, bpe_by_chars, cross_bit,
                                    no_token_spans)
-from fastbpe._out cimport OutArena, OutBuf, arena_release, out_free
-from fastbpe._runner cimport (MANY_JOBS, MAX_BLOCKS, MAX_THREADS_C, WorkerArg, batch_threads,
-                              claim_job, deal_blocks, finished_runs, mark_done, pthread_cond_destroy,
-                              pthread_cond_init, pthread_join, pthread_mutex_destroy,
-                              pthread_mutex_init, pthread_t, run_jobs, start_workers)
-from fastbpe._specials cimport NeedleSet, Special, SpecialSet, find_special, special_set_index, specials_hold_newline
+from fastbpe._out cimport OutArena, OutBuf, arena_release
+from fastbpe._runner cimport batch_threads, run_jobs
+from fastbpe._specials cimport (NeedleSet, Special, SpecialSet, find_special,
+                                special_set_index, specials_hold_newline)
 from fastbpe._tuning cimport Tuning, tuning_default, tuning_fields, tuning_update
-from fastbpe._vocab cimport Vocab, decode_char, vocab_build, vocab_clear, vocab_free, vocab_rank
+from fastbpe._vocab cimport (Vocab, decode_char, vocab_build, vocab_clear, vocab_free,
+                             vocab_rank)
 
 # Testing hooks of the kernel modules, re-exported where the tests look for them.
 from fastbpe._chunk_cache import _equal_short
@@ -94,11 +95,6 @@ cdef enum Result:
     LISTS = 0                 # a list of ids per text (batch calls)
     ONE_LIST = 1              # the list of ids of its only text (single-text calls)
     ARRAYS = 2                # (flat ids, offsets) as numpy arrays
-
-cdef enum:
-    LIST_RUN = 16             # streaming: own jobs run between two rounds of list
-                              # building (see run_streaming)
-
 
 def _utf8_of(str text):
     """Testing hook: the UTF-8 conversion that workers run on a str, as bytes (with the
@@ -570,7 +566,7 @@ cdef class CoreBPE:
             ctx.runner.notify = False
             # 3. encode
             if result == LISTS and n_jobs > 1 and num_threads > 1:
-                results = self.run_streaming(&ctx, num_threads, first, n_texts)
+                results = run_streaming(&ctx, num_threads, first, n_texts, self.n_shared_ints)
             else:
                 results = None
                 with nogil:
@@ -624,7 +620,7 @@ cdef class CoreBPE:
                 collect_young_if_due()
                 track_lists(results)
                 return results
-            return self.to_numpy(jobs, first, n_texts, dtype)
+            return to_numpy(jobs, first, n_texts, dtype)
         finally:
             for i in range(n_jobs):
                 job_free(&jobs[i])
@@ -635,190 +631,6 @@ cdef class CoreBPE:
                 for i in range(n_arenas):
                     arena_release(&ctx.arenas[i])
                 free(ctx.arenas)
-
-    cdef list run_streaming(self, Context* ctx, int num_threads, const Py_ssize_t* first,
-                            Py_ssize_t n_texts):
-        """All jobs on num_threads threads while this thread turns finished ones into
-        lists; returns a list per text (None for a text with a failed job, handled by
-        the caller). The GIL is released while encoding or waiting. Finished jobs are
-        taken in job order within each block of jobs (deal_blocks), whichever block
-        finishes first; the pieces of a cut text go into its list in text order, each
-        as soon as it and the pieces before it are finished.
-
-        Many jobs (at least 8 per thread): this thread is one of the num_threads. It
-        runs list_run jobs, then builds the lists of every job finished so far, and so
-        on; no thread waits for the GIL, and no extra thread competes for the cores (on
-        2 cores, that made short-document batches 4-34% faster). Lists are built in
-        runs, not one job at a time, because the lists of each block then get item
-        arrays side by side in memory: alternating between blocks at every list, the
-        caller's later freeing of them (glibc merging each freed array with its
-        neighbours) took 3.5 ms instead of 2.9 for 2,000 lists. Few jobs (a handful of
-        long texts): num_threads workers encode and this thread only builds lists, so
-        that a long job of its own does not hold back the lists of the others."""
-        cdef pthread_t tids[MAX_THREADS_C]
-        cdef WorkerArg* args = NULL
-        cdef Py_ssize_t built[MAX_BLOCKS]         # per block: jobs taken up to here
-        cdef Py_ssize_t upto[MAX_BLOCKS]
-        cdef Py_ssize_t n_jobs = ctx.runner.n_jobs, started = 0, left = n_jobs, k, b, w, t
-        cdef Py_ssize_t window = max(1, n_jobs // 64)
-        cdef Py_ssize_t want = min(<Py_ssize_t>num_threads, n_jobs)
-        cdef list results = [None] * n_texts
-        cdef CacheEntry* cache = NULL
-        cdef Py_ssize_t j, since_build = 0
-        cdef bint main_encodes = n_jobs >= MANY_JOBS * want
-        # own jobs between two rounds of list building: up to LIST_RUN with many short
-        # texts, down to 1 with few jobs per thread (pieces of long texts), whose lists
-        # must be built as they finish or they are all built after the last job
-        cdef Py_ssize_t list_run = max(1, min(<Py_ssize_t>LIST_RUN, n_jobs // (64 * want)))
-        # per job: its text, and whether this thread has taken it as finished; per text:
-        # its next piece to append
-        cdef Py_ssize_t* text_of = <Py_ssize_t*>malloc(n_jobs * sizeof(Py_ssize_t))
-        cdef Py_ssize_t* next_piece = <Py_ssize_t*>malloc(n_texts * sizeof(Py_ssize_t))
-        cdef char* taken = <char*>calloc(n_jobs, 1)
-        ctx.runner.done = <char*>calloc(n_jobs, 1)
-        if text_of == NULL or next_piece == NULL or taken == NULL or ctx.runner.done == NULL:
-            free(text_of)
-            free(next_piece)
-            free(taken)
-            free(ctx.runner.done)
-            ctx.runner.done = NULL
-            raise MemoryError()
-        for t in range(n_texts):
-            next_piece[t] = first[t]
-            for k in range(first[t], first[t + 1]):
-                text_of[k] = t
-        pthread_mutex_init(&ctx.runner.lock, NULL)
-        pthread_cond_init(&ctx.runner.cond, NULL)
-        ctx.runner.notify = True
-        ctx.runner.waiting = 0
-        deal_blocks(&ctx.runner, want)       # many jobs: a block per thread, this one's first
-        for b in range(ctx.runner.n_blocks):
-            built[b] = ctx.runner.block_start[b]
-        try:
-            with nogil:
-                args = <WorkerArg*>malloc(want * sizeof(WorkerArg))
-                if args != NULL:
-                    started = (start_workers(&ctx.runner, want - 1, 1, tids, args) if main_encodes
-                               else start_workers(&ctx.runner, want, 0, tids, args))
-                if started == 0:
-                    main_encodes = True    # no thread could start: all work is here
-            if main_encodes:
-                cache = new_chunk_cache(ctx.cache_pool)
-            try:
-                while left > 0:
-                    with nogil:
-                        j = claim_job(&ctx.runner, 0) if main_encodes else n_jobs
-                        if j < n_jobs:
-                            run_job(ctx, &ctx.jobs[j], cache, &ctx.arenas[0])
-                            mark_done(&ctx.runner, j)
-                            since_build += 1
-                            if since_build >= list_run:
-                                since_build = 0
-                                finished_runs(&ctx.runner, built, upto, -1, -1)
-                            else:
-                                for b in range(ctx.runner.n_blocks):
-                                    upto[b] = built[b]
-                        else:
-                            # nothing left to take: wait for a stretch of the first
-                            # block that still has jobs to take
-                            b = 0
-                            while built[b] == ctx.runner.block_end[b]:
-                                b += 1
-                            w = min(built[b] + window, ctx.runner.block_end[b]) - 1
-                            finished_runs(&ctx.runner, built, upto, built[b], w)
-                    for b in range(ctx.runner.n_blocks):
-                        for k in range(built[b], upto[b]):
-                            taken[k] = 1
-                            self.append_pieces(ctx.jobs, first, text_of[k], next_piece,
-                                               taken, results)
-                        left -= upto[b] - built[b]
-                        built[b] = upto[b]
-            finally:
-                # even on an exception (MemoryError) the threads must end before the
-                # jobs they use are freed
-                with nogil:
-                    for k in range(started):
-                        pthread_join(tids[k], NULL)
-        finally:
-            ctx.runner.notify = False
-            pthread_cond_destroy(&ctx.runner.cond)
-            pthread_mutex_destroy(&ctx.runner.lock)
-            free(ctx.runner.done)
-            ctx.runner.done = NULL
-            free(text_of)
-            free(next_piece)
-            free(taken)
-            return_chunk_cache(ctx.cache_pool, cache)
-            free(args)
-        return results
-
-    cdef int append_pieces(self, Job* jobs, const Py_ssize_t* first, Py_ssize_t t,
-                           Py_ssize_t* next_piece, const char* taken, list results) except -1:
-        """Streaming mode: append to text t's list its finished pieces from next_piece[t]
-        on, in order, freeing their ids. A failed piece leaves results[t] None (the
-        caller redoes the text) and stops the text."""
-        cdef Py_ssize_t k = next_piece[t], end = first[t + 1], size
-        cdef Py_ssize_t done_points = 0, all_points = 0, i
-        cdef list lst
-        while k < end and taken[k]:
-            if jobs[k].err != ERR_NONE:
-                results[t] = None
-                next_piece[t] = end
-                return 0
-            lst = results[t]
-            if lst is None:
-                lst = _new_list(0)
-                _gc_untrack(lst)
-                results[t] = lst
-            # a cut text's list is sized by the share of its code points encoded so far
-            # (and trimmed after the last piece): growing piece by piece would copy it
-            size = len(lst) + jobs[k].out.size
-            if k + 1 < end:
-                if all_points == 0:
-                    for i in range(first[t], end):
-                        all_points += job_points(&jobs[i])
-                    for i in range(first[t], k + 1):
-                        done_points += job_points(&jobs[i])
-                else:
-                    done_points += job_points(&jobs[k])
-                size = <Py_ssize_t>(<double>size * all_points / max(done_points, 1) * 1.0625)
-            list_extend_ids(lst, &jobs[k].out, self.n_shared_ints, size)
-            out_free(&jobs[k].out)
-            k += 1
-        next_piece[t] = k
-        if k == end and results[t] is not None:
-            list_trim(results[t])
-        return 0
-
-    cdef object to_numpy(self, Job* jobs, const Py_ssize_t* first, Py_ssize_t n_texts,
-                         object dtype):
-        cdef Py_ssize_t n_jobs = first[n_texts], total = 0, i, j, pos
-        offsets = np.empty(n_texts + 1, dtype=np.int64)
-        cdef int64_t[::1] off_v = offsets
-        off_v[0] = 0
-        for i in range(n_texts):
-            for j in range(first[i], first[i + 1]):
-                total += jobs[j].out.size
-            off_v[i + 1] = total
-        flat = np.empty(total, dtype=dtype)
-        cdef uint32_t[::1] f32
-        cdef uint16_t[::1] f16
-        pos = 0
-        if flat.dtype == np.uint32:
-            f32 = flat
-            with nogil:
-                for i in range(n_jobs):
-                    if jobs[i].out.size:
-                        memcpy(&f32[pos], jobs[i].out.data, jobs[i].out.size * sizeof(uint32_t))
-                    pos += jobs[i].out.size
-        else:
-            f16 = flat
-            with nogil:
-                for i in range(n_jobs):
-                    for j in range(jobs[i].out.size):
-                        f16[pos + j] = <uint16_t>jobs[i].out.data[j]
-                    pos += jobs[i].out.size
-        return flat, offsets
 
     cdef object check_dtype(self, object dtype):
         dt = np.dtype(dtype)

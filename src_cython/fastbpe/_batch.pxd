@@ -1,0 +1,13 @@
+"""A batch's results while it encodes (see ``_batch.pyx``): lists streamed from the
+runner, or one flat array."""
+from fastbpe._jobs cimport Context, Job
+
+
+cdef list run_streaming(Context* ctx, int num_threads, const Py_ssize_t* first,
+                        Py_ssize_t n_texts, Py_ssize_t n_shared_ints)
+    # Run ctx's jobs on num_threads threads (this one included when there are many) and
+    # return a list of ids per text, built as jobs finish; None for a text with a failed
+    # job (the caller redoes it). Text t is jobs[first[t]:first[t + 1]].
+
+cdef object to_numpy(Job* jobs, const Py_ssize_t* first, Py_ssize_t n_texts, object dtype)
+    # (flat ids as dtype (uint32 or uint16, already checked), int64 offsets per text)
