@@ -90,11 +90,15 @@ def test_import_linter_contract_is_kept():
 
     import sys
 
+    # lint_imports puts the working directory on sys.path itself, and leaves it there:
+    # restore the whole path, or processes spawned by later tests import the unbuilt
+    # source tree (in CI, the working directory) instead of the installed package
+    saved = list(sys.path)
     sys.path.insert(0, str(ROOT))
     try:
         code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
     finally:
-        sys.path.remove(str(ROOT))
+        sys.path[:] = saved
     assert code == 0, "an import points up a layer: run `lint-imports` in the project root for the chain"
 
 
