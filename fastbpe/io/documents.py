@@ -431,7 +431,7 @@ class JsonlSource:
         return TextSource(self.path, "lines").next_start(pos)
 
     def blocks(self, *, cut=None, errors="strict", block_bytes=BLOCK_BYTES, start=0, end=None,
-               progress=None, first_line: int | None = None) -> Iterator[Block]:
+               progress=None) -> Iterator[Block]:
         from . import jsonl
 
         name = os.fspath(self.path) if not isinstance(self.path, str) else self.path
