@@ -60,6 +60,15 @@ cdef void run_job(const Context* ctx, Job* job, CacheEntry* cache,
 cdef Py_ssize_t cut_job(Job* jobs, Py_ssize_t target) noexcept nogil
 cdef void job_free(Job* job) noexcept nogil
 cdef bint pieces_failed(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept nogil
+cdef int job_prepare(Job* job, object text, int pattern, object regex_pat,
+                     const SpecialSet* specials, list keep) except -1
+    # Point a job at the str text (the objects it needs alive go to keep): at its PEP 393
+    # buffer when pattern >= 0 (a native pre-tokenizer), else at its UTF-8 (tiktoken's
+    # surrogate fix-up first, if it has a lone one) with regex_pat's chunk spans,
+    # found between the allowed special tokens.
+cdef int job_raise(const Job* job) except -1
+    # The exception of a failed job's error (after the caller has handled
+    # ERR_DISALLOWED and ERR_SURROGATE): MemoryError or ValueError; 0 if none.
 
 
 cdef inline Py_ssize_t job_points(const Job* job) noexcept nogil:

@@ -6,17 +6,29 @@ from libc.string cimport memchr
 
 from fastbpe._chunk cimport bpe_chunk, encode_chunk
 from fastbpe._chunk_cache cimport new_chunk_cache, return_chunk_cache
-from fastbpe._common cimport ERR_DISALLOWED, ERR_NOMEM, ERR_NONE, ERR_SURROGATE
+from fastbpe._common cimport (ERR_BYTE, ERR_DISALLOWED, ERR_NOMEM, ERR_NONE, ERR_SURROGATE,
+                              ERR_TOO_LONG)
 from fastbpe._out cimport out_free, out_push
 from fastbpe._pretokenize cimport FbpeWin, fbpe_win_reset, split_next
 from fastbpe._specials cimport find_special
 
+# fix_surrogates: one copy, the spec's; only the rare retry of a text with a lone
+# surrogate calls it, under the GIL
+from fastbpe.reference.core import fix_surrogates
+
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
 cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
     object PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
     char* PyBytes_AS_STRING(object b)
 
 cdef extern from "fbe_pyunicode.h":
     int FBE_UNICODE_READY(object o) except -1
+    bint PyUnicode_IS_ASCII(object o)
     int PyUnicode_KIND(object o)
     void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
@@ -268,3 +280,112 @@ cdef bint pieces_failed(const Job* jobs, Py_ssize_t a, Py_ssize_t b) noexcept no
         if jobs[k].err != ERR_NONE:
             return True
     return False
+
+
+# --------------------------------------------------------------------------------------
+# Preparing a job, and the exception of a failed one (under the GIL)
+# --------------------------------------------------------------------------------------
+
+cdef object as_valid_str(object text):
+    """The text itself if it encodes to UTF-8; otherwise tiktoken's surrogate fix-up."""
+    cdef Py_ssize_t size
+    try:
+        PyUnicode_AsUTF8AndSize(text, &size)
+        return text
+    except UnicodeEncodeError:
+        return fix_surrogates(text)
+
+
+cdef int job_prepare(Job* job, object text, int pattern, object regex_pat,
+                     const SpecialSet* specials, list keep) except -1:
+    cdef Py_ssize_t size
+    job.owned = NULL
+    job.no_check = False
+    job.src = NULL
+    job.src_kind = 0
+    job.src_len = 0
+    if pattern >= 0:
+        FBE_UNICODE_READY(text)
+        if PyUnicode_IS_ASCII(text):
+            job.text = <const unsigned char*>PyUnicode_DATA(text)
+            job.n = PyUnicode_GET_LENGTH(text)
+        else:
+            job.text = NULL    # converted by the worker
+            job.n = 0
+            job.src = PyUnicode_DATA(text)
+            job.src_kind = PyUnicode_KIND(text)
+            job.src_len = PyUnicode_GET_LENGTH(text)
+    else:
+        valid = as_valid_str(text)
+        job.no_check = valid is not text
+        text = valid
+        keep.append(text)
+        job.text = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &size)
+        job.n = size
+    job.spans = NULL
+    job.n_spans = 0
+    job.out.data = NULL
+    job.out.size = 0
+    job.out.cap = 0
+    job.out.arena = NULL
+    job.err = ERR_NONE
+    job.err_pos = 0
+    if pattern < 0:
+        spans = _regex_spans(regex_pat, text, job.text, job.n, specials)
+        keep.append(spans)
+        job.spans = <const int64_t*>cnp.PyArray_DATA(spans)
+        job.n_spans = len(spans) // 2
+    return 0
+
+
+cdef int job_raise(const Job* job) except -1:
+    if job.err == ERR_NOMEM:
+        raise MemoryError()
+    if job.err == ERR_TOO_LONG:
+        raise ValueError(f"a single pre-tokenized chunk at UTF-8 offset {job.err_pos} is "
+                         f"4 GiB or longer; such chunks are not supported")
+    if job.err == ERR_BYTE:
+        raise ValueError(f"byte {job.text[job.err_pos]:#04x} at UTF-8 offset {job.err_pos} "
+                         f"is not a token of this vocabulary, so it cannot be encoded")
+    return 0
+
+
+cdef cnp.ndarray _regex_spans(object pat, str text, const unsigned char* utf8, Py_ssize_t n,
+                              const SpecialSet* ss):
+    """Chunk spans (UTF-8 byte offsets, flattened start/end pairs) from the regex module.
+
+    Like tiktoken, the pattern runs on each segment between allowed special tokens
+    separately, so ``$`` and lookaheads stop at a special token.
+    """
+    cdef Py_ssize_t pos = 0, s = 0, e = 0, cs, ce
+    cdef uint32_t tok
+    cdef bint found
+    ascii = text.isascii()
+    if not ascii:
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        widths = (1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000))
+        byte_of_cp = np.zeros(len(cps) + 1, dtype=np.int64)
+        np.cumsum(widths, out=byte_of_cp[1:])
+    pieces = []
+    while True:
+        found = find_special(ss, utf8, pos, n, &s, &e, &tok)
+        seg_end = s if found else n
+        if seg_end > pos:
+            if ascii:
+                cs, ce = pos, seg_end
+            else:
+                cs = int(np.searchsorted(byte_of_cp, pos))
+                ce = int(np.searchsorted(byte_of_cp, seg_end))
+            segment = text[cs:ce]
+            spans = [m.span() for m in pat.finditer(segment)]
+            if spans:
+                arr = np.array(spans, dtype=np.int64).reshape(-1) + cs
+                if not ascii:
+                    arr = byte_of_cp[arr]
+                pieces.append(arr)
+        if not found:
+            break
+        pos = e
+    if not pieces:
+        return np.zeros(0, dtype=np.int64)
+    return np.ascontiguousarray(np.concatenate(pieces), dtype=np.int64)

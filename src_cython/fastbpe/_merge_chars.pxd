@@ -37,3 +37,14 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
                       OutBuf* out, CacheEntry* cache, const Tuning* tuning) noexcept nogil
     # Append enc(p[:n]) to out by merging characters (ERR_NONE); -1, out unchanged,
     # when the caller must merge from bytes instead. UNITS_MIN <= n <= UNITS_MAX.
+
+
+# Testing hooks (CoreBPE's _encode_chunk_by_chars, _split_points, _bigram_may_join):
+cdef object chars_ids(const Vocab* v, bytes piece, const Tuning* tuning, Py_ssize_t n_shared)
+    # bpe_by_chars of one chunk as a list of ids; None when that path gives up or is
+    # off for this vocabulary.
+cdef object split_points(const Vocab* v, bytes piece)
+    # The offsets inside piece where Corollary 4 (split) may cut; None when merging by
+    # characters is off or the piece is not UTF-8 of 1- to 3-byte characters.
+cdef object bigram_filter(const Vocab* v, object a, object b)
+    # bigram_may_join of two characters as a bool; None when merging by characters is off.

@@ -12,11 +12,13 @@ capped, so the worst case stays linear; anything unusual falls back to merging b
 (``bpe_by_chars`` returns -1). Tests compare both paths everywhere.
 """
 from libc.stdint cimport uint32_t, uint64_t
+from libc.stdlib cimport free
 from libc.string cimport memcmp, memcpy, memmove
 
 from fastbpe._chunk_cache cimport (CACHE_ENTRIES, CACHE_KEY_MAX, PURE_SALT, CacheEntry,
                                    cache_get, cache_put)
 from fastbpe._common cimport ERR_NONE, NO_RANK, fbe_hash, fbe_hash_word, fbe_min_u32, fbe_word
+from fastbpe._idlists cimport outbuf_to_list
 from fastbpe._merge cimport bpe_merge
 from fastbpe._out cimport OutBuf, out_grow
 from fastbpe._tuning cimport Tuning
@@ -300,3 +302,52 @@ cdef int bpe_by_chars(const Vocab* v, const unsigned char* p, Py_ssize_t n,
         done_end = start[j]
         i = j
     return ERR_NONE
+
+
+# --------------------------------------------------------------------------------------
+# Testing hooks (under the GIL)
+# --------------------------------------------------------------------------------------
+
+cdef object chars_ids(const Vocab* v, bytes piece, const Tuning* tuning, Py_ssize_t n_shared):
+    if v.char_info == NULL or not 1 <= len(piece) <= UNITS_MAX:
+        return None
+    cdef OutBuf out
+    cdef int rc
+    out.data = NULL
+    out.size = 0
+    out.cap = 0
+    out.arena = NULL
+    cdef const unsigned char* p = <const unsigned char*>piece
+    cdef Py_ssize_t n = len(piece)
+    try:
+        with nogil:
+            rc = bpe_by_chars(v, p, n, &out, NULL, tuning)
+        if rc != ERR_NONE:
+            return None
+        return outbuf_to_list(&out, n_shared)
+    finally:
+        free(out.data)
+
+
+cdef object split_points(const Vocab* v, bytes piece):
+    if v.bigram_bloom == NULL:
+        return None
+    cdef const unsigned char* p = <const unsigned char*>piece
+    cdef Py_ssize_t n = len(piece), pos = 0, q = 0
+    cdef uint32_t cp, prev = NO_RANK
+    cuts = []
+    while pos < n:
+        cp = decode_char(p + pos, n - pos, &q)
+        if cp == NO_RANK:
+            return None
+        if pos > 0 and no_token_spans(v, not cross_bit(v, p[pos - 1], p[pos]), prev, cp):
+            cuts.append(pos)
+        prev = cp
+        pos += q
+    return cuts
+
+
+cdef object bigram_filter(const Vocab* v, object a, object b):
+    if v.bigram_bloom == NULL:
+        return None
+    return bool(bigram_may_join(v, ord(a), ord(b)))

@@ -26,6 +26,11 @@ cdef bint find_special(const SpecialSet* ss, const unsigned char* text, Py_ssize
                        uint32_t* found_token) noexcept nogil
     # Leftmost item of ss in text[start:n] (the longest of those starting there).
 cdef bint specials_hold_newline(const SpecialSet* ss) noexcept nogil
+cdef int special_set_fill(SpecialSet* ss, dict special_bytes, const unsigned char* arena,
+                          object allowed_special, list keep) except -1
+    # ss over the allowed special tokens (any collection of str) that special_bytes
+    # (text -> (arena offset, length, id)) holds; the items live in a bytes appended to
+    # keep. TypeError for a str (the Python layer maps "all").
 
 
 cdef class NeedleSet:
@@ -34,3 +39,9 @@ cdef class NeedleSet:
     cdef list utf8            # the bytes ss.items point into
     cdef frozenset strings    # as given: the check of texts with lone surrogates
     cdef bint has_empty       # "" is in the set: every text holds it (as in tiktoken)
+
+
+cdef NeedleSet needle_set_cached(dict cache, object disallowed_special)
+    # The NeedleSet of disallowed_special (any collection of str), or None if it is
+    # empty; cache (frozenset -> NeedleSet, a core's own) keeps it for the next call
+    # with an equal set. TypeError for a str (the Python layer maps "all").

@@ -4,6 +4,7 @@ ones (see ``_specials.pxd``).
 tiktoken's special tokens all start with "<|": when every token of a set shares its
 first two bytes, the scan looks for that pair 16 positions a step
 (``include/fbe_find_pair.h``; memchr for "<" alone would stop at every tag of HTML)."""
+from libc.stdint cimport int64_t, uint32_t
 from libc.string cimport memchr, memcmp, memset
 
 cdef extern from "Python.h":
@@ -118,3 +119,56 @@ cdef class NeedleSet:
             k += 1
         self.ss.count = k
         special_set_index(&self.ss)
+
+
+cdef int special_set_fill(SpecialSet* ss, dict special_bytes, const unsigned char* arena,
+                          object allowed_special, list keep) except -1:
+    cdef int i
+    ss.count = 0
+    ss.items = NULL
+    ss.common_first = -1
+    ss.common_second = -1
+    for i in range(256):
+        ss.first_byte[i] = False
+    if not allowed_special:
+        return 0
+    if isinstance(allowed_special, str):
+        raise TypeError("allowed_special must be a set of str (the Python layer maps 'all')")
+    chosen = [special_bytes[s] for s in allowed_special if s in special_bytes]
+    if not chosen:
+        return 0
+    cdef bytes buf = PyBytes_FromStringAndSize(NULL, len(chosen) * sizeof(Special))
+    keep.append(buf)
+    ss.items = <Special*>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t k = 0
+    for off, length, tok in chosen:
+        if length == 0:
+            continue
+        ss.items[k].text = arena + <int64_t>off
+        ss.items[k].length = length
+        ss.items[k].token = <uint32_t>tok
+        k += 1
+    ss.count = k
+    special_set_index(ss)
+    return 0
+
+
+#: NeedleSets a core keeps, by set (an Encoding passes the same few sets every call)
+cdef Py_ssize_t NEEDLE_CACHE_MAX = 64
+
+
+cdef NeedleSet needle_set_cached(dict cache, object disallowed_special):
+    if not disallowed_special:
+        return None
+    if isinstance(disallowed_special, str):
+        raise TypeError("disallowed_special must be a collection of str (the Python "
+                        "layer maps 'all')")
+    key = (disallowed_special if type(disallowed_special) is frozenset
+           else frozenset(disallowed_special))
+    needles = cache.get(key)
+    if needles is None:
+        needles = NeedleSet(key)
+        if len(cache) >= NEEDLE_CACHE_MAX:
+            cache.clear()
+        cache[key] = needles
+    return needles

@@ -11,7 +11,9 @@ spans it, and a 64 KiB filter of the character pairs that occur whole inside a t
 
 The lookups are inline here: they are the innermost step of every merge loop, and a
 call across modules would be an indirect call. The tables are built once by
-``CoreBPE`` with the functions of ``_vocab.pyx``.
+``CoreBPE`` with the functions of ``_vocab.pyx``, which also checks the vocabulary
+given (``pack_ranks``, ``check_packed``, ``check_lengths``: TypeError or ValueError
+naming the first bad item).
 """
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memcmp

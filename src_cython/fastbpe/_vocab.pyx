@@ -19,6 +19,53 @@ def first_duplicate(ids):
     return int(s[1:][same][0]) if same.any() else None
 
 
+def pack_ranks(mergeable_ranks):
+    """(arena, lengths, ids) of a dict bytes -> rank: the token bytes end to end, and
+    per token its length and rank (uint32 arrays), after checking every item."""
+    if not isinstance(mergeable_ranks, dict):
+        raise TypeError(f"mergeable_ranks must be a dict[bytes, int], not "
+                        f"{type(mergeable_ranks).__name__}")
+    keys = list(mergeable_ranks.keys())
+    values = list(mergeable_ranks.values())
+    for k in keys:
+        if not isinstance(k, bytes):
+            raise TypeError(f"mergeable_ranks keys must be bytes, got {k!r}")
+    for k, v in zip(keys, values):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"rank of {k!r} must be an int, got {v!r}")
+        if v < 0 or v >= NO_RANK:
+            raise ValueError(f"rank of {k!r} must be in [0, 2**32 - 1), got {v}")
+    lengths = np.fromiter((len(k) for k in keys), dtype=np.uint32, count=len(keys))
+    ids = np.array(values, dtype=np.uint32) if values else np.zeros(0, dtype=np.uint32)
+    return b"".join(keys), lengths, ids
+
+
+def check_packed(bytes arena, ids, special_tokens):
+    """Check a packed vocabulary (see pack_ranks) and its special tokens (a dict str ->
+    id): TypeError or ValueError naming the first problem."""
+    if not isinstance(special_tokens, dict):
+        raise TypeError(f"special_tokens must be a dict[str, int], not "
+                        f"{type(special_tokens).__name__}")
+    for s, t in special_tokens.items():
+        if not isinstance(s, str):
+            raise TypeError(f"special token must be a str, got {s!r}")
+        if isinstance(t, bool) or not isinstance(t, int):
+            raise TypeError(f"id of special token {s!r} must be an int, got {t!r}")
+        if t < 0 or t >= NO_RANK:
+            raise ValueError(f"id of special token {s!r} must be in [0, 2**32 - 1), got {t}")
+    dup = first_duplicate(ids)
+    if dup is not None:
+        raise ValueError(f"duplicate rank {dup} in mergeable_ranks")
+    if len(arena) >= (1 << 32) - (1 << 20):
+        raise ValueError("vocabulary too large (token bytes must total under 4 GiB)")
+
+
+def check_lengths(bytes arena, lengths):
+    """ValueError unless the token lengths (uint32 array) add up to the arena's size."""
+    if int(np.sum(lengths, dtype=np.int64)) != len(arena):
+        raise ValueError("token lengths do not add up to the arena size")
+
+
 def ranks_are_plain(dict ranks):
     """Whether ranks is already what a vocabulary must be, in one pass without building
     anything: every key exactly bytes, every value exactly an int in [0, 2**32 - 1), no
