@@ -85,3 +85,8 @@ cdef int encode_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutB
     # bpe_chunk as a call, for the paths that are not the per-chunk loop of a job: each
     # inline copy of bpe_chunk in a module is a reason for the compiler not to inline it
     # into that loop.
+cdef list piece_ids(const Vocab* v, bytes piece, bint whole_first, const Tuning* tuning,
+                    Py_ssize_t n_shared)
+    # The ids of one piece of raw bytes, no pre-tokenization, as a list: encode_chunk
+    # (its id if it is a token) when whole_first, else bpe_merge from single bytes;
+    # MemoryError, or ValueError for a byte that is not a token or a piece too long.

@@ -38,19 +38,17 @@ from libc.stdint cimport int64_t, uint32_t
 from libc.stdlib cimport calloc, free, malloc
 
 from fastbpe._batch cimport run_streaming, to_numpy
-from fastbpe._chunk cimport encode_chunk
+from fastbpe._chunk cimport piece_ids
 from fastbpe._chunk_cache cimport CACHE_POOL, CacheEntry
-from fastbpe._common cimport (ERR_BYTE, ERR_DISALLOWED, ERR_NOMEM, ERR_NONE, ERR_SURROGATE,
-                              NO_RANK)
+from fastbpe._common cimport ERR_DISALLOWED, ERR_NONE, ERR_SURROGATE, NO_RANK
 from fastbpe._decode cimport (DecodeTable, decode_build, decode_clear, decode_entry,
                               decode_exact_ints, decode_free, decode_ids, entries_sorted,
                               entry_bytes)
 from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._jobs cimport (Context, Job, context_bind, cut_job, job_free, job_prepare,
                             job_raise, pieces_failed, run_job)
-from fastbpe._merge cimport bpe_merge
 from fastbpe._merge_chars cimport bigram_filter, chars_ids, split_points
-from fastbpe._out cimport OutArena, OutBuf, arena_release
+from fastbpe._out cimport OutArena, arena_release
 from fastbpe._runner cimport MAX_THREADS_C, batch_threads, run_jobs
 from fastbpe._specials cimport (NeedleSet, SpecialSet, needle_set_cached, special_set_fill,
                                 specials_hold_newline)
@@ -479,33 +477,7 @@ cdef class CoreBPE:
             piece = bytes(piece)
         elif not isinstance(piece, bytes):
             raise TypeError(f"piece must be bytes, not {type(piece).__name__}")
-        cdef bytes b = <bytes>piece
-        cdef OutBuf out
-        cdef Py_ssize_t err_pos = 0
-        cdef int rc
-        cdef Tuning tuning = self.knobs
-        out.data = NULL
-        out.size = 0
-        out.cap = 0
-        out.arena = NULL
-        cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(b)
-        cdef Py_ssize_t n = len(b)
-        if n == 0:
-            return []
-        try:
-            with nogil:
-                rc = (encode_chunk(&self.vocab, p, n, &out, &err_pos, NULL, &tuning)
-                      if whole_first
-                      else bpe_merge(&self.vocab, p, n, &out, &err_pos, &tuning))
-            if rc == ERR_NOMEM:
-                raise MemoryError()
-            if rc == ERR_BYTE:
-                raise ValueError(f"byte at {err_pos} is not a token")
-            if rc != ERR_NONE:
-                raise ValueError(f"piece of {n} bytes is too long to merge")
-            return outbuf_to_list(&out, self.n_shared_ints)
-        finally:
-            free(out.data)
+        return piece_ids(&self.vocab, <bytes>piece, whole_first, &self.knobs, self.n_shared_ints)
 
     def encode_single_piece(self, piece):
         """Ids of one piece of bytes (tiktoken's CoreBPE.encode_single_piece): its id if
@@ -520,7 +492,8 @@ cdef class CoreBPE:
 
     def _encode_chunk_bytes(self, bytes piece):
         """Testing hook: BPE-merge one chunk of raw bytes (no pre-tokenization)."""
-        return self.encode_piece(piece, True)
+        self.check_ready()
+        return piece_ids(&self.vocab, piece, True, &self.knobs, self.n_shared_ints)
 
     def _encode_chunk_by_chars(self, bytes piece):
         """Testing hook: bpe_by_chars on one chunk of UTF-8 (no pre-tokenization, no

@@ -313,6 +313,7 @@ cdef object chars_ids(const Vocab* v, bytes piece, const Tuning* tuning, Py_ssiz
         return None
     cdef OutBuf out
     cdef int rc
+    cdef Tuning knobs = tuning[0]     # a copy: set_tuning may run while the GIL is free
     out.data = NULL
     out.size = 0
     out.cap = 0
@@ -321,7 +322,7 @@ cdef object chars_ids(const Vocab* v, bytes piece, const Tuning* tuning, Py_ssiz
     cdef Py_ssize_t n = len(piece)
     try:
         with nogil:
-            rc = bpe_by_chars(v, p, n, &out, NULL, tuning)
+            rc = bpe_by_chars(v, p, n, &out, NULL, &knobs)
         if rc != ERR_NONE:
             return None
         return outbuf_to_list(&out, n_shared)
