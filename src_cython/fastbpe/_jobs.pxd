@@ -7,7 +7,9 @@ the hand-written splitters of ``fastbpe._pretokenize`` (or given as regex spans)
 allowed special tokens are found by ``fastbpe._specials``, and each chunk goes to
 ``bpe_chunk``. Long texts of a batch are cut into pieces where every built-in pattern
 splits anyway (``next_cut``), so that a few long texts share the threads as evenly as
-many short ones and their lists are built while the rest encodes.
+many short ones and their lists are built while the rest encodes. A job is prepared
+(``job_prepare``) and its error turned into an exception (``job_raise``) under the GIL,
+by the caller.
 """
 from libc.stdint cimport int64_t
 

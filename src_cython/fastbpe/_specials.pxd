@@ -1,5 +1,6 @@
-"""Special tokens: the scan for the allowed ones in a text (``find_special``) and the
-sets of disallowed ones a call checks (``NeedleSet``)."""
+"""Special tokens: the scan for the allowed ones in a text (``find_special``), the set
+of them a call allows (``special_set_fill``), and the sets of disallowed ones a call
+checks (``NeedleSet``, kept by the core through ``needle_set_cached``)."""
 from libc.stdint cimport uint32_t
 
 cdef struct Special:

@@ -92,7 +92,7 @@ cdef bint specials_hold_newline(const SpecialSet* ss) noexcept nogil:
 cdef class NeedleSet:
     """Strings that no text of a call may hold (the disallowed special tokens), as a
     SpecialSet over their UTF-8 for the jobs' check (find_special). Built once per set
-    and kept by the CoreBPE (needle_set), so a call pays no set-up."""
+    and kept by the CoreBPE (needle_set_cached), so a call pays no set-up."""
 
     def __cinit__(self, frozenset strings):
         cdef Py_ssize_t k = 0
