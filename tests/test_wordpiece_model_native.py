@@ -284,3 +284,18 @@ def test_offsets_follow_hf_when_nfd_reorders_marks(bert, text):
 
 def test_unicode_tables_are_cached():
     assert native.unicode_tables() is native.unicode_tables()
+
+
+def test_runner_clamps_threads_to_its_arrays():
+    """The core itself takes any int: more threads than the runner's MAX_THREADS_C
+    thread ids (with the thread rule off) are clamped, not written past the array."""
+    from fastbpe._tuning import default_tuning
+
+    wp = WordPiece({"[UNK]": 0, "a": 1, "##a": 2})
+    texts = ["a aa"] * 1100
+    want = wp._core.encode_batch(texts, 1)[0].tolist()
+    old = default_tuning(points_per_thread=0, cap_to_cpus=False)
+    try:
+        assert wp._core.encode_batch(texts, 5000)[0].tolist() == want
+    finally:
+        default_tuning(**old)

@@ -52,7 +52,9 @@ cdef list run_streaming(Context* ctx, int num_threads, const Py_ssize_t* first,
     cdef Py_ssize_t upto[MAX_BLOCKS]
     cdef Py_ssize_t n_jobs = ctx.runner.n_jobs, started = 0, left = n_jobs, k, b, w, t
     cdef Py_ssize_t window = max(1, n_jobs // 64)
-    cdef Py_ssize_t want = min(<Py_ssize_t>num_threads, n_jobs)
+    # memory safety: tids holds MAX_THREADS_C (callers check num_threads with
+    # fastbpe.checks.check_num_threads)
+    cdef Py_ssize_t want = min(<Py_ssize_t>num_threads, n_jobs, <Py_ssize_t>MAX_THREADS_C)
     cdef list results = [None] * n_texts
     cdef CacheEntry* cache = NULL
     cdef Py_ssize_t j, since_build = 0

@@ -49,7 +49,7 @@ from fastbpe._jobs cimport (Context, Job, context_bind, cut_job, job_free, job_p
                             job_raise, pieces_failed, run_job)
 from fastbpe._merge_chars cimport bigram_filter, chars_ids, split_points
 from fastbpe._out cimport OutArena, arena_release
-from fastbpe._runner cimport MAX_THREADS_C, batch_threads, run_jobs
+from fastbpe._runner cimport batch_threads, run_jobs
 from fastbpe._specials cimport (NeedleSet, SpecialSet, needle_set_cached, special_set_fill,
                                 specials_hold_newline)
 from fastbpe._tuning cimport Tuning, tuning_default, tuning_fields, tuning_update
@@ -92,12 +92,10 @@ def _utf8_of(str text):
 
 cdef inline int thread_count(object num_threads) except -1:
     """num_threads checked by ``fastbpe.checks.check_num_threads`` (the one rule and
-    message; callers through ``Encoding`` have passed it already), as a C int. The
-    runners keep their threads' ids in arrays of MAX_THREADS_C: that bound is what
-    protects memory, and the assert says that the rule keeps it."""
-    cdef int n = check_num_threads(num_threads)
-    assert 1 <= n <= MAX_THREADS_C
-    return n
+    message, for callers of the core itself; ``Encoding`` has checked it already), as a
+    C int. What protects memory is native and separate: the runners clamp to the
+    MAX_THREADS_C thread ids their arrays hold (run_jobs, run_streaming)."""
+    return check_num_threads(num_threads)
 
 
 cdef object check_str(object text):
@@ -421,14 +419,16 @@ cdef class CoreBPE:
         return self.run([check_str(text)], allowed_special, 1, ONE_LIST, None, disallowed_special)
 
     def encode_ordinary_batch(self, texts, num_threads=8):
-        return self.run(_texts_list(texts), None, thread_count(num_threads), LISTS, None)
+        cdef int threads = thread_count(num_threads)
+        return self.run(_texts_list(texts), None, threads, LISTS, None)
 
     def encode_batch(self, texts, allowed_special, num_threads=8,
                      disallowed_special=frozenset()):
         """encode of each text, on num_threads threads; DisallowedSpecial(i) for the
         first text i that holds one of disallowed_special."""
-        return self.run(_texts_list(texts), allowed_special, thread_count(num_threads), LISTS,
-                        None, disallowed_special)
+        cdef int threads = thread_count(num_threads)
+        return self.run(_texts_list(texts), allowed_special, threads, LISTS, None,
+                        disallowed_special)
 
     def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32,
                         disallowed_special=frozenset()):

@@ -142,6 +142,8 @@ cdef void run_jobs(Runner* r, int num_threads) noexcept nogil:
     cdef Py_ssize_t want = num_threads
     if want > r.n_jobs:
         want = r.n_jobs
+    if want > MAX_THREADS_C:     # memory safety: tids holds MAX_THREADS_C (callers check
+        want = MAX_THREADS_C     # num_threads with fastbpe.checks.check_num_threads)
     if want < 1:
         want = 1
     deal_blocks(r, want)
