@@ -343,6 +343,26 @@ def test_pair_and_pool_limits_name_the_merge(limits):
         _train.train_merges(counts, 300)
 
 
+def test_limits_are_copied_when_a_trainer_is_made(limits):
+    # each counter reads its own copy of the process default (TrainTuning): lowering the
+    # default reaches the counters made after, not one already counting
+    import numpy as np
+    from fastbpe._pretokenize import pattern_id
+
+    block = "".join(f"w{i} " for i in range(50)).encode()
+    ends = np.array([len(block)], dtype=np.int64)
+    early = _train._NativeCounter(pattern_id("cl100k"), [])
+    limits(max_chunks=5)
+    late = _train._NativeCounter(pattern_id("cl100k"), [])
+    assert early.count_documents(block, ends) == 0 and len(early.table) > 5
+    status = late.count_documents(block, ends)
+    assert status < 0
+    assert str(late.error(status, "here")) == (
+        "here: more than 5 unique chunks, the native trainer's limit (chunk numbers are "
+        "int32); train on a sample, or with a pattern that makes fewer distinct chunks")
+    assert str(early.error(status, "here")).startswith("here: more than 2,147,483,646 unique")
+
+
 def test_limits_restored_give_the_reference_result(limits):
     counts = {b"abcdefgh": 5, b"bcdefgha": 3, b"hgfedcba": 2}
     assert _train.train_merges(counts, 300) == ref.train_on_chunks(counts, 300)

@@ -32,7 +32,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable
 
-from .._train import _ChunkTable, _NativeCounter, _failure, _merge_tables, _table_from_counts
+from .._train import _ChunkTable, _NativeCounter, _merge_tables, _table_from_counts
 from .. import io as _io
 from .._pretokenize import pattern_id as _pattern_id
 from ..checks import check_num_threads
@@ -78,7 +78,7 @@ def _count_native(source, pid, specials, num_threads, errors, progress, as_table
     def run(counter, block):
         status = counter.count_documents(block.data, block.ends)
         if status < 0:
-            raise _failure(status, block.where(0))
+            raise counter.error(status, block.where(0))
 
     if num_threads == 1:
         for block in _blocks(source, errors, cut, progress):

@@ -28,6 +28,8 @@ from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove, memset
 
+from fastbpe._train_tuning cimport TrainTuning
+
 cdef extern from "fbe_bigalloc.h":
     void* fbpe_realloc(void* p, size_t n) nogil
     void* fbpe_malloc(size_t n) nogil
@@ -62,14 +64,14 @@ cdef enum:
     RUN_NO_PAIR = 2     # no eligible pair left
     RUN_BELOW_MIN = 3   # best eligible count below max(min_frequency, 1)
 
-# Failures (negative: every nogil function passes them up unchanged); _limit_message
+# Failures (negative: every nogil function passes them up unchanged); limit_message
 # says what each means
 cdef enum:
     ERR_OOM = -1        # malloc/mmap failed
-    ERR_PAIRS = -2      # more distinct pairs than MAX_PAIRS
-    ERR_POOL = -3       # word lists beyond MAX_POOL entries
-    ERR_CHUNKS = -4     # more unique chunks than MAX_CHUNKS
-    ERR_CHUNK_LEN = -5  # a chunk longer than MAX_CHUNK_BYTES
+    ERR_PAIRS = -2      # more distinct pairs than TrainTuning.max_pairs
+    ERR_POOL = -3       # word lists beyond TrainTuning.max_pool entries
+    ERR_CHUNKS = -4     # more unique chunks than TrainTuning.max_chunks
+    ERR_CHUNK_LEN = -5  # a chunk longer than TrainTuning.max_chunk_bytes
 
 
 cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
@@ -82,60 +84,65 @@ cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
     return x
 
 
-# Housekeeping thresholds (tests lower them to exercise compaction and heap rebuilds).
-cdef Py_ssize_t POOL_MIN_WASTE = 4096   # compact the word-list pool beyond this waste
-cdef Py_ssize_t HEAP_SLACK = 4096       # rebuild the heap beyond 2 * live pairs + this
-
-
-# Capacity limits: what the 32-bit fields allow (tests lower them to reach the checks).
-cdef Py_ssize_t MAX_CHUNKS = 0x7FFFFFFF - 1      # int32 entry numbers and word ids
-cdef Py_ssize_t MAX_CHUNK_BYTES = 0x7FFFFFFF - 1 # int32 word lengths
-cdef Py_ssize_t MAX_PAIRS = 0x7FFFFFFF           # int32 pair slots
-cdef Py_ssize_t MAX_POOL = 0xFFFFFFFF - 1        # uint32 offsets into the word-list pool
-_LIMIT_DEFAULTS = (MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_PAIRS, MAX_POOL)
+# The trainer's knobs (limits, housekeeping thresholds): fastbpe._train_tuning
+# documents each field. This is the process default; every _ChunkTable and _Merger
+# copies it when it is made and reads only its copy.
+cdef TrainTuning _default_tuning
+_default_tuning.max_chunks = 0x7FFFFFFF - 1      # int32 entry numbers and word ids
+_default_tuning.max_chunk_bytes = 0x7FFFFFFF - 1 # int32 word lengths
+_default_tuning.max_pairs = 0x7FFFFFFF           # int32 pair slots
+_default_tuning.max_pool = 0xFFFFFFFF - 1        # uint32 offsets into the word-list pool
+_default_tuning.pool_min_waste = 4096
+_default_tuning.heap_slack = 4096
+_LIMIT_DEFAULTS = (_default_tuning.max_chunks, _default_tuning.max_chunk_bytes,
+                   _default_tuning.max_pairs, _default_tuning.max_pool)
 
 
 def _set_limits(max_chunks=None, max_chunk_bytes=None, max_pairs=None, max_pool=None):
-    """Lower (or restore) the capacity limits; return the old ones (for tests: a corpus
-    of 2**31 unique chunks can't be built in a test, a limit of 10 can)."""
-    global MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_PAIRS, MAX_POOL
-    old = (MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_PAIRS, MAX_POOL)
+    """Lower (or restore) the capacity limits of the trainers made from now on; return
+    the old ones (for tests: a corpus of 2**31 unique chunks can't be built in a test,
+    a limit of 10 can)."""
+    cdef TrainTuning* t = &_default_tuning
+    old = (t.max_chunks, t.max_chunk_bytes, t.max_pairs, t.max_pool)
     new = [d if v is None else min(int(v), d) for v, d in
            zip((max_chunks, max_chunk_bytes, max_pairs, max_pool), _LIMIT_DEFAULTS)]
-    MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_PAIRS, MAX_POOL = new
+    t.max_chunks = new[0]
+    t.max_chunk_bytes = new[1]
+    t.max_pairs = new[2]
+    t.max_pool = new[3]
     return old
 
 
-def _limit_message(int status):
-    """What an ERR_* status means, with the limit that was hit."""
+cdef str limit_message(int status, const TrainTuning* t):
+    """What an ERR_* status means, with the limit (of t, the one checked) that was hit."""
     if status == ERR_PAIRS:
-        return (f"more than {MAX_PAIRS:,} distinct pairs of tokens at once, the native trainer's "
+        return (f"more than {t.max_pairs:,} distinct pairs of tokens at once, the native trainer's "
                 "limit (pair slots are int32)")
     if status == ERR_POOL:
-        return (f"more than {MAX_POOL:,} (pair, chunk) entries in the pair-to-chunk lists, the "
+        return (f"more than {t.max_pool:,} (pair, chunk) entries in the pair-to-chunk lists, the "
                 "native trainer's limit (uint32 offsets)")
     if status == ERR_CHUNKS:
-        return (f"more than {MAX_CHUNKS:,} unique chunks, the native trainer's limit (chunk "
+        return (f"more than {t.max_chunks:,} unique chunks, the native trainer's limit (chunk "
                 "numbers are int32); train on a sample, or with a pattern that makes fewer "
                 "distinct chunks")
     if status == ERR_CHUNK_LEN:
-        return (f"a chunk longer than {MAX_CHUNK_BYTES:,} bytes, the native trainer's limit "
+        return (f"a chunk longer than {t.max_chunk_bytes:,} bytes, the native trainer's limit "
                 "(chunk lengths are int32)")
     return "out of memory"
 
 
-def _failure(int status, where):
-    """The exception for an ERR_* status: MemoryError, or ValueError for a limit."""
-    msg = f"{where}: {_limit_message(status)}"
+cdef status_error(int status, where, const TrainTuning* t):
+    """The exception for an ERR_* status: MemoryError, or ValueError for a limit of t."""
+    msg = f"{where}: {limit_message(status, t)}"
     return MemoryError(msg) if status == ERR_OOM else ValueError(msg)
 
 
 def _set_housekeeping(pool_min_waste, heap_slack):
-    """Set the housekeeping thresholds; return the old ones (for tests)."""
-    global POOL_MIN_WASTE, HEAP_SLACK
-    old = (POOL_MIN_WASTE, HEAP_SLACK)
-    POOL_MIN_WASTE = pool_min_waste
-    HEAP_SLACK = heap_slack
+    """Set the housekeeping thresholds of the trainers made from now on; return the old
+    ones (for tests)."""
+    old = (_default_tuning.pool_min_waste, _default_tuning.heap_slack)
+    _default_tuning.pool_min_waste = pool_min_waste
+    _default_tuning.heap_slack = heap_slack
     return old
 
 
@@ -242,8 +249,10 @@ cdef class _ChunkTable:
     cdef Py_ssize_t arena_n, arena_cap
     cdef PendingChunk pending[BATCH]
     cdef int n_pending
+    cdef TrainTuning tuning    # the process default when made (limits of add)
 
     def __cinit__(self):
+        self.tuning = _default_tuning
         self.n_pending = 0
         self.entries = NULL
         self.used = self.entries_cap = 0
@@ -317,9 +326,9 @@ cdef class _ChunkTable:
                     entry.count += by
                     return 0
             i = (i + 1) & mask
-        if n > MAX_CHUNK_BYTES:
+        if n > self.tuning.max_chunk_bytes:
             return ERR_CHUNK_LEN
-        if self.used >= MAX_CHUNKS:
+        if self.used >= self.tuning.max_chunks:
             return ERR_CHUNKS
         if grow(<void**>&self.entries, &self.entries_cap, self.used + 1, sizeof(ChunkEntry)) < 0:
             return -1
@@ -445,8 +454,10 @@ cdef class _Merger:
     # options
     cdef int64_t threshold
     cdef int64_t max_len         # 0: no limit
+    cdef TrainTuning tuning      # the process default when made: limits, housekeeping
 
     def __cinit__(self):
+        self.tuning = _default_tuning
         self.pool_n = self.pool_cap = self.pool_waste = 0
         self.merging = -1
         self.n_free = self.free_cap = 0
@@ -537,7 +548,7 @@ cdef class _Merger:
         """A fresh slot at the end of the slot arrays (all share pairs_cap)."""
         cdef Py_ssize_t cap
         cdef int32_t v
-        if self.n_pairs >= MAX_PAIRS:
+        if self.n_pairs >= self.tuning.max_pairs:
             return ERR_PAIRS
         if self.n_pairs + 1 > self.pairs_cap:
             cap = self.pairs_cap
@@ -596,7 +607,7 @@ cdef class _Merger:
             return 0
         if lst.n == lst.cap:
             new_cap = 2 * lst.cap if lst.cap > 0 else 2
-            if self.pool_n + new_cap > MAX_POOL:
+            if self.pool_n + new_cap > self.tuning.max_pool:
                 return ERR_POOL  # offsets are 32-bit: 16 GB of word lists
             if grow(<void**>&self.pool, &self.pool_cap, self.pool_n + new_cap, sizeof(int32_t)) < 0:
                 return -1
@@ -834,7 +845,7 @@ cdef class _Merger:
             self.merging = -1
             if self.pair_delete(p) < 0:
                 return ERR_OOM
-            if self.pool_waste > POOL_MIN_WASTE and 3 * self.pool_waste > self.pool_n:
+            if self.pool_waste > self.tuning.pool_min_waste and 3 * self.pool_waste > self.pool_n:
                 if self.pool_compact() < 0:
                     return ERR_OOM
             for k in range(self.n_touched):
@@ -843,7 +854,7 @@ cdef class _Merger:
                     if self.heap_push(self.p_count[q], <int32_t>(self.p_key[q] >> 32),
                                       <int32_t>(self.p_key[q] & 0xFFFFFFFFU)) < 0:
                         return ERR_OOM
-            if self.heap_n > 2 * (self.n_pairs - self.n_free) + HEAP_SLACK:
+            if self.heap_n > 2 * (self.n_pairs - self.n_free) + self.tuning.heap_slack:
                 self.heap_rebuild()
             done += 1
         return RUN_MORE
@@ -913,7 +924,7 @@ cdef class _Merger:
             self.p_words[i].off = <uint32_t>total
             total += self.p_words[i].cap
             self.p_stamp[i] = -1
-        if total > MAX_POOL:
+        if total > self.tuning.max_pool:
             return ERR_POOL
         if grow(<void**>&self.pool, &self.pool_cap, total + 16, sizeof(int32_t)) < 0:
             return -1
@@ -932,8 +943,8 @@ cdef class _Merger:
 
     cdef alloc_words(self, Py_ssize_t n_words, Py_ssize_t total):
         """Room for n_words words of total ids; sizes the vocabulary by the corpus."""
-        if n_words > MAX_CHUNKS:
-            raise _failure(ERR_CHUNKS, f"the corpus has {n_words:,} unique chunks")
+        if n_words > self.tuning.max_chunks:
+            raise status_error(ERR_CHUNKS, f"the corpus has {n_words:,} unique chunks", &self.tuning)
         # the bound of vocab_cap's comment: a vocabulary of 10**8 asked of a small corpus
         # costs what the corpus can make, not 10**8 slots
         self.vocab_cap = <int32_t>min(<Py_ssize_t>self.n_tokens, 256 + total - n_words)
@@ -960,8 +971,9 @@ cdef class _Merger:
             if cnt < 0:
                 raise ValueError(f"chunk_counts[{chunk!r}] = {cnt} is negative")
             if len(<bytes>chunk) >= 2 and cnt > 0:
-                if len(<bytes>chunk) > MAX_CHUNK_BYTES:
-                    raise _failure(ERR_CHUNK_LEN, f"chunk_counts holds a chunk of {len(<bytes>chunk):,} bytes")
+                if len(<bytes>chunk) > self.tuning.max_chunk_bytes:
+                    raise status_error(ERR_CHUNK_LEN, f"chunk_counts holds a chunk of {len(<bytes>chunk):,} bytes",
+                                  &self.tuning)
                 n_words += 1
                 total += len(<bytes>chunk)
         self.alloc_words(n_words, total)
@@ -992,8 +1004,9 @@ cdef class _Merger:
         cdef ChunkEntry* e
         for i in range(table.used):
             if table.entries[i].count > 0 and table.entries[i].len >= 2:
-                if table.entries[i].len > MAX_CHUNK_BYTES:
-                    raise _failure(ERR_CHUNK_LEN, f"the counted chunks hold one of {table.entries[i].len:,} bytes")
+                if table.entries[i].len > self.tuning.max_chunk_bytes:
+                    raise status_error(ERR_CHUNK_LEN, f"the counted chunks hold one of {table.entries[i].len:,} bytes",
+                                  &self.tuning)
                 n_words += 1
                 total += table.entries[i].len
         self.alloc_words(n_words, total)
@@ -1175,7 +1188,7 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
     with nogil:
         status = m.setup(n_tok)
     if status < 0:
-        raise _failure(status, "counting the pairs of the unique chunks")
+        raise status_error(status, "counting the pairs of the unique chunks", &m.tuning)
     update = None
     if progress is not None:
         update = getattr(progress, "update", None)
@@ -1188,7 +1201,7 @@ def train_merges(chunk_counts, n_tokens, *, min_frequency=0, max_token_length=No
         with nogil:
             status = m.run(step)
         if status < 0:
-            raise _failure(status, f"at merge {m.n_merges + 1} ({m.n_vocab:,} tokens so far)")
+            raise status_error(status, f"at merge {m.n_merges + 1} ({m.n_vocab:,} tokens so far)", &m.tuning)
         PyErr_CheckSignals()
         if progress is not None and m.n_merges != reported:
             if update is not None:
@@ -1301,6 +1314,11 @@ cdef class _NativeCounter:
     def __dealloc__(self):
         fbpe_free(self.sp); fbpe_free(self.sp_len); fbpe_free(self.sp_next)
 
+    def error(self, int status, where):
+        """The exception for an ERR_* status of count_lines or count_documents, naming
+        the limit of this counter's table."""
+        return status_error(status, where, &self.table.tuning)
+
     def count_lines(self, bytes block):
         """Count a block of whole lines; each line (with its "\\n") is a document.
         Returns 0, or an ERR_* status (the caller names the block in the error)."""
@@ -1352,7 +1370,7 @@ def _merge_tables(tables):
             status = first.merge_from(other)
             other.release()
         if status < 0:
-            raise _failure(status, "adding up the chunk counts of the reading threads")
+            raise status_error(status, "adding up the chunk counts of the reading threads", &first.tuning)
     with nogil:
         fbpe_trim_memory()
     return first
@@ -1424,5 +1442,5 @@ def _table_from_counts(counts):
     for chunk, n in counts.items():
         status = table.add(<const uint8_t*>chunk, len(chunk), hash_chunk(<const uint8_t*>chunk, len(chunk)), n)
         if status < 0:
-            raise _failure(status, "loading the chunk counts of the regex pattern")
+            raise status_error(status, "loading the chunk counts of the regex pattern", &table.tuning)
     return table
