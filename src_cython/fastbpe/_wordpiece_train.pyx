@@ -23,6 +23,7 @@ cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 
+from fastbpe._train_tuning cimport WordPieceTrainTuning
 from fastbpe._vec cimport I32Vec, i32_push
 
 cdef enum:
@@ -33,19 +34,23 @@ cnp.import_array()
 cdef extern from *:
     ctypedef unsigned long long u128 "unsigned __int128"
 
-# Capacity limits: pair ids, word ids and units are int32, and pair ids are never reused
-# (every pair ever made keeps its id), so a long run on a big corpus can reach 2**31.
-# Tests lower them (a 2**31-pair corpus can't be built in a test).
-cdef int64_t MAX_PAIRS = 0x7FFFFFFF
-cdef int64_t MAX_WORDS = 0x7FFFFFFF - 1
+# The trainer's capacity limits (fastbpe._train_tuning documents each field): pair ids,
+# word ids and units are int32, and pair ids are never reused (every pair ever made
+# keeps its id), so a long run on a big corpus can reach 2**31. This is the process
+# default; every Trainer copies it when it is made and reads only its copy. Tests lower
+# it (a 2**31-pair corpus can't be built in a test).
+cdef WordPieceTrainTuning _default_tuning
+_default_tuning.max_pairs = 0x7FFFFFFF
+_default_tuning.max_words = 0x7FFFFFFF - 1
 
 
 def _set_limits(max_pairs=None, max_words=None):
-    """Lower (or restore, with the old values) the capacity limits; return the old ones."""
-    global MAX_PAIRS, MAX_WORDS
-    old = (MAX_PAIRS, MAX_WORDS)
-    MAX_PAIRS = 0x7FFFFFFF if max_pairs is None else min(int(max_pairs), 0x7FFFFFFF)
-    MAX_WORDS = 0x7FFFFFFF - 1 if max_words is None else min(int(max_words), 0x7FFFFFFF - 1)
+    """Lower (or restore, with the old values) the capacity limits of the trainers made
+    from now on; return the old ones."""
+    old = (_default_tuning.max_pairs, _default_tuning.max_words)
+    _default_tuning.max_pairs = 0x7FFFFFFF if max_pairs is None else min(int(max_pairs), 0x7FFFFFFF)
+    _default_tuning.max_words = (0x7FFFFFFF - 1 if max_words is None
+                                 else min(int(max_words), 0x7FFFFFFF - 1))
     return old
 
 
@@ -97,8 +102,10 @@ cdef class Trainer:
     cdef bint at_limit           # oom was set because a capacity limit was reached
     cdef int prefix_len
     cdef bint by_frequency
+    cdef WordPieceTrainTuning tuning   # the process default when made: the limits
 
     def __cinit__(self):
+        self.tuning = _default_tuning
         self.hcap = 0
         self.prefix_len = 2
 
@@ -202,7 +209,7 @@ cdef class Trainer:
         cdef uint64_t key, h
         if pid >= 0:
             return pid
-        if self.n_pairs >= MAX_PAIRS:
+        if self.n_pairs >= self.tuning.max_pairs:
             self.at_limit = True
             return -1
         if (self.hused + 1) * 2 > self.hcap:
@@ -335,8 +342,8 @@ cdef class Trainer:
               cnp.int64_t[::1] freqs, int64_t min_count):
         """Units (their spellings), words as unit-id sequences, and word counts."""
         cdef int64_t w, j, n_sym = symbols.shape[0]
-        if freqs.shape[0] > MAX_WORDS:
-            raise ValueError(f"the corpus has {freqs.shape[0]:,} unique words: more than {MAX_WORDS:,}, "
+        if freqs.shape[0] > self.tuning.max_words:
+            raise ValueError(f"the corpus has {freqs.shape[0]:,} unique words: more than {self.tuning.max_words:,}, "
                              "the native WordPiece trainer's limit (word ids are int32)")
         cdef const uint32_t* chars
         cdef cnp.uint32_t[::1] arr
@@ -513,7 +520,7 @@ cdef class Trainer:
     def failure(self, where):
         """The exception for a failed step: ValueError at a capacity limit, else MemoryError."""
         if self.at_limit:
-            return ValueError(f"{where}: more than {MAX_PAIRS:,} distinct pairs, the native WordPiece "
+            return ValueError(f"{where}: more than {self.tuning.max_pairs:,} distinct pairs, the native WordPiece "
                               "trainer's limit (pair ids are int32 and never reused)")
         return MemoryError(f"{where}: out of memory")
 
