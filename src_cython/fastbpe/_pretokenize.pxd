@@ -25,8 +25,6 @@ cdef extern from "_split_fast.h" nogil:
     void fbpe_win_reset(FbpeWin* win)
     Py_ssize_t fbpe_win_take(const FbpeWin* win, Py_ssize_t p)
 
-cdef bint window_split      # False: the scalar splitter alone (a testing hook)
-
 # The chunk end at start when the window has none: from a new window, or the scalar
 # splitter. Thread-safe (win is the caller's).
 cdef Py_ssize_t split_refill(FbpeWin* win, int pattern, const unsigned char* text,
@@ -34,9 +32,11 @@ cdef Py_ssize_t split_refill(FbpeWin* win, int pattern, const unsigned char* tex
 
 cdef inline Py_ssize_t split_next(FbpeWin* win, int pattern, const unsigned char* text,
                                   Py_ssize_t start, Py_ssize_t end) noexcept nogil:
-    """next_chunk_end(pattern, text, start, end), through the window for o200k."""
+    """next_chunk_end(pattern, text, start, end), through the window for o200k (always:
+    the scalar splitter alone is next_chunk_end, which split() reaches through its
+    `window` switch, _set_window_split)."""
     cdef Py_ssize_t e
-    if pattern == SPLIT_O200K and window_split:
+    if pattern == SPLIT_O200K:
         e = fbpe_win_take(win, start)
         if e >= 0:
             return e

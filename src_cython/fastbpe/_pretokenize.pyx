@@ -15,8 +15,9 @@ matches one char of each (\\p{L}++, \\p{N}, [^\\s\\p{L}\\p{N}]++, and a bare \\s
 o200k also has a faster path (``split_next`` in the .pxd; ``_split_fast.h`` and
 ``_split_fill.h``): every chunk start of 64 bytes at once, from bit masks of the chars'
 classes, for text of ASCII and two-byte chars; what it does not handle goes through
-``next_chunk_end``. Tests compare both paths with ``regex`` (``_set_window_split``
-turns the window off). On the benchmark corpora it split Turkish in 9 ns per chunk
+``next_chunk_end``. Tests compare both paths with ``regex``: ``_set_window_split`` turns
+the window off for ``split``, ``split_offsets`` and ``_count_chunks`` (the encoder and
+the trainer always take it; they call the same ``split_next``). On the benchmark corpora it split Turkish in 9 ns per chunk
 instead of 15, English and Python source in 6 instead of 10-11.
 
 Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is one
@@ -58,7 +59,12 @@ cdef extern from "_split_fill.h" nogil:
                                  Py_ssize_t end)
 
 fbpe_win_init()
-window_split = True
+
+#: The process default of the o200k window for split, split_offsets and _count_chunks
+#: (False: the scalar splitter alone, so tests can compare both against regex). Read
+#: by those Python functions and passed to the kernel (_split_into's `window`), never
+#: read by a kernel; changed only by tests, through _set_window_split.
+cdef bint _window_default = True
 
 
 #: Where the Unicode tables came from (regex version, Unicode version).
@@ -577,8 +583,11 @@ cdef Py_ssize_t _utf8_error_offset(const unsigned char* t, Py_ssize_t n) noexcep
 
 
 cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
-                            cnp.int64_t** ends_ptr, Py_ssize_t* cap_ptr) noexcept nogil:
-    """Chunk ends of t[:n] into the malloc'd *ends_ptr, grown as needed; -1 if no memory."""
+                            cnp.int64_t** ends_ptr, Py_ssize_t* cap_ptr,
+                            bint window) noexcept nogil:
+    """Chunk ends of t[:n] into the malloc'd *ends_ptr, grown as needed; -1 if no memory.
+    ``window``: o200k through the window masks (split_next), else the scalar splitter
+    alone; both give the same ends."""
     cdef Py_ssize_t pos = 0, count = 0, cap = cap_ptr[0]
     cdef cnp.int64_t* ends = ends_ptr[0]
     cdef cnp.int64_t* grown
@@ -593,7 +602,7 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
             ends = ends_ptr[0] = grown
             cap_ptr[0] = cap
         # (the scalar splitter directly for the other patterns: a tighter loop)
-        pos = (split_next(&win, pid, t, pos, n) if pid == SPLIT_O200K
+        pos = (split_next(&win, pid, t, pos, n) if pid == SPLIT_O200K and window
                else next_chunk_end(pid, t, pos, n))
         ends[count] = pos
         count += 1
@@ -607,11 +616,12 @@ cdef cnp.ndarray _offsets(int pid, bytes data):
     cdef Py_ssize_t cap = n // 4 + 16
     cdef cnp.int64_t* ends = <cnp.int64_t*>malloc(cap * sizeof(cnp.int64_t))
     cdef cnp.ndarray[cnp.int64_t, ndim=1] out
+    cdef bint window = _window_default
     if ends == NULL:
         raise MemoryError()
     try:
         with nogil:
-            count = _split_into(pid, t, n, &ends, &cap)
+            count = _split_into(pid, t, n, &ends, &cap, window)
         if count < 0:
             raise MemoryError()
         out = np.empty(count, dtype=np.int64)
@@ -694,12 +704,13 @@ def _count_chunks(const unsigned char[::1] data, int pid, int repeat=1):
     cdef const unsigned char* t = &data[0] if n else NULL
     cdef int r
     cdef FbpeWin win
+    cdef bint window = _window_default
     with nogil:
         for r in range(repeat):
             pos = 0
             count = 0
             fbpe_win_reset(&win)
-            if pid == SPLIT_O200K:
+            if pid == SPLIT_O200K and window:
                 while pos < n:
                     pos = split_next(&win, pid, t, pos, n)
                     count += 1
@@ -711,11 +722,13 @@ def _count_chunks(const unsigned char[::1] data, int pid, int repeat=1):
 
 
 def _set_window_split(bint on):
-    """Testing hook: split o200k through the window masks (the default) or with the
-    scalar splitter alone; returns the old setting. Not thread-safe; only tests use it."""
-    global window_split
-    old = bool(window_split)
-    window_split = on
+    """Testing hook: make ``split``, ``split_offsets`` and ``_count_chunks`` split o200k
+    through the window masks (the default) or with the scalar splitter alone; returns
+    the old setting. The encoder and the trainer always take the window. Not
+    thread-safe; only tests use it."""
+    global _window_default
+    old = bool(_window_default)
+    _window_default = on
     return old
 
 
