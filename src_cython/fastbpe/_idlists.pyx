@@ -57,6 +57,11 @@ cdef Py_ssize_t _id_block_len = 0
 
 #: References to shared ints handed out since the last top_up_id_ints, and how many
 #: trigger the next one (changed only by tests, through _set_id_int_top_up).
+#: Process state on purpose, not a knob of an encoder's Tuning: the counts they guard
+#: belong to the one block of ints that every encoder in the process shares, and the
+#: references of all encoders add up to its drift, so the period must be one per
+#: process (a per-encoder period would bound nothing). Only code holding the GIL reads
+#: them (note_handed_out, from building the lists), never a nogil kernel.
 cdef uint64_t _handed_out = 0
 cdef uint64_t _top_up_every = 1ULL << 36
 
