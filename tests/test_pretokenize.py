@@ -268,7 +268,7 @@ def test_generated_text_o200k(text):
     assert P.split(text, "o200k") == expected(text, "o200k")
 
 
-# o200k windows (_split_fast.h / _split_fill.h) decide chunks 64 bytes at a time, only
+# Windows (_split_fast.h / _split_fill.h / _split_<pattern>.h) decide chunks 64 bytes at a time, only
 # where 64 bytes of the segment are left: texts here are long enough, and mostly made of
 # what the masks handle (ASCII, two-byte letters, symbols and spaces), with some of what
 # they leave to the scalar splitter (three-byte chars, digit runs, suffixes, marks).
@@ -296,11 +296,15 @@ window_text = st.lists(st.sampled_from(WINDOW_PIECES), min_size=20, max_size=120
 @example("ab\n" + " " * 61 + "\u3000\n" + "c" * 70)
 @example("x\n" + " " * 80 + "\ny")
 def test_generated_text_o200k_windows(text):
-    want = expected(text, "o200k")
-    assert P.split(text, "o200k") == want
+    _check_both_paths(text, "o200k")
+
+
+def _check_both_paths(text, name):
+    want = expected(text, name)
+    assert P.split(text, name) == want
     old = P._set_window_split(False)
     try:
-        assert P.split(text, "o200k") == want
+        assert P.split(text, name) == want
     finally:
         P._set_window_split(old)
 

@@ -14,14 +14,16 @@ cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_
                                Py_ssize_t end) noexcept nogil
 
 
-# o200k by window masks (_split_fast.h): a stateful fast path in front of
-# next_chunk_end. A loop over one segment keeps an FbpeWin, resets it with
-# fbpe_win_reset, and calls split_next instead of next_chunk_end: the same chunk ends.
+# Window masks (_split_fast.h): a stateful fast path in front of next_chunk_end, for
+# the patterns fbpe_win_pattern names. A loop over one segment keeps an FbpeWin, resets
+# it with fbpe_win_reset, and calls split_next instead of next_chunk_end: the same
+# chunk ends.
 cdef extern from "_split_fast.h" nogil:
     ctypedef struct FbpeWin:
         Py_ssize_t base     # text offset of the window's byte 0
         uint64_t starts     # bit k: a chunk starts at base + k
         int scalar_left     # chunks to leave to the scalar splitter before a new window
+    bint fbpe_win_pattern(int pattern)
     void fbpe_win_reset(FbpeWin* win)
     Py_ssize_t fbpe_win_take(const FbpeWin* win, Py_ssize_t p)
 
@@ -32,11 +34,11 @@ cdef Py_ssize_t split_refill(FbpeWin* win, int pattern, const unsigned char* tex
 
 cdef inline Py_ssize_t split_next(FbpeWin* win, int pattern, const unsigned char* text,
                                   Py_ssize_t start, Py_ssize_t end) noexcept nogil:
-    """next_chunk_end(pattern, text, start, end), through the window for o200k (always:
-    the scalar splitter alone is next_chunk_end, which split() reaches through its
-    `window` switch, _set_window_split)."""
+    """next_chunk_end(pattern, text, start, end), through the window for the patterns
+    that have one (always: the scalar splitter alone is next_chunk_end, which split()
+    reaches through its `window` switch, _set_window_split)."""
     cdef Py_ssize_t e
-    if pattern == SPLIT_O200K:
+    if fbpe_win_pattern(pattern):
         e = fbpe_win_take(win, start)
         if e >= 0:
             return e

@@ -12,12 +12,14 @@ Why every pattern tiles its input (no skipped characters): every code point is i
 exactly one of \\p{L}, \\p{N}, \\s or "other", and each pattern has an alternative that
 matches one char of each (\\p{L}++, \\p{N}, [^\\s\\p{L}\\p{N}]++, and a bare \\s / \\s+).
 
-o200k also has a faster path (``split_next`` in the .pxd; ``_split_fast.h`` and
-``_split_fill.h``): every chunk start of 64 bytes at once, from bit masks of the chars'
-classes, for text of ASCII and two-byte chars; what it does not handle goes through
-``next_chunk_end``. Tests compare both paths with ``regex``: ``_set_window_split`` turns
-the window off for ``split``, ``split_offsets`` and ``_count_chunks`` (the encoder and
-the trainer always take it; they call the same ``split_next``). On the benchmark corpora it split Turkish in 9 ns per chunk
+Patterns with window rules (``fbpe_win_pattern``: o200k) also have a faster path
+(``split_next`` in the .pxd; ``_split_fast.h``, ``_split_fill.h`` and one
+``_split_<pattern>.h`` per pattern): every chunk start of 64 bytes at once, from bit
+masks of the chars' classes, for text of ASCII and two-byte chars; what it does not
+handle goes through ``next_chunk_end``. Tests compare both paths with ``regex``:
+``_set_window_split`` turns the window off for ``split``, ``split_offsets`` and
+``_count_chunks`` (the encoder and the trainer always take it; they call the same
+``split_next``). On the benchmark corpora o200k's split Turkish in 9 ns per chunk
 instead of 15, English and Python source in 6 instead of 10-11.
 
 Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is one
@@ -50,17 +52,17 @@ cdef extern from "fbe_ascii_run.h":
     Py_ssize_t fbpe_ascii_range_end(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
                                     unsigned lo, unsigned hi, unsigned fold) nogil
 
-# o200k's windows are filled here only (split_refill); the part that chunk loops run for
+# Windows are filled here only (split_refill); the part that chunk loops run for
 # every chunk is in _split_fast.h, which split_next in the .pxd inlines into the encoder
 # and the trainer too.
 cdef extern from "_split_fill.h" nogil:
     void fbpe_win_init()
-    Py_ssize_t fbpe_o200k_refill(FbpeWin* win, const unsigned char* t, Py_ssize_t p,
-                                 Py_ssize_t end)
+    Py_ssize_t fbpe_win_refill(FbpeWin* win, int pattern, const unsigned char* t,
+                               Py_ssize_t p, Py_ssize_t end)
 
 fbpe_win_init()
 
-#: The process default of the o200k window for split, split_offsets and _count_chunks
+#: The process default of the windows for split, split_offsets and _count_chunks
 #: (False: the scalar splitter alone, so tests can compare both against regex). Read
 #: by those Python functions and passed to the kernel (_split_into's `window`), never
 #: read by a kernel; changed only by tests, through _set_window_split.
@@ -496,7 +498,7 @@ cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_
 
 cdef Py_ssize_t split_refill(FbpeWin* win, int pattern, const unsigned char* text,
                              Py_ssize_t start, Py_ssize_t end) noexcept nogil:
-    cdef Py_ssize_t e = fbpe_o200k_refill(win, text, start, end)
+    cdef Py_ssize_t e = fbpe_win_refill(win, pattern, text, start, end)
     if e >= 0:
         return e
     return next_chunk_end(pattern, text, start, end)
@@ -586,8 +588,8 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
                             cnp.int64_t** ends_ptr, Py_ssize_t* cap_ptr,
                             bint window) noexcept nogil:
     """Chunk ends of t[:n] into the malloc'd *ends_ptr, grown as needed; -1 if no memory.
-    ``window``: o200k through the window masks (split_next), else the scalar splitter
-    alone; both give the same ends."""
+    ``window``: through the window masks (split_next) if the pattern has them, else the
+    scalar splitter alone; both give the same ends."""
     cdef Py_ssize_t pos = 0, count = 0, cap = cap_ptr[0]
     cdef cnp.int64_t* ends = ends_ptr[0]
     cdef cnp.int64_t* grown
@@ -602,7 +604,7 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
             ends = ends_ptr[0] = grown
             cap_ptr[0] = cap
         # (the scalar splitter directly for the other patterns: a tighter loop)
-        pos = (split_next(&win, pid, t, pos, n) if pid == SPLIT_O200K and window
+        pos = (split_next(&win, pid, t, pos, n) if window and fbpe_win_pattern(pid)
                else next_chunk_end(pid, t, pos, n))
         ends[count] = pos
         count += 1
@@ -710,7 +712,7 @@ def _count_chunks(const unsigned char[::1] data, int pid, int repeat=1):
             pos = 0
             count = 0
             fbpe_win_reset(&win)
-            if pid == SPLIT_O200K and window:
+            if window and fbpe_win_pattern(pid):
                 while pos < n:
                     pos = split_next(&win, pid, t, pos, n)
                     count += 1
@@ -722,8 +724,8 @@ def _count_chunks(const unsigned char[::1] data, int pid, int repeat=1):
 
 
 def _set_window_split(bint on):
-    """Testing hook: make ``split``, ``split_offsets`` and ``_count_chunks`` split o200k
-    through the window masks (the default) or with the scalar splitter alone; returns
+    """Testing hook: make ``split``, ``split_offsets`` and ``_count_chunks`` split
+    through the window masks (for the patterns that have them) (the default) or with the scalar splitter alone; returns
     the old setting. The encoder and the trainer always take the window. Not
     thread-safe; only tests use it."""
     global _window_default
@@ -732,17 +734,18 @@ def _set_window_split(bint on):
     return old
 
 
-def _win_stats(const unsigned char[::1] data):
-    """Testing hook: (chunks, chunks the o200k window left to the scalar splitter).
+def _win_stats(const unsigned char[::1] data, pattern="o200k"):
+    """Testing hook: (chunks, chunks the window left to the scalar splitter).
 
     A chunk came from the window when its end is one of the window's starts after its
     own start (split_next takes the scalar splitter only when there is none)."""
     cdef Py_ssize_t pos = 0, n = data.shape[0], e, fb = 0, count = 0
     cdef const unsigned char* t = &data[0] if n else NULL
     cdef FbpeWin win
+    cdef int pid = _require_pattern(pattern)
     fbpe_win_reset(&win)
     while pos < n:
-        e = split_next(&win, SPLIT_O200K, t, pos, n)
+        e = split_next(&win, pid, t, pos, n)
         if not (win.base <= pos < e < win.base + 64 and (win.starts >> (e - win.base)) & 1):
             fb += 1
         pos = e

@@ -1,5 +1,5 @@
 /* Shared by fastbpe._pretokenize, ._encode and ._train, as plain C so that their chunk
- * loops can inline it: the part of o200k's window splitter that runs for every chunk
+ * loops can inline it: the part of the window splitters that runs for every chunk
  * (fbpe_win_take). Windows are filled in _split_fill.h, by _pretokenize only.
  */
 #ifndef FASTBPE_SPLIT_FAST_H
@@ -8,15 +8,23 @@
 #include <stdint.h>
 
 /* ---------------------------------------------------------------------------------
- * o200k by window masks
+ * Splitting by window masks
  *
- * The scalar splitter (_o200k in _pretokenize.pyx) decides one chunk at a time, and
+ * A scalar splitter (_o200k in _pretokenize.pyx, say) decides one chunk at a time, and
  * most of its time goes to branches that the predictor gets wrong: which kind of chunk
  * starts here, where the word ends. A window instead holds all chunk starts of the 64
  * bytes from a chunk start, computed at once as a bit mask (_split_fill.h says how and
  * why they are exact); a chunk loop reads them off with count-trailing-zeros, without
  * a branch on the text. Where a window decides nothing, the scalar splitter does.
  * -------------------------------------------------------------------------------- */
+
+/* The patterns that have window rules, as bits of their SPLIT_* ids (_pretokenize.pxd:
+   GPT-2 0, cl100k 1, o200k 2). split_next takes the window only for these. */
+#define FBPE_WIN_PATTERNS (1u << 2)
+
+static inline int fbpe_win_pattern(int pattern) {
+    return (unsigned)pattern < 32u && ((FBPE_WIN_PATTERNS >> pattern) & 1u);
+}
 
 typedef struct {
     Py_ssize_t base;          /* text offset of the window's byte 0 */
@@ -34,7 +42,7 @@ static inline void fbpe_win_reset(FbpeWin *win) {
 }
 
 /* The next chunk start after p in the window (p: a chunk start), or -1 if the window
-   has decided none: then fbpe_o200k_refill (in _pretokenize) takes over. */
+   has decided none: then fbpe_win_refill (in _pretokenize) takes over. */
 static inline Py_ssize_t fbpe_win_take(const FbpeWin *win, Py_ssize_t p) {
     uint64_t off = (uint64_t)(p - win->base), rest;
     if (off >= 63) return -1;

@@ -1,43 +1,20 @@
-/* Filling o200k windows (see _split_fast.h); used by fastbpe._pretokenize only, which
- * fills the table below once, at import (fbpe_win_init).
+/* Filling windows (see _split_fast.h); used by fastbpe._pretokenize only, which fills
+ * the tables below once, at import (fbpe_win_init).
  *
- * A window is t[base : base + 64], inside the segment, with a chunk starting at base.
- * Its chars are classified at once (SSE2 compares, then a table lookup per two-byte
- * char), and every chunk start follows from bit masks of the classes.
+ * What is shared by the patterns: the SSE2 helpers, the class table of two-byte chars,
+ * and fbpe_win_refill (a new window at a chunk start, with the back-off for text that
+ * windows decide little of). Each pattern's rules, and why they are exact, are in a
+ * file of their own: _split_o200k.h (fbpe_o200k_starts). A pattern has windows when
+ * fbpe_win_pattern (_split_fast.h) says so and fbpe_win_starts below has its case.
  *
- * The masks handle ASCII and two-byte chars. Anything else makes the window end
- * FBPE_MARGIN bytes before it, so that no start is decided from a char past the end
- * (a start depends on at most the two bytes after it): chars of three or more bytes;
- * letters that are both U and W (Lm, Lo, M); digits of two bytes, or four digits in a
- * row; an apostrophe after a letter that is followed by a byte that is not ASCII, or
- * that follows a contraction suffix; "/" after \r or \n; whitespace runs with \r or \n,
- * then other whitespace, then \r or \n again.
+ * Every starts function keeps the same contract: t[base : base + 64] lies inside the
+ * segment and a chunk starts at base; it returns a mask with bit 0 set and bit k set
+ * only where a chunk starts at base + k for certain, whatever follows the window. A
+ * start may depend on at most the two bytes after it, except where a file says why not
+ * (so FBPE_MARGIN bytes before anything unhandled, or before the window's end, are cut).
  *
- * After changing the rules, run tools/fuzz_o200k_windows.py for some minutes as well as
- * the tests: it found the one rule above that reaches further than two bytes (the
- * whitespace after a CR char, whose start depends on where its run ends).
- *
- * Why these are the chunk starts (alternatives (1)-(7) as numbered in _pretokenize.pyx;
- * W, U as there, PU = U but not W; O = [^\s\p{L}\p{N}], CR = [\r\n], WS = \s). A
- * window starts at a chunk start, and no alternative looks at a char before the place
- * where its match starts, so a window splits as if it were the whole text.
- * - Letters (W or PU). A run of letters is cut where PU follows W: (1) U*W+ takes the
- *   PU chars, then the W chars, and stops at the first char that is not W; if no W
- *   char follows the PU chars, (1) fails and (2) U+W* takes them alone.
- * - After the run, the suffix (?i:'s|'t|'re|'ve|'m|'ll|'d) belongs to its chunk, and
- *   the char after it starts a chunk, a letter too ("Ankara'da": "Ankara'd", "a").
- * - A run of letters starts its chunk, unless the char before it is a prefix
- *   [^\r\n\p{L}\p{N}] that starts a chunk: a space or other whitespace that is not CR
- *   (the last char of its whitespace run: see below), or an O char standing alone (no
- *   O char on either side) that no space comes before (" (" would be (4)'s). The chunk
- *   then starts at that char, and (1) or (2) take it as the prefix.
- * - Digits: \p{N}{1,3}; a run of up to three is one chunk.
- * - A run of O chars is one chunk, (4), with the space before it if there is one (that
- *   space is the last char of its whitespace run) and the CR chars after it ([\r\n/]*;
- *   "/" is O already).
- * - Whitespace runs (without those CR chars): (5) \s*[\r\n]+ takes the run up to its
- *   last CR char; of the rest, (6) \s+(?!\S) takes all but the last char, which starts
- *   a chunk of its own: (7), or a prefix of a letter run, or (4)'s space before O chars.
+ * After changing any rules, run tools/fuzz_windows.py --pattern NAME for some minutes as
+ * well as the tests.
  */
 #ifndef FASTBPE_SPLIT_FILL_H
 #define FASTBPE_SPLIT_FILL_H
@@ -91,135 +68,14 @@ static inline __m128i fbpe_in_range(__m128i x, int lo, int hi) {
 
 static inline __m128i fbpe_eq(__m128i x, int c) { return _mm_cmpeq_epi8(x, _mm_set1_epi8((char)c)); }
 
-/* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
-static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base) {
-    uint64_t letter = 0, digit = 0, sp = 0, crm = 0, wsa = 0, apos = 0, slash = 0,
-             hi = 0, b6 = 0, b5 = 0, lower, upper, tabs, lead2, cont;
-    uint64_t ap, s1 = 0, s2 = 0, sfx, sfx_end;
-    uint64_t ok2, m, w2 = 0, pu2 = 0, o2 = 0, ows2 = 0, odd2 = 0;
-    uint64_t cs, one, W, PU, L, N, O, OWS, WS, A, T, Z, E0, absorbed, WSx, unhandled;
-    uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts, lim_mask;
-    int k, f;
-    for (k = 0; k < 4; k++) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(t + base + 16 * k));
-        int sh = 16 * k;
-        /* ASCII letters are the bytes that fall in a..z with the case bit (0x20) set */
-        letter |= fbpe_mm(fbpe_in_range(_mm_or_si128(x, _mm_set1_epi8(0x20)), 97, 122)) << sh;
-        digit |= fbpe_mm(fbpe_in_range(x, 48, 57)) << sh;
-        sp |= fbpe_mm(fbpe_eq(x, 32)) << sh;
-        crm |= fbpe_mm(_mm_or_si128(fbpe_eq(x, 10), fbpe_eq(x, 13))) << sh;
-        wsa |= fbpe_mm(_mm_or_si128(fbpe_eq(x, 32), fbpe_in_range(x, 9, 13))) << sh;
-        apos |= fbpe_mm(fbpe_eq(x, 39)) << sh;
-        slash |= fbpe_mm(fbpe_eq(x, 47)) << sh;
-        hi |= fbpe_mm(x) << sh;                                  /* bit 7 of each byte */
-        b6 |= fbpe_mm(_mm_slli_epi16(x, 1)) << sh;               /* bit 6 */
-        b5 |= fbpe_mm(_mm_slli_epi16(x, 2)) << sh;               /* bit 5 */
+#include "_split_o200k.h"
+
+/* The decided chunk starts of the window at base, for a pattern with windows. */
+static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base) {
+    switch (pattern) {
+    case 2: return fbpe_o200k_starts(t, base);     /* SPLIT_O200K */
+    default: return 1;                              /* decides nothing: scalar splitter */
     }
-    lower = letter & b5;
-    upper = letter & ~b5;
-    tabs = wsa & ~sp & ~crm;                                     /* \t \v \f */
-    cont = hi & ~b6;                                             /* 10xxxxxx */
-    lead2 = hi & b6 & ~b5;                                       /* 110xxxxx */
-    /* 1. Two-byte chars (second byte inside the window): their class on both bytes. */
-    ok2 = lead2 & (cont >> 1) & ~(1ull << 63);
-    for (m = ok2; m; m &= m - 1) {
-        int i = __builtin_ctzll(m);
-        const unsigned char *q = t + base + i;
-        unsigned c = fbpe_kind2[((q[0] & 0x1Fu) << 6) | (q[1] & 0x3Fu)];
-        uint64_t two = 3ull << i;
-        w2 |= two * (c & 1);
-        pu2 |= two * ((c >> 1) & 1);
-        o2 |= two * ((c >> 2) & 1);
-        ows2 |= two * ((c >> 3) & 1);
-        odd2 |= two * ((c >> 4) & 1);
-    }
-    cs = ~cont;                           /* char starts */
-    one = ~hi;                            /* one-byte chars */
-    W = lower | w2;
-    PU = upper | pu2;
-    L = W | PU;
-    N = digit;
-    OWS = tabs | ows2;
-    WS = sp | crm | OWS;
-    O = (one & ~(lower | upper | digit | sp | crm | tabs)) | o2;
-    /* 2. What the masks do not handle, from the first such byte on. */
-    unhandled = (hi & ~(ok2 | (ok2 << 1))) | odd2
-              | (N & (N << 1) & (N << 2) & (N << 3))          /* a fourth digit in a row */
-              | (slash & (crm << 1));                         /* [\r\n/]* after \r, \n */
-    /* Whitespace runs with CR chars, then others, then CR chars again: (5) takes the
-       run up to its last CR char, so the others after the first CR chars start no
-       chunk. So a run of other whitespace after a CR char (T: its first byte; the
-       carry of A + T runs to the char after it) is unhandled from its start when what
-       follows it is a CR char, or may be one: an unhandled byte (U+3000 is
-       whitespace), or the end of the window. */
-    A = WS & ~crm;
-    T = A & (crm << 1);
-    Z = (A + T) & ~A & (crm | unhandled); /* the byte after such a run */
-    if (((A + T) ^ A) & A & (1ull << 63)) /* the last such run reaches the end */
-        unhandled |= 1ull << (63 - __builtin_clzll(T));
-    while (Z) {                           /* rare: mark the run's first byte */
-        int e = __builtin_ctzll(Z);
-        uint64_t below = T & ((1ull << e) - 1);   /* never empty: a T run ends at e */
-        if (below) unhandled |= 1ull << (63 - __builtin_clzll(below));
-        Z &= Z - 1;
-    }
-    /* The suffix (?i:'s|'t|'re|'ve|'m|'ll|'d) after a letter run (ap: its apostrophe;
-       2 or 3 bytes). An apostrophe right after a suffix is left to the scalar splitter:
-       that one starts a new chunk as a prefix, not as a suffix. A letter after the
-       apostrophe that is not ASCII (say U+017F, which folds to s) is unhandled too. */
-    ap = apos & (L << 1) & ~(1ull << 63) & ~(1ull << 62);
-    for (m = ap; m; m &= m - 1) {         /* about one in a few hundred bytes */
-        int i = __builtin_ctzll(m);
-        unsigned f1 = fbpe_fold_ascii[t[base + i + 1] & 0x7F];
-        unsigned f2 = fbpe_fold_ascii[t[base + i + 2] & 0x7F];
-        if (f1 == 's' || f1 == 't' || f1 == 'm' || f1 == 'd')
-            s1 |= 1ull << i;
-        else if ((f1 == 'l' && f2 == 'l') || ((f1 == 'r' || f1 == 'v') && f2 == 'e'))
-            s2 |= 1ull << i;
-    }
-    /* a suffix letter that is not ASCII (0x80 and up folded above) is unhandled */
-    s1 &= ~(hi >> 1);
-    s2 &= ~(hi >> 1) & ~(hi >> 2);
-    sfx = s1 | (s1 << 1) | s2 | (s2 << 1) | (s2 << 2);
-    sfx_end = (s1 << 2) | (s2 << 3);
-    unhandled |= (sfx_end & apos) | (ap & (hi >> 1));
-    f = __builtin_ctzll(unhandled | (1ull << 63));
-    /* 3. CR chars that (4) takes after a run of O chars; the rest of WS forms runs. */
-    E0 = cs & ~O & (O << 1);              /* the char after a run of O chars */
-    T = E0 & crm;
-    absorbed = ((crm + T) ^ crm) & crm;
-    WSx = WS & ~absorbed;
-    /* 4. Prefixes of letter runs. */
-    Ls = L & ~(L << 1) & cs;              /* first char of a letter run */
-    Os = O & ~(O << 1) & cs;              /* first char of a run of O chars */
-    Oe = O & ~(O >> 1);                   /* last byte of it */
-    single = Os & ((one & Oe) | (ok2 & (Oe >> 1)));
-    singlep = single & ~(sp << 1);
-    spn = ((singlep & one) << 1) | ((singlep & ok2) << 2);   /* the char after it */
-    p1 = Ls & (((sp | OWS) << 1) | spn);  /* letter runs with a prefix */
-    pref = ((p1 >> 1) & cs) | (((p1 >> 1) & ~cs) >> 1);      /* the prefix's first byte */
-    /* 5. Last chars of whitespace runs (not CR). */
-    wse = WSx & ~(WSx >> 1);
-    last = ((wse & cs) | ((wse & ~cs) >> 1)) & ~crm;
-    /* 6. All starts. */
-    starts = 1
-        | (Ls & ~p1) | pref                                  /* letter runs */
-        | (PU & (W << 1) & cs)                               /* PU after W */
-        | (cs & ~L & (L << 1))                               /* after a letter run */
-        | (N & ~(N << 1)) | (cs & ~N & (N << 1))             /* digit runs */
-        | (Os & ~(sp << 1))                                  /* O runs without a space */
-        | (E0 & ~crm & ~p1)                                  /* after them */
-        | (cs & ~absorbed & (absorbed << 1))                 /* after their CR chars */
-        | (WSx & ~(WSx << 1) & cs)                           /* whitespace runs */
-        | (cs & A & (crm << 1))                              /* after (5)'s CR chars */
-        | last                                               /* (6) leaves the last */
-        | (cs & ~WSx & (WSx << 1) & ~p1 & ~(O & (sp << 1))); /* after a whitespace run */
-    /* The suffix is part of its letter run's chunk, and a chunk starts after it. */
-    starts = (starts & ~sfx) | sfx_end;
-    /* 7. Keep the starts that no unhandled byte (nor the window's end) can change. */
-    f = f < 64 - FBPE_MARGIN ? f - FBPE_MARGIN : 64 - 2 * FBPE_MARGIN;
-    lim_mask = f >= 0 ? (2ull << f) - 1 : 1;
-    return starts & lim_mask & cs;
 }
 
 #else
@@ -229,10 +85,10 @@ static void fbpe_win_init(void) {}
 #endif
 
 /* After fbpe_win_take found nothing at p and no chunks are left to the scalar splitter
-   (split_next in _pretokenize.pxd counts those): the end of the o200k chunk at p from a
-   new window there, or -1 when the scalar splitter must decide it. */
-static Py_ssize_t fbpe_o200k_refill(FbpeWin *win, const unsigned char *t, Py_ssize_t p,
-                                    Py_ssize_t end) {
+   (split_next in _pretokenize.pxd counts those): the end of the chunk at p from a new
+   window there, or -1 when the scalar splitter must decide it. */
+static Py_ssize_t fbpe_win_refill(FbpeWin *win, int pattern, const unsigned char *t,
+                                  Py_ssize_t p, Py_ssize_t end) {
 #if FBPE_WINDOWS
     uint64_t rest;
     if (end - p < 64) {
@@ -242,7 +98,7 @@ static Py_ssize_t fbpe_o200k_refill(FbpeWin *win, const unsigned char *t, Py_ssi
         return -1;
     }
     win->base = p;
-    win->starts = fbpe_o200k_starts(t, p);
+    win->starts = fbpe_win_starts(pattern, t, p);
     /* A window that decided less than FBPE_WIN_GOOD bytes (an unhandled char near its
        start) counts as a miss: after it, the next 0, 1, 3, 7, ... up to
        2**FBPE_SCALAR_LOG - 1 chunks go to the scalar splitter before the next try, so
@@ -256,7 +112,7 @@ static Py_ssize_t fbpe_o200k_refill(FbpeWin *win, const unsigned char *t, Py_ssi
     rest = win->starts & ~1ull;
     return rest ? p + __builtin_ctzll(rest) : -1;
 #else
-    (void)win; (void)t; (void)p; (void)end;
+    (void)win; (void)pattern; (void)t; (void)p; (void)end;
     return -1;
 #endif
 }

@@ -1,13 +1,13 @@
-"""Random search for texts that o200k's window splitter splits unlike ``regex``.
+"""Random search for texts that a window splitter splits unlike ``regex``.
 
-    python tools/fuzz_o200k_windows.py [--seconds 120] [--seed 0]
+    python tools/fuzz_windows.py [--pattern o200k] [--seconds 120] [--seed 0]
 
 The hypothesis tests in tests/test_pretokenize.py cover the window rules
-(src_cython/fastbpe/_split_fill.h) with a few thousand texts; run this for minutes
-after changing them. Texts are 10-400 pieces drawn from a random subset of the tests'
+(src_cython/fastbpe/_split_<pattern>.h) with a few thousand texts; run this for
+minutes after changing them. Texts are 10-400 pieces drawn from a random subset of the tests'
 WINDOW_PIECES (so that some windows are dense in one kind of char), then random code
 points from a few scripts. A text that splits differently is written to
-fuzz_o200k_failure.txt and the script exits with 1.
+fuzz_<pattern>_failure.txt and the script exits with 1.
 """
 from __future__ import annotations
 
@@ -52,19 +52,21 @@ def code_point_text(rng: random.Random) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pattern", default="o200k", choices=["gpt2", "cl100k", "o200k"])
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    pattern = regex.compile(R.O200K)
+    exact = {"gpt2": R.GPT2, "cl100k": R.CL100K, "o200k": R.O200K}[args.pattern]
+    pattern = regex.compile(exact)
+    failure = Path(f"fuzz_{args.pattern}_failure.txt")
     start, count = time.time(), 0
     while time.time() - start < args.seconds:
         text = pieces_text(rng) if count % 2 == 0 else code_point_text(rng)
         count += 1
-        if P.split(text, "o200k") != pattern.findall(text):
-            Path("fuzz_o200k_failure.txt").write_text(text, encoding="utf-8",
-                                                      errors="surrogatepass", newline="")
-            print(f"text {count} splits unlike regex: saved to fuzz_o200k_failure.txt")
+        if P.split(text, args.pattern) != pattern.findall(text):
+            failure.write_text(text, encoding="utf-8", errors="surrogatepass", newline="")
+            print(f"text {count} splits unlike regex: saved to {failure}")
             return 1
     print(f"{count} texts split as regex splits them")
     return 0
