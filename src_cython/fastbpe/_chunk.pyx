@@ -5,7 +5,7 @@ from libc.stdlib cimport free
 
 from fastbpe._chunk_cache cimport CacheEntry
 from fastbpe._idlists cimport outbuf_to_list
-from fastbpe._out cimport OutBuf
+from fastbpe._out cimport OutBuf, out_init
 from fastbpe._tuning cimport Tuning
 from fastbpe._vocab cimport Vocab
 
@@ -21,10 +21,7 @@ cdef list piece_ids(const Vocab* v, bytes piece, bint whole_first, const Tuning*
     cdef Py_ssize_t err_pos = 0
     cdef int rc
     cdef Tuning knobs = tuning[0]     # a copy: set_tuning may run while the GIL is free
-    out.data = NULL
-    out.size = 0
-    out.cap = 0
-    out.arena = NULL
+    out_init(&out, NULL, 0)
     cdef const unsigned char* p = <const unsigned char*>piece
     cdef Py_ssize_t n = len(piece)
     if n == 0:

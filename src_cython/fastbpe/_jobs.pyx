@@ -8,7 +8,7 @@ from fastbpe._chunk cimport bpe_chunk, encode_chunk
 from fastbpe._chunk_cache cimport new_chunk_cache, return_chunk_cache
 from fastbpe._common cimport (ERR_BYTE, ERR_DISALLOWED, ERR_NOMEM, ERR_NONE, ERR_SURROGATE,
                               ERR_TOO_LONG)
-from fastbpe._out cimport out_free, out_push
+from fastbpe._out cimport out_free, out_init, out_push
 from fastbpe._pretokenize cimport FbpeWin, fbpe_win_reset, split_next
 from fastbpe._specials cimport find_special
 
@@ -324,10 +324,7 @@ cdef int job_prepare(Job* job, object text, int pattern, object regex_pat,
         job.n = size
     job.spans = NULL
     job.n_spans = 0
-    job.out.data = NULL
-    job.out.size = 0
-    job.out.cap = 0
-    job.out.arena = NULL
+    out_init(&job.out, NULL, 0)
     job.err = ERR_NONE
     job.err_pos = 0
     if pattern < 0:

@@ -20,7 +20,7 @@ from fastbpe._chunk_cache cimport (CACHE_ENTRIES, CACHE_KEY_MAX, PURE_SALT, Cach
 from fastbpe._common cimport ERR_NONE, NO_RANK, fbe_hash, fbe_hash_word, fbe_min_u32, fbe_word
 from fastbpe._idlists cimport outbuf_to_list
 from fastbpe._merge cimport bpe_merge
-from fastbpe._out cimport OutBuf, out_grow
+from fastbpe._out cimport OutBuf, out_grow, out_init
 from fastbpe._tuning cimport Tuning
 from fastbpe._vocab cimport CHAR_WALL, Vocab, bigram_bits, decode_char, vocab_rank
 
@@ -116,10 +116,7 @@ cdef int join_runs(const Vocab* v, const unsigned char* p, OutBuf* out, Py_ssize
         budget[0] -= e - s
         if budget[0] < 0 or e - s > JOIN_BYTES_MAX:
             return -1
-        o.data = tmp
-        o.size = 0
-        o.cap = JOIN_BYTES_MAX
-        o.arena = NULL
+        out_init(&o, tmp, JOIN_BYTES_MAX)
         if merge_cached(v, p + s, e - s, &o, &err, cache, tuning) != ERR_NONE:
             return -1
         w = o.size
@@ -152,10 +149,7 @@ cdef bint pair_compatible(const Vocab* v, uint32_t a, uint32_t b,
         return False    # treated as incompatible: only costs a wider re-encoding
     memcpy(buf, v.arena + <uint32_t>sa, la)
     memcpy(buf + la, v.arena + <uint32_t>sb, lb)
-    o.data = toks
-    o.size = 0
-    o.cap = JOIN_BYTES_MAX
-    o.arena = NULL
+    out_init(&o, toks, JOIN_BYTES_MAX)
     if merge_cached(v, buf, la + lb, &o, &err, cache, tuning) != ERR_NONE:
         return False
     return o.size == 2 and toks[0] == a and toks[1] == b
@@ -314,10 +308,7 @@ cdef object chars_ids(const Vocab* v, bytes piece, const Tuning* tuning, Py_ssiz
     cdef OutBuf out
     cdef int rc
     cdef Tuning knobs = tuning[0]     # a copy: set_tuning may run while the GIL is free
-    out.data = NULL
-    out.size = 0
-    out.cap = 0
-    out.arena = NULL
+    out_init(&out, NULL, 0)
     cdef const unsigned char* p = <const unsigned char*>piece
     cdef Py_ssize_t n = len(piece)
     try:

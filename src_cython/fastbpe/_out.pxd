@@ -29,6 +29,16 @@ cdef struct OutBuf:
     OutArena* arena           # NULL: data is malloc'd (free it with out_free)
 
 
+cdef inline void out_init(OutBuf* o, uint32_t* data, Py_ssize_t cap) noexcept nogil:
+    # An empty buffer over data[:cap], not from an arena. With data NULL and cap 0 it
+    # grows by malloc (free it with out_free); over a caller's array, the caller must
+    # make sure it never grows (out_grow would realloc that array).
+    o.data = data
+    o.size = 0
+    o.cap = cap
+    o.arena = NULL
+
+
 cdef inline void out_free(OutBuf* o) noexcept nogil:
     if o.arena == NULL:
         free(o.data)
