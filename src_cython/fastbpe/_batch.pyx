@@ -3,7 +3,6 @@ pthread runner as jobs finish (``run_streaming``), or one flat numpy array with 
 (``to_numpy``). ``CoreBPE.run`` prepares the jobs and maps errors; this is what runs
 between. The calling thread holds the GIL only to build lists; every other step is
 ``nogil``."""
-import numpy as np
 cimport numpy as cnp
 
 from libc.stdint cimport int64_t, uint16_t, uint32_t
@@ -186,31 +185,35 @@ cdef int append_pieces(Job* jobs, const Py_ssize_t* first, Py_ssize_t t,
     return 0
 
 
-cdef object to_numpy(Job* jobs, const Py_ssize_t* first, Py_ssize_t n_texts, object dtype):
-    cdef Py_ssize_t n_jobs = first[n_texts], total = 0, i, j, pos
-    offsets = np.empty(n_texts + 1, dtype=np.int64)
-    cdef int64_t[::1] off_v = offsets
-    off_v[0] = 0
+cdef object to_numpy(Job* jobs, const Py_ssize_t* first, Py_ssize_t n_texts, bint u16):
+    cdef cnp.npy_intp n_off = n_texts + 1
+    cdef cnp.ndarray offsets = cnp.PyArray_EMPTY(1, &n_off, cnp.NPY_INT64, 0)
+    cdef int64_t* off = <int64_t*>cnp.PyArray_DATA(offsets)
+    cdef Py_ssize_t total = 0, i, j
+    off[0] = 0
     for i in range(n_texts):
         for j in range(first[i], first[i + 1]):
             total += jobs[j].out.size
-        off_v[i + 1] = total
-    flat = np.empty(total, dtype=dtype)
-    cdef uint32_t[::1] f32
-    cdef uint16_t[::1] f16
-    pos = 0
-    if flat.dtype == np.uint32:
-        f32 = flat
-        with nogil:
-            for i in range(n_jobs):
-                if jobs[i].out.size:
-                    memcpy(&f32[pos], jobs[i].out.data, jobs[i].out.size * sizeof(uint32_t))
-                pos += jobs[i].out.size
-    else:
-        f16 = flat
-        with nogil:
-            for i in range(n_jobs):
+        off[i + 1] = total
+    return to_array(jobs, first[n_texts], u16), offsets
+
+
+cdef object to_array(Job* jobs, Py_ssize_t n_jobs, bint u16):
+    # The C API directly: np.empty and typed memoryviews cost about 1 us per call,
+    # which is a fifth of a ~2 KB document's encode_to_numpy.
+    cdef cnp.npy_intp total = 0
+    cdef Py_ssize_t i, j, pos = 0
+    for i in range(n_jobs):
+        total += jobs[i].out.size
+    cdef cnp.ndarray flat = cnp.PyArray_EMPTY(1, &total, cnp.NPY_UINT16 if u16 else cnp.NPY_UINT32, 0)
+    cdef uint32_t* f32 = <uint32_t*>cnp.PyArray_DATA(flat)
+    cdef uint16_t* f16 = <uint16_t*>f32
+    with nogil:
+        for i in range(n_jobs):
+            if u16:
                 for j in range(jobs[i].out.size):
                     f16[pos + j] = <uint16_t>jobs[i].out.data[j]
-                pos += jobs[i].out.size
-    return flat, offsets
+            elif jobs[i].out.size:
+                memcpy(f32 + pos, jobs[i].out.data, jobs[i].out.size * sizeof(uint32_t))
+            pos += jobs[i].out.size
+    return flat
