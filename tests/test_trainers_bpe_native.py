@@ -386,21 +386,6 @@ def test_chunk_table_feeds_train_merges(tmp_path):
     assert table.to_dict() == dict(bpe.count_chunks(docs, r"\S+|\s+"))
 
 
-@settings(max_examples=2000)
-@given(st.one_of(st.binary(max_size=16),
-                 st.tuples(st.text(max_size=12), st.binary(max_size=3), st.text(max_size=4)).map(
-                     lambda t: t[0].encode() + t[1] + t[2].encode())))
-def test_native_utf8_check_agrees_with_python(data):
-    from fastbpe._train import _utf8_invalid_at
-
-    try:
-        data.decode("utf-8")
-        expected = -1
-    except UnicodeDecodeError as exc:
-        expected = exc.start
-    assert _utf8_invalid_at(data) == expected
-
-
 def test_count_task_equals_reference(tmp_path):
     from fastbpe.bpe.counting import count_task
 

@@ -216,6 +216,48 @@ class Encoding:
             index = found.index
         self._raise_disallowed(texts[index], disallowed, index)
 
+    def encode_file(
+        self,
+        path: str | os.PathLike,
+        *,
+        num_threads: int = 8,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+        dtype=np.uint32,
+    ) -> np.ndarray:
+        """The ids of a UTF-8 text file as one array: ``encode_to_numpy`` of its text,
+        where the text is ``Path(path).read_bytes().decode("utf-8")`` (bytes as they
+        are: no newline translation, a BOM is the char U+FEFF). The native core encodes
+        the bytes without making a str, on up to ``num_threads`` threads (a long text is
+        cut where every built-in pattern splits anyway, as batches cut theirs).
+
+        Not UTF-8: ValueError naming the file and the byte offset. Special tokens as in
+        ``encode``; the error names the file.
+
+        >>> import tempfile; f = tempfile.NamedTemporaryFile(suffix=".txt", delete=False)
+        >>> _ = f.write(b"hi hi"); f.close()
+        >>> get_toy_encoding().encode_file(f.name).tolist()
+        [256, 32, 256]
+        >>> os.unlink(f.name)
+        """
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+        num_threads = _check_num_threads(num_threads)
+        dtype = self._check_dtype(dtype)
+        allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            return self._core_bpe.encode_utf8_to_numpy(data, allowed, num_threads, dtype, disallowed)
+        except DisallowedSpecial:
+            pass
+        except ValueError as exc:
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+        try:
+            self._raise_disallowed(data.decode("utf-8"), disallowed)
+        except ValueError as exc:
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of one whole token, ordinary or special, given as str or bytes;
         ``KeyError(the bytes)`` if it is none, as tiktoken.

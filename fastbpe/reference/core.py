@@ -137,6 +137,18 @@ class CoreBPE:
         flat = np.fromiter((i for e in encoded for i in e), dtype=dtype, count=int(offsets[-1]))
         return flat, offsets
 
+    def encode_utf8_to_numpy(
+        self, data, allowed_special, num_threads: int = 1, dtype=np.uint32, disallowed_special=frozenset()
+    ) -> np.ndarray:
+        """``encode_to_numpy`` of the text of UTF-8 bytes; ValueError naming the byte
+        offset of the first invalid byte (the strict codec's ``start``)."""
+        data = bytes(data)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"not UTF-8: invalid byte 0x{data[exc.start]:02x} at byte offset {exc.start}") from None
+        return self.encode_to_numpy(text, allowed_special, dtype, disallowed_special)
+
     def encode_single_token(self, piece: bytes) -> int:
         if piece in self._ranks:
             return self._ranks[piece]

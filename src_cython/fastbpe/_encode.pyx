@@ -46,7 +46,8 @@ from fastbpe._decode cimport (DecodeTable, decode_build, decode_clear, decode_en
                               entry_bytes)
 from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._jobs cimport (Context, Job, context_bind, cut_job, job_free, job_prepare,
-                            job_raise, pieces_failed, run_job)
+                            job_points, job_prepare_utf8,
+                            job_raise, pieces_failed, run_job, utf8_invalid_at)
 from fastbpe._merge_chars cimport bigram_filter, chars_ids, split_points
 from fastbpe._out cimport OutArena, arena_release
 from fastbpe._runner cimport batch_threads, run_jobs
@@ -70,6 +71,7 @@ cnp.import_array()
 
 cdef extern from "Python.h":
     char* PyBytes_AS_STRING(object b)
+    object PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
 
 cdef extern from "fbe_atomic.h" nogil:
     void* fbe_slot_take(void** slots, int n) noexcept
@@ -263,12 +265,17 @@ cdef class CoreBPE:
         return 0
 
     cdef object run(self, list texts, object allowed_special, int num_threads, Result result,
-                    object dtype, object disallowed_special=None):
+                    object dtype, object disallowed_special=None,
+                    const unsigned char* utf8=NULL, Py_ssize_t utf8_len=0):
         """Encode texts; returns what `result` names (LISTS, ONE_LIST, ARRAYS or
         ONE_ARRAY).
 
         disallowed_special: strings no text may hold, as tiktoken checks before encoding;
-        the first text (in order) that holds one raises DisallowedSpecial(index)."""
+        the first text (in order) that holds one raises DisallowedSpecial(index).
+
+        utf8: instead of texts ([None]), the one text is utf8[:utf8_len], valid UTF-8
+        that the caller keeps alive (native pre-tokenizers only); its length and cuts
+        are in bytes."""
         self.check_ready()
         cdef NeedleSet needles = needle_set_cached(self.needle_sets, disallowed_special)
         cdef Py_ssize_t n_texts = len(texts), n_jobs = 0, cap, i, t, k, total = 0
@@ -293,12 +300,11 @@ cdef class CoreBPE:
         #    only where threads can share them, and where the cut rule holds (next_cut;
         #    a special token, allowed or not, could span a cut only if it holds "\n")
         special_set_fill(&ss, self.special_bytes, self.vocab.arena, allowed_special, keep)
-        if num_threads > 1 and result != ONE_LIST and result != ONE_ARRAY:
+        if num_threads > 1 and result != ONE_LIST:
             for t in range(n_texts):
-                total += len(<str>texts[t])
+                total += utf8_len if utf8 != NULL else len(<str>texts[t])
             num_threads = <int>batch_threads(num_threads, total, &tuning)
-        if (num_threads > 1 and result != ONE_LIST and result != ONE_ARRAY
-                and self.pattern_id >= 0
+        if (num_threads > 1 and result != ONE_LIST and self.pattern_id >= 0
                 and not specials_hold_newline(&ss)
                 and not (needles is not None and specials_hold_newline(&needles.ss))):
             target = max(tuning.piece_min, total // (num_threads * tuning.pieces_per_thread))
@@ -316,8 +322,12 @@ cdef class CoreBPE:
             # 2. a job per text, or per piece of a long one
             for t in range(n_texts):
                 first[t] = n_jobs
-                job_prepare(&jobs[n_jobs], texts[t], self.pattern_id, self.regex_pat, &ss, keep)
-                if target and len(<str>texts[t]) >= 2 * target:
+                if utf8 != NULL:
+                    job_prepare_utf8(&jobs[n_jobs], utf8, utf8_len)
+                else:
+                    job_prepare(&jobs[n_jobs], texts[t], self.pattern_id, self.regex_pat,
+                                &ss, keep)
+                if target and job_points(&jobs[n_jobs]) >= 2 * target:
                     with nogil:     # a scan of up to the whole text (no cut found)
                         k = cut_job(&jobs[n_jobs], target)
                     n_jobs += k
@@ -354,7 +364,7 @@ cdef class CoreBPE:
                         if jobs[k].err == ERR_DISALLOWED:
                             raise DisallowedSpecial(t)
                         surrogates = surrogates or jobs[k].err == ERR_SURROGATE or jobs[k].no_check
-                    if surrogates and holds_any(texts[t], needles.strings):
+                    if surrogates and utf8 == NULL and holds_any(texts[t], needles.strings):
                         raise DisallowedSpecial(t)
             # 5. other errors: a cut text with a failed piece is redone whole (so that
             #    the error, or tiktoken's surrogate fix-up, is about the whole text);
@@ -366,13 +376,16 @@ cdef class CoreBPE:
                         jobs[k].err = ERR_NONE
                     if results is not None:
                         results[t] = None
-                    job_prepare(&jobs[first[t]], texts[t], self.pattern_id, self.regex_pat,
-                                &ss, keep)
+                    if utf8 != NULL:
+                        job_prepare_utf8(&jobs[first[t]], utf8, utf8_len)
+                    else:
+                        job_prepare(&jobs[first[t]], texts[t], self.pattern_id,
+                                    self.regex_pat, &ss, keep)
                     jobs[first[t]].no_check = True     # checked in step 4
                     with nogil:
                         run_job(&ctx, &jobs[first[t]], no_cache, NULL)
                 i = first[t]
-                if jobs[i].err == ERR_SURROGATE:
+                if jobs[i].err == ERR_SURROGATE and utf8 == NULL:
                     # rare: redo this text after tiktoken's fix-up
                     fixed = fix_surrogates(texts[t])
                     keep.append(fixed)
@@ -456,6 +469,27 @@ cdef class CoreBPE:
         dt = self.check_dtype(dtype)
         return self.run(_texts_list(texts), allowed_special, threads, ARRAYS, dt,
                         disallowed_special)
+
+    def encode_utf8_to_numpy(self, const unsigned char[::1] data, allowed_special=frozenset(),
+                             num_threads=8, dtype=np.uint32, disallowed_special=frozenset()):
+        """encode_to_numpy(bytes(data).decode("utf-8"), ...) of a buffer of UTF-8 bytes,
+        without a str: on num_threads threads, the text cut as a batch cuts a long text.
+        ValueError naming the byte offset if data is not valid (strict) UTF-8."""
+        cdef int threads = thread_count(num_threads)
+        dt = self.check_dtype(dtype)
+        cdef Py_ssize_t n = data.shape[0], bad
+        cdef const unsigned char* t = &data[0] if n else NULL
+        if n == 0:
+            return self.run([""], allowed_special, 1, ONE_ARRAY, dt, disallowed_special)
+        with nogil:
+            bad = utf8_invalid_at(t, n)
+        if bad >= 0:
+            raise ValueError(f"not UTF-8: invalid byte 0x{t[bad]:02x} at byte offset {bad}")
+        if self.pattern_id < 0:     # the regex path splits a str
+            text = PyUnicode_DecodeUTF8(<const char*>t, n, NULL)
+            return self.run([text], allowed_special, 1, ONE_ARRAY, dt, disallowed_special)
+        return self.run([None], allowed_special, threads, ONE_ARRAY, dt, disallowed_special,
+                        t, n)
 
     def encode_single_token(self, piece):
         """Id of a token given its bytes (or a special token's text/bytes); KeyError if none."""

@@ -11,7 +11,7 @@ many short ones and their lists are built while the rest encodes. A job is prepa
 (``job_prepare``) and its error turned into an exception (``job_raise``) under the GIL,
 by the caller.
 """
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t
 
 from fastbpe._chunk_cache cimport CacheEntry
 from fastbpe._out cimport OutArena, OutBuf
@@ -68,6 +68,12 @@ cdef int job_prepare(Job* job, object text, int pattern, object regex_pat,
     # buffer when pattern >= 0 (a native pre-tokenizer), else at its UTF-8 (tiktoken's
     # surrogate fix-up first, if it has a lone one) with regex_pat's chunk spans,
     # found between the allowed special tokens.
+cdef Py_ssize_t utf8_invalid_at(const uint8_t* t, Py_ssize_t n) noexcept nogil
+    # Offset of the first byte that makes t[:n] invalid UTF-8 as CPython's strict
+    # decoder sees it, or -1 (8 ASCII bytes per step).
+cdef void job_prepare_utf8(Job* job, const unsigned char* text, Py_ssize_t n) noexcept nogil
+    # Point a job at n bytes of valid UTF-8 that the caller keeps alive (native
+    # pre-tokenizers only).
 cdef int job_raise(const Job* job) except -1
     # The exception of a failed job's error (after the caller has handled
     # ERR_DISALLOWED and ERR_SURROGATE): MemoryError or ValueError; 0 if none.

@@ -1,8 +1,8 @@
 """Jobs (see ``_jobs.pxd``): encoding one text without the GIL, and cutting long texts
 into pieces."""
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memchr
+from libc.string cimport memchr, memcpy
 
 from fastbpe._chunk cimport bpe_chunk, encode_chunk
 from fastbpe._chunk_cache cimport new_chunk_cache, return_chunk_cache
@@ -239,17 +239,119 @@ cdef Py_ssize_t next_cut(const void* data, int kind, Py_ssize_t i, Py_ssize_t n)
     return n
 
 
+cdef Py_ssize_t utf8_invalid_at(const uint8_t* t, Py_ssize_t n) noexcept nogil:
+    """Offset of the first byte that makes t[:n] invalid UTF-8 (as CPython's strict
+    decoder sees it: no overlongs, no surrogates, nothing above U+10FFFF), or -1."""
+    cdef Py_ssize_t i = 0
+    cdef uint64_t w
+    cdef uint8_t c, c1
+    while i < n:
+        if i + 8 <= n:
+            memcpy(&w, t + i, 8)
+            if (w & 0x8080808080808080ULL) == 0:
+                i += 8
+                continue
+        c = t[i]
+        if c < 0x80:
+            i += 1
+        elif 0xC2 <= c <= 0xDF:
+            if i + 1 >= n or (t[i + 1] & 0xC0) != 0x80:
+                return i
+            i += 2
+        elif 0xE0 <= c <= 0xEF:
+            if i + 2 >= n:
+                return i
+            c1 = t[i + 1]
+            if (c1 & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80:
+                return i
+            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F):
+                return i
+            i += 3
+        elif 0xF0 <= c <= 0xF4:
+            if i + 3 >= n:
+                return i
+            c1 = t[i + 1]
+            if ((c1 & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80
+                    or (t[i + 3] & 0xC0) != 0x80):
+                return i
+            if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F):
+                return i
+            i += 4
+        else:
+            return i
+    return -1
+
+
+def _utf8_invalid_at(bytes data):
+    """Testing hook: utf8_invalid_at of data."""
+    cdef Py_ssize_t r, n = len(data)
+    cdef const uint8_t* t = <const uint8_t*>data
+    with nogil:
+        r = utf8_invalid_at(t, n)
+    return r
+
+
+cdef inline uint32_t utf8_char_at(const uint8_t* p, Py_ssize_t i) noexcept nogil:
+    """The code point of the valid UTF-8 char that starts at p[i]."""
+    cdef uint32_t c = p[i]
+    if c < 0x80:
+        return c
+    if c < 0xE0:
+        return ((c & 0x1F) << 6) | (p[i + 1] & 0x3F)
+    if c < 0xF0:
+        return ((c & 0x0F) << 12) | (<uint32_t>(p[i + 1] & 0x3F) << 6) | (p[i + 2] & 0x3F)
+    return (((c & 0x07) << 18) | (<uint32_t>(p[i + 1] & 0x3F) << 12)
+            | (<uint32_t>(p[i + 2] & 0x3F) << 6) | (p[i + 3] & 0x3F))
+
+
+cdef Py_ssize_t next_cut_utf8(const uint8_t* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """next_cut for valid UTF-8 p[0:n], in bytes: the first cut at or after byte i (a
+    char boundary), or n. The same rule on the same chars: p[i-1] is "\n", the chars
+    that end at i-1 and start at i are plain, and the latter is not "/"."""
+    cdef const void* hit
+    cdef Py_ssize_t j
+    if i < 2:
+        i = 2
+    while i < n:
+        hit = memchr(p + i - 1, 10, n - i)              # p[i-1 .. n-2]
+        if hit == NULL:
+            return n
+        i = <const uint8_t*>hit - p + 1
+        j = i - 2                                       # the char before the "\n" ends here
+        while j > 0 and (p[j] & 0xC0) == 0x80:
+            j -= 1
+        if p[i] != 0x2F and plain_char(utf8_char_at(p, j)) and plain_char(utf8_char_at(p, i)):
+            return i
+        i += 1
+    return n
+
+
+def _cut_points_utf8(const unsigned char[::1] data):
+    """Testing hook: every byte offset at which next_cut_utf8 would cut valid UTF-8."""
+    cdef Py_ssize_t n = data.shape[0], i = 0
+    cuts = []
+    if n == 0:
+        return cuts
+    while True:
+        i = next_cut_utf8(&data[0], i + 1, n)
+        if i >= n:
+            return cuts
+        cuts.append(i)
+
+
 cdef Py_ssize_t cut_job(Job* jobs, Py_ssize_t target) noexcept nogil:
     """Cut the text of jobs[0] (native pattern, prepared, not yet run) into pieces of
     about target code points at next_cut points, written to jobs[0], jobs[1], ...;
-    returns how many (1: not cut). jobs must have room for n // target + 1 entries."""
+    returns how many (1: not cut). jobs must have room for n // target + 1 entries.
+    Units: bytes for a job on UTF-8 (an ASCII str, or a buffer), else code points."""
     cdef Job whole = jobs[0]
     cdef const void* data = whole.text if whole.text != NULL else whole.src
     cdef int kind = 1 if whole.text != NULL else whole.src_kind
     cdef Py_ssize_t n = whole.n if whole.text != NULL else whole.src_len
     cdef Py_ssize_t start = 0, cut, count = 0
     while True:
-        cut = next_cut(data, kind, start + target, n)
+        cut = (next_cut_utf8(whole.text, start + target, n) if whole.text != NULL
+               else next_cut(data, kind, start + target, n))
         if n - cut < target // 2:     # no cut, or only a stub would be left
             cut = n
         jobs[count] = whole
@@ -333,6 +435,21 @@ cdef int job_prepare(Job* job, object text, int pattern, object regex_pat,
         job.spans = <const int64_t*>cnp.PyArray_DATA(spans)
         job.n_spans = len(spans) // 2
     return 0
+
+
+cdef void job_prepare_utf8(Job* job, const unsigned char* text, Py_ssize_t n) noexcept nogil:
+    job.text = text
+    job.n = n
+    job.owned = NULL
+    job.no_check = False
+    job.src = NULL
+    job.src_kind = 0
+    job.src_len = 0
+    job.spans = NULL
+    job.n_spans = 0
+    out_init(&job.out, NULL, 0)
+    job.err = ERR_NONE
+    job.err_pos = 0
 
 
 cdef int job_raise(const Job* job) except -1:

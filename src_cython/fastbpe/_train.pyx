@@ -1380,58 +1380,6 @@ def _merge_tables(tables):
 # The plain-Python drivers (reading, threads, the regex process pool) are in
 # fastbpe.bpe.counting; what stays here touches C memory.
 
-cdef Py_ssize_t utf8_invalid_at(const uint8_t* t, Py_ssize_t n) noexcept nogil:
-    """Offset of the first byte that makes t[:n] invalid UTF-8 (as CPython's strict
-    decoder sees it: no overlongs, no surrogates, nothing above U+10FFFF), or -1."""
-    cdef Py_ssize_t i = 0
-    cdef uint64_t w
-    cdef uint8_t c, c1
-    while i < n:
-        if i + 8 <= n:
-            memcpy(&w, t + i, 8)
-            if (w & 0x8080808080808080ULL) == 0:
-                i += 8
-                continue
-        c = t[i]
-        if c < 0x80:
-            i += 1
-        elif 0xC2 <= c <= 0xDF:
-            if i + 1 >= n or (t[i + 1] & 0xC0) != 0x80:
-                return i
-            i += 2
-        elif 0xE0 <= c <= 0xEF:
-            if i + 2 >= n:
-                return i
-            c1 = t[i + 1]
-            if (c1 & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80:
-                return i
-            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F):
-                return i
-            i += 3
-        elif 0xF0 <= c <= 0xF4:
-            if i + 3 >= n:
-                return i
-            c1 = t[i + 1]
-            if ((c1 & 0xC0) != 0x80 or (t[i + 2] & 0xC0) != 0x80
-                    or (t[i + 3] & 0xC0) != 0x80):
-                return i
-            if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F):
-                return i
-            i += 4
-        else:
-            return i
-    return -1
-
-
-def _utf8_invalid_at(bytes data):
-    """Python face of utf8_invalid_at (validates UTF-8 natively)."""
-    cdef Py_ssize_t r, n = len(data)
-    cdef const uint8_t* t = <const uint8_t*>data
-    with nogil:
-        r = utf8_invalid_at(t, n)
-    return r
-
-
 def _table_from_counts(counts):
     """A ``_ChunkTable`` holding ``counts`` (``{chunk bytes: count}``, e.g. the regex
     path's), which ``train_merges`` takes like the native counter's table."""
