@@ -299,6 +299,19 @@ def test_generated_text_o200k_windows(text):
     _check_both_paths(text, "o200k")
 
 
+@settings(max_examples=3000)
+@given(window_text)
+@example("x" * 70 + "'s" + "y" * 70)
+@example("don't 's it's 'tis ((x (hello 'hello ' \t's 1's ..'s 'ſ 'LL 'Re" * 4)
+@example("a" * 61 + " \n  \n b" + "c" * 70)
+@example("e\u0301x \u0301x \u00a0x \u00a0(x \x85x \t(x " * 8)
+@example("ab\n" + " " * 61 + "\u3000\n" + "c" * 70)
+@example("x\n" + " " * 80 + "\ny")
+@example("(\n\n  \n" * 20 + "z" * 70)
+def test_generated_text_cl100k_windows(text):
+    _check_both_paths(text, "cl100k")
+
+
 def _check_both_paths(text, name):
     want = expected(text, name)
     assert P.split(text, name) == want
@@ -314,9 +327,10 @@ def test_windows_decide_most_chunks_of_latin_text():
     text = ("Türkçe metin, İstanbul'da \"çok\" güzel. It's a Test of HTTPServer's\n"
             "    code (with 12 numbers) and  spaces.\n\n") * 50
     data = text.encode()
-    chunks, scalar = P._win_stats(data)
-    assert chunks == len(expected(text, "o200k"))
-    assert scalar < chunks * 0.15
+    for name in ("o200k", "cl100k"):
+        chunks, scalar = P._win_stats(data, name)
+        assert chunks == len(expected(text, name))
+        assert scalar < chunks * 0.15, name
 
 
 @settings(max_examples=300)

@@ -4,7 +4,8 @@
  * What is shared by the patterns: the SSE2 helpers, the class table of two-byte chars,
  * and fbpe_win_refill (a new window at a chunk start, with the back-off for text that
  * windows decide little of). Each pattern's rules, and why they are exact, are in a
- * file of their own: _split_o200k.h (fbpe_o200k_starts). A pattern has windows when
+ * file of their own: _split_cl100k.h (fbpe_cl100k_starts), _split_o200k.h
+ * (fbpe_o200k_starts). A pattern has windows when
  * fbpe_win_pattern (_split_fast.h) says so and fbpe_win_starts below has its case.
  *
  * Every starts function keeps the same contract: t[base : base + 64] lies inside the
@@ -38,9 +39,10 @@
 
 #if FBPE_WINDOWS
 
-/* For every code point below U+0800, the masks its chars go to: 1 W only, 2 U only,
-   4 O (no letter, number, space or mark), 8 whitespace, 16 unhandled (both U and W,
-   or a number). Filled once by fbpe_win_init. */
+/* For every code point below U+0800, the masks its chars go to: for o200k 1 W only,
+   2 U only, 4 O (no letter, number, space or mark), 16 unhandled (both U and W, or a
+   number); for all, 8 whitespace; for cl100k 32 \p{L}, 64 [^\s\p{L}\p{N}] (marks
+   included). Filled once by fbpe_win_init. */
 static unsigned char fbpe_kind2[2048];
 
 static void fbpe_win_init(void) {
@@ -53,6 +55,8 @@ static void fbpe_win_init(void) {
         if (!(c & (FBPE_L | FBPE_N | FBPE_WS | FBPE_U | FBPE_W))) k |= 4;
         if (c & FBPE_WS) k |= 8;
         if (uw == (FBPE_U | FBPE_W) || (c & FBPE_N)) k |= 16;
+        if (c & FBPE_L) k |= 32;
+        if (!(c & (FBPE_L | FBPE_N | FBPE_WS))) k |= 64;
         fbpe_kind2[cp] = (unsigned char)k;
     }
 }
@@ -68,11 +72,38 @@ static inline __m128i fbpe_in_range(__m128i x, int lo, int hi) {
 
 static inline __m128i fbpe_eq(__m128i x, int c) { return _mm_cmpeq_epi8(x, _mm_set1_epi8((char)c)); }
 
+/* The byte classes of a window that every pattern's rules start from, bit k for byte k
+   of w[0 : 64]. */
+typedef struct {
+    uint64_t letter, digit, sp, crm, wsa, apos, hi, b6, b5;
+} FbpeWinBytes;
+
+static inline void fbpe_win_bytes(const unsigned char *w, FbpeWinBytes *b) {
+    int k;
+    b->letter = b->digit = b->sp = b->crm = b->wsa = b->apos = b->hi = b->b6 = b->b5 = 0;
+    for (k = 0; k < 4; k++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(w + 16 * k));
+        int sh = 16 * k;
+        /* ASCII letters are the bytes that fall in a..z with the case bit (0x20) set */
+        b->letter |= fbpe_mm(fbpe_in_range(_mm_or_si128(x, _mm_set1_epi8(0x20)), 97, 122)) << sh;
+        b->digit |= fbpe_mm(fbpe_in_range(x, 48, 57)) << sh;
+        b->sp |= fbpe_mm(fbpe_eq(x, 32)) << sh;
+        b->crm |= fbpe_mm(_mm_or_si128(fbpe_eq(x, 10), fbpe_eq(x, 13))) << sh;
+        b->wsa |= fbpe_mm(_mm_or_si128(fbpe_eq(x, 32), fbpe_in_range(x, 9, 13))) << sh;
+        b->apos |= fbpe_mm(fbpe_eq(x, 39)) << sh;
+        b->hi |= fbpe_mm(x) << sh;                               /* bit 7 of each byte */
+        b->b6 |= fbpe_mm(_mm_slli_epi16(x, 1)) << sh;            /* bit 6 */
+        b->b5 |= fbpe_mm(_mm_slli_epi16(x, 2)) << sh;            /* bit 5 */
+    }
+}
+
 #include "_split_o200k.h"
+#include "_split_cl100k.h"
 
 /* The decided chunk starts of the window at base, for a pattern with windows. */
 static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base) {
     switch (pattern) {
+    case 1: return fbpe_cl100k_starts(t, base);    /* SPLIT_CL100K */
     case 2: return fbpe_o200k_starts(t, base);     /* SPLIT_O200K */
     default: return 1;                              /* decides nothing: scalar splitter */
     }
@@ -98,7 +129,19 @@ static Py_ssize_t fbpe_win_refill(FbpeWin *win, int pattern, const unsigned char
         return -1;
     }
     win->base = p;
-    win->starts = fbpe_win_starts(pattern, t, p);
+    /* No pattern's masks handle a char of three or four bytes (lead byte 0xE0 and up),
+       and one in the first FBPE_WIN_GOOD + FBPE_MARGIN bytes makes the window a miss
+       whatever else is in it: in CJK text most windows are, so tell them with one
+       compare of 32 bytes instead of classifying all 64. */
+    {
+        __m128i lo = _mm_loadu_si128((const __m128i *)(t + p));
+        __m128i hi16 = _mm_loadu_si128((const __m128i *)(t + p + 16));
+        __m128i top = _mm_set1_epi8((char)(0xDF ^ 0x80));
+        uint64_t wide = fbpe_mm(_mm_cmpgt_epi8(_mm_xor_si128(lo, _mm_set1_epi8((char)0x80)), top))
+            | (fbpe_mm(_mm_cmpgt_epi8(_mm_xor_si128(hi16, _mm_set1_epi8((char)0x80)), top)) << 16);
+        win->starts = (wide & ((1ull << (FBPE_WIN_GOOD + FBPE_MARGIN)) - 1))
+            ? 1 : fbpe_win_starts(pattern, t, p);
+    }
     /* A window that decided less than FBPE_WIN_GOOD bytes (an unhandled char near its
        start) counts as a miss: after it, the next 0, 1, 3, 7, ... up to
        2**FBPE_SCALAR_LOG - 1 chunks go to the scalar splitter before the next try, so
