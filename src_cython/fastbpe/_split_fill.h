@@ -75,12 +75,12 @@ static inline __m128i fbpe_eq(__m128i x, int c) { return _mm_cmpeq_epi8(x, _mm_s
 /* The byte classes of a window that every pattern's rules start from, bit k for byte k
    of w[0 : 64]. */
 typedef struct {
-    uint64_t letter, digit, sp, crm, wsa, apos, hi, b6, b5;
+    uint64_t letter, digit, sp, crm, wsa, apos, slash, hi, b6, b5;
 } FbpeWinBytes;
 
 static inline void fbpe_win_bytes(const unsigned char *w, FbpeWinBytes *b) {
     int k;
-    b->letter = b->digit = b->sp = b->crm = b->wsa = b->apos = b->hi = b->b6 = b->b5 = 0;
+    b->letter = b->digit = b->sp = b->crm = b->wsa = b->apos = b->slash = b->hi = b->b6 = b->b5 = 0;
     for (k = 0; k < 4; k++) {
         __m128i x = _mm_loadu_si128((const __m128i *)(w + 16 * k));
         int sh = 16 * k;
@@ -91,6 +91,7 @@ static inline void fbpe_win_bytes(const unsigned char *w, FbpeWinBytes *b) {
         b->crm |= fbpe_mm(_mm_or_si128(fbpe_eq(x, 10), fbpe_eq(x, 13))) << sh;
         b->wsa |= fbpe_mm(_mm_or_si128(fbpe_eq(x, 32), fbpe_in_range(x, 9, 13))) << sh;
         b->apos |= fbpe_mm(fbpe_eq(x, 39)) << sh;
+        b->slash |= fbpe_mm(fbpe_eq(x, 47)) << sh;
         b->hi |= fbpe_mm(x) << sh;                               /* bit 7 of each byte */
         b->b6 |= fbpe_mm(_mm_slli_epi16(x, 1)) << sh;            /* bit 6 */
         b->b5 |= fbpe_mm(_mm_slli_epi16(x, 2)) << sh;            /* bit 5 */

@@ -1,8 +1,8 @@
 /* o200k's window rules: fbpe_o200k_starts, included by _split_fill.h only.
  *
  * A window is t[base : base + 64], inside the segment, with a chunk starting at base.
- * Its chars are classified at once (SSE2 compares, then a table lookup per two-byte
- * char), and every chunk start follows from bit masks of the classes.
+ * Its chars are classified at once (fbpe_win_bytes: SSE2 compares, then a table lookup
+ * per two-byte char), and every chunk start follows from bit masks of the classes.
  *
  * The masks handle ASCII and two-byte chars. Anything else makes the window end
  * FBPE_MARGIN bytes before it, so that no start is decided from a char past the end
@@ -43,28 +43,16 @@
 
 /* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
 static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base) {
-    uint64_t letter = 0, digit = 0, sp = 0, crm = 0, wsa = 0, apos = 0, slash = 0,
-             hi = 0, b6 = 0, b5 = 0, lower, upper, tabs, lead2, cont;
+    FbpeWinBytes b;
+    uint64_t letter, digit, sp, crm, wsa, apos, slash, hi, b6, b5, lower, upper, tabs, lead2, cont;
     uint64_t ap, s1 = 0, s2 = 0, sfx, sfx_end;
     uint64_t ok2, m, w2 = 0, pu2 = 0, o2 = 0, ows2 = 0, odd2 = 0;
     uint64_t cs, one, W, PU, L, N, O, OWS, WS, A, T, Z, E0, absorbed, WSx, unhandled;
     uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts, lim_mask;
-    int k, f;
-    for (k = 0; k < 4; k++) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(t + base + 16 * k));
-        int sh = 16 * k;
-        /* ASCII letters are the bytes that fall in a..z with the case bit (0x20) set */
-        letter |= fbpe_mm(fbpe_in_range(_mm_or_si128(x, _mm_set1_epi8(0x20)), 97, 122)) << sh;
-        digit |= fbpe_mm(fbpe_in_range(x, 48, 57)) << sh;
-        sp |= fbpe_mm(fbpe_eq(x, 32)) << sh;
-        crm |= fbpe_mm(_mm_or_si128(fbpe_eq(x, 10), fbpe_eq(x, 13))) << sh;
-        wsa |= fbpe_mm(_mm_or_si128(fbpe_eq(x, 32), fbpe_in_range(x, 9, 13))) << sh;
-        apos |= fbpe_mm(fbpe_eq(x, 39)) << sh;
-        slash |= fbpe_mm(fbpe_eq(x, 47)) << sh;
-        hi |= fbpe_mm(x) << sh;                                  /* bit 7 of each byte */
-        b6 |= fbpe_mm(_mm_slli_epi16(x, 1)) << sh;               /* bit 6 */
-        b5 |= fbpe_mm(_mm_slli_epi16(x, 2)) << sh;               /* bit 5 */
-    }
+    int f;
+    fbpe_win_bytes(t + base, &b);
+    letter = b.letter; digit = b.digit; sp = b.sp; crm = b.crm; wsa = b.wsa;
+    apos = b.apos; slash = b.slash; hi = b.hi; b6 = b.b6; b5 = b.b5;
     lower = letter & b5;
     upper = letter & ~b5;
     tabs = wsa & ~sp & ~crm;                                     /* \t \v \f */
