@@ -4,7 +4,8 @@
  * What is shared by the patterns: the SSE2 helpers, the class table of two-byte chars,
  * and fbpe_win_refill (a new window at a chunk start, with the back-off for text that
  * windows decide little of). Each pattern's rules, and why they are exact, are in a
- * file of their own: _split_o200k.h (fbpe_o200k_starts). A pattern has windows when
+ * file of their own: _split_o200k.h (fbpe_o200k_starts), _split_gpt2.h
+ * (fbpe_gpt2_starts). A pattern has windows when
  * fbpe_win_pattern (_split_fast.h) says so and fbpe_win_starts below has its case.
  *
  * Every starts function keeps the same contract: t[base : base + 64] lies inside the
@@ -40,7 +41,8 @@
 
 /* For every code point below U+0800, the masks its chars go to: 1 W only, 2 U only,
    4 O (no letter, number, space or mark), 8 whitespace, 16 unhandled (both U and W,
-   or a number). Filled once by fbpe_win_init. */
+   or a number) -- o200k's classes -- and 32 \p{L}, 64 \p{N} (GPT-2's: marks are O
+   there). Filled once by fbpe_win_init. */
 static unsigned char fbpe_kind2[2048];
 
 static void fbpe_win_init(void) {
@@ -53,6 +55,7 @@ static void fbpe_win_init(void) {
         if (!(c & (FBPE_L | FBPE_N | FBPE_WS | FBPE_U | FBPE_W))) k |= 4;
         if (c & FBPE_WS) k |= 8;
         if (uw == (FBPE_U | FBPE_W) || (c & FBPE_N)) k |= 16;
+        k |= (c & FBPE_L ? 32u : 0u) | (c & FBPE_N ? 64u : 0u);   /* GPT-2's classes */
         fbpe_kind2[cp] = (unsigned char)k;
     }
 }
@@ -69,10 +72,12 @@ static inline __m128i fbpe_in_range(__m128i x, int lo, int hi) {
 static inline __m128i fbpe_eq(__m128i x, int c) { return _mm_cmpeq_epi8(x, _mm_set1_epi8((char)c)); }
 
 #include "_split_o200k.h"
+#include "_split_gpt2.h"
 
 /* The decided chunk starts of the window at base, for a pattern with windows. */
 static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base) {
     switch (pattern) {
+    case 0: return fbpe_gpt2_starts(t, base);   /* SPLIT_GPT2 */
     case 2: return fbpe_o200k_starts(t, base);     /* SPLIT_O200K */
     default: return 1;                              /* decides nothing: scalar splitter */
     }

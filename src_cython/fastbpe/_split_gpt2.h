@@ -1,0 +1,124 @@
+/* GPT-2's window rules (also r50k's and p50k's pattern): fbpe_gpt2_starts, included by
+ * _split_fill.h only.
+ *
+ *   '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s
+ *
+ * A window is t[base : base + 64], inside the segment, with a chunk starting at base.
+ * Its chars are classified at once (SSE2 compares, then a table lookup per two-byte
+ * char: bits 32 and 64 of fbpe_kind2, \p{L} and \p{N}), and every chunk start follows
+ * from bit masks of the classes.
+ *
+ * The masks handle ASCII and two-byte chars, every one of them: each is L = \p{L}, N =
+ * \p{N}, WS = \s or O = the rest ([^\s\p{L}\p{N}], marks \p{M} included), and nothing
+ * else matters here. Anything else (chars of three or more bytes, or a two-byte char
+ * cut by the window's end) makes the window end FBPE_MARGIN bytes before it: a chunk
+ * start at k, or its absence, depends on the char before k and on bytes k .. k + 3
+ * only (a two-byte whitespace char at k and the class of the two-byte char after it),
+ * so no start is decided from a byte at or past the first unhandled one, nor past the
+ * window's end.
+ *
+ * After changing the rules, run tools/fuzz_windows.py --pattern gpt2 for some minutes as
+ * well as the tests.
+ *
+ * Why these are the chunk starts. A window starts at a chunk start, and no alternative
+ * looks at a char before the place where its match starts (the only lookaround is
+ * (?!\S), ahead), so a window splits as if it were the whole text. SP is the space
+ * " " alone, the one char that " ?" takes; other whitespace is never a prefix.
+ * - Contractions, '(?:[sdmt]|ll|ve|re): tried first wherever a chunk starts, and only
+ *   there; case-sensitive, ASCII letters only, so two bytes after the apostrophe say
+ *   it. An apostrophe starts a chunk exactly when any O char does (below): not after O
+ *   (inside a run of O chars, which [^\s\p{L}\p{N}]++ takes whole, apostrophes
+ *   included: "(('s" is "(('", "s"), not after SP (" 's" is " '", "s"). So after a
+ *   letter, a digit, other whitespace, or at base ("x's": "x", "'s"; "don't": "don",
+ *   "'t"; "\n's": "\n", "'s"). Its letters then start no chunk, and the char after
+ *   them starts one, whatever it is ("'sa": "'s", "a"; "'s's": "'s", "'s").
+ * - Runs of L, of N, of O: each of ?\p{L}++, ?\p{N}++, ?[^\s\p{L}\p{N}]++ takes a
+ *   whole run (possessive, and digit runs are unbounded here), so a char of these
+ *   classes starts a chunk exactly when the char before it is of another class and is
+ *   not SP; after SP, the chunk starts at the SP, which " ?" takes. (A char before it
+ *   that ends a contraction is a letter: the same rule.)
+ * - Whitespace runs, from a to b (t[b] not whitespace). A non-whitespace chunk never
+ *   ends in whitespace, so a starts a chunk. The alternatives before \s++$ do not match
+ *   at a, unless the run is one SP followed by a char (then the chunk is SP and that
+ *   char's run, as said). If the run reaches the end of the text, \s++$ takes it whole.
+ *   Otherwise \s+(?!\S) takes a .. b-1 (the last char left out) when that is not empty,
+ *   and the last char starts a chunk: as the SP prefix of what follows, or alone by \s
+ *   (any other whitespace char), and then b starts a chunk too (the rule above: the char
+ *   before b is not SP). No other char of the run starts a chunk.
+ *   \s++$ never shows in a window: the window lies inside the segment, so a run that
+ *   reaches the end of the text reaches past the window, its last char is at byte 62
+ *   or later, beyond every start kept (lim below), and the run's inner chars start no
+ *   chunk either way. A run that reaches an unhandled char (U+3000 is whitespace) or the
+ *   window's end has its last char unknown, and it lies within FBPE_MARGIN bytes of it.
+ */
+#ifndef FASTBPE_SPLIT_GPT2_H
+#define FASTBPE_SPLIT_GPT2_H
+
+/* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
+static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base) {
+    uint64_t letter = 0, digit = 0, sp = 0, wsa = 0, apos = 0, hi = 0, b6 = 0, b5 = 0;
+    uint64_t cont, lead2, ok2, m, l2 = 0, n2 = 0, ws2 = 0;
+    uint64_t cs, handled, L, N, WS, O, same, ap, s1 = 0, s2 = 0, wse, last, starts;
+    uint64_t unhandled, lim_mask;
+    int k, lim;
+    for (k = 0; k < 4; k++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(t + base + 16 * k));
+        int sh = 16 * k;
+        /* ASCII letters are the bytes that fall in a..z with the case bit (0x20) set */
+        letter |= fbpe_mm(fbpe_in_range(_mm_or_si128(x, _mm_set1_epi8(0x20)), 97, 122)) << sh;
+        digit |= fbpe_mm(fbpe_in_range(x, 48, 57)) << sh;
+        sp |= fbpe_mm(fbpe_eq(x, 32)) << sh;
+        wsa |= fbpe_mm(_mm_or_si128(fbpe_eq(x, 32), fbpe_in_range(x, 9, 13))) << sh;
+        apos |= fbpe_mm(fbpe_eq(x, 39)) << sh;
+        hi |= fbpe_mm(x) << sh;                                  /* bit 7 of each byte */
+        b6 |= fbpe_mm(_mm_slli_epi16(x, 1)) << sh;               /* bit 6 */
+        b5 |= fbpe_mm(_mm_slli_epi16(x, 2)) << sh;               /* bit 5 */
+    }
+    cont = hi & ~b6;                                             /* 10xxxxxx */
+    lead2 = hi & b6 & ~b5;                                       /* 110xxxxx */
+    /* 1. Two-byte chars (second byte inside the window): their class on both bytes. */
+    ok2 = lead2 & (cont >> 1) & ~(1ull << 63);
+    for (m = ok2; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        const unsigned char *q = t + base + i;
+        unsigned c = fbpe_kind2[((q[0] & 0x1Fu) << 6) | (q[1] & 0x3Fu)];
+        uint64_t two = 3ull << i;
+        l2 |= two * ((c >> 5) & 1);
+        n2 |= two * ((c >> 6) & 1);
+        ws2 |= two * ((c >> 3) & 1);
+    }
+    cs = ~cont;                           /* char starts */
+    handled = ~hi | ok2 | (ok2 << 1);
+    unhandled = ~handled;
+    L = letter | l2;
+    N = digit | n2;
+    WS = wsa | ws2;
+    O = handled & ~(L | N | WS);
+    /* 2. Runs of L, N, O: their first char, unless SP comes before it. */
+    same = (L & (L << 1)) | (N & (N << 1)) | (O & (O << 1));
+    starts = 1 | (cs & ~WS & ~same & ~(sp << 1));
+    /* 3. Whitespace runs: the first char, and the last one (its last byte: no
+       whitespace byte after it; the start of its char). */
+    wse = WS & ~(WS >> 1);
+    last = (wse & cs) | ((wse & ~cs) >> 1);
+    starts |= (cs & WS & ~(WS << 1)) | last;
+    /* 4. Contractions, at apostrophes that start a chunk (as O chars do; bits 62 and 63
+       are past every start kept, and their two bytes after would be past the window). */
+    ap = apos & ~(O << 1) & ~(sp << 1) & ((1ull << 62) - 1);
+    for (m = ap; m; m &= m - 1) {         /* about one in a few hundred bytes */
+        int i = __builtin_ctzll(m);
+        unsigned c1 = t[base + i + 1], c2 = t[base + i + 2];
+        if (c1 == 's' || c1 == 'd' || c1 == 'm' || c1 == 't')
+            s1 |= 1ull << i;
+        else if ((c1 == 'l' && c2 == 'l') || (c2 == 'e' && (c1 == 'v' || c1 == 'r')))
+            s2 |= 1ull << i;
+    }
+    starts = (starts & ~((s1 << 1) | (s2 << 1) | (s2 << 2))) | (s1 << 2) | (s2 << 3);
+    /* 5. Keep the starts that no unhandled byte (nor the window's end) can change:
+       those at least FBPE_MARGIN bytes before either. */
+    lim = (unhandled ? __builtin_ctzll(unhandled) : 64) - FBPE_MARGIN;
+    lim_mask = lim >= 0 ? (2ull << lim) - 1 : 1;
+    return starts & lim_mask & cs;
+}
+
+#endif
