@@ -186,7 +186,7 @@ def test_hypothesis_matches_tiktoken(pair, name, text):
     assert core.encode(text, tk.special_tokens_set) == tk.encode(text, allowed_special="all")
 
 
-# Texts long enough for o200k's windows (64 bytes ahead of a chunk), around specials too.
+# Texts long enough for the windows (64 bytes ahead of a chunk), around specials too.
 _WINDOW_TEXT = st.lists(
     st.sampled_from(["word", " word", " Word", "WORD", "camelCase", " ", "  ", "\n", "\n\n",
                      " \n ", "\t", ".", ",", "!\n", "(", "'s", "'ll", "'x", "12", "1234",
@@ -196,10 +196,11 @@ _WINDOW_TEXT = st.lists(
 ).map("".join)
 
 
+@pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
 @settings(max_examples=400, deadline=None)
 @given(text=_WINDOW_TEXT)
-def test_o200k_windows_match_tiktoken(pair, text):
-    core, tk = pair("o200k_base")
+def test_windows_match_tiktoken(pair, name, text):
+    core, tk = pair(name)
     assert core.encode_ordinary(text) == tk.encode_ordinary(text)
     assert core.encode(text, tk.special_tokens_set) == tk.encode(text, allowed_special="all")
 
