@@ -304,6 +304,7 @@ def test_generated_text_o200k_windows(text):
 GPT2_WINDOW_PIECES = WINDOW_PIECES + [
     " 's", "\n's", "\t'll", "x's", "5's", "'''", "((", "ll", "ve", "re", "s", "t", "'sa",
     "²", "½", "١٢٣", "1234567", "\u00a0a", " \u0301", "e\u0301", "\u00a0 ", "  \t",
+    "中文", " 中", "，", "。", "〇", "Ⅻ", "\u2009", "\u3000 ", " \u3000", "\u0903", "\ud800",
 ]
 gpt2_window_text = st.lists(st.sampled_from(GPT2_WINDOW_PIECES), min_size=20,
                             max_size=120).map("".join)
@@ -333,6 +334,12 @@ gpt2_window_text = st.lists(st.sampled_from(GPT2_WINDOW_PIECES), min_size=20,
 @example("1" * 200 + " 2" * 40)
 @example("a" + "1" * 100 + "²½١" * 20 + " x")
 @example("e\u0301 \u0301x " * 20)
+# three-byte chars: whitespace runs that end on one near the margin, numbers, letters
+@example("a" * 52 + " \u3000x" + "b" * 70)
+@example("a" * 53 + "\u3000\u2009中" + "b" * 70)
+@example("a" * 55 + "\u3000 中" + "b" * 70)
+@example("中文，" * 30 + "〇Ⅻ" * 10 + " 中")
+@example("a\ud800b " * 30)
 def test_generated_text_gpt2_windows(text):
     _check_both_paths(text, "gpt2")
 

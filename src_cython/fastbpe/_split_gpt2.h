@@ -4,18 +4,19 @@
  *   '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s
  *
  * A window is t[base : base + 64], inside the segment, with a chunk starting at base.
- * Its chars are classified at once (SSE2 compares, then a table lookup per two-byte
- * char: bits 32 and 64 of fbpe_kind2, \p{L} and \p{N}), and every chunk start follows
- * from bit masks of the classes.
+ * Its chars are classified at once (SSE2 compares, then a table lookup per char of
+ * two bytes, bits 32 and 64 of fbpe_kind2 for \p{L} and \p{N}, or of three bytes,
+ * fbpe_class_of), and every chunk start follows from bit masks of the classes.
  *
- * The masks handle ASCII and two-byte chars, every one of them: each is L = \p{L}, N =
- * \p{N}, WS = \s or O = the rest ([^\s\p{L}\p{N}], marks \p{M} included), and nothing
- * else matters here. Anything else (chars of three or more bytes, or a two-byte char
- * cut by the window's end) makes the window end FBPE_MARGIN bytes before it: a chunk
- * start at k, or its absence, depends on the char before k and on bytes k .. k + 3
- * only (a two-byte whitespace char at k and the class of the two-byte char after it),
- * so no start is decided from a byte at or past the first unhandled one, nor past the
- * window's end.
+ * The masks handle chars of one, two and three bytes, every one of them: each is L =
+ * \p{L}, N = \p{N}, WS = \s or O = the rest ([^\s\p{L}\p{N}], marks \p{M} and lone
+ * surrogates included), and nothing else matters here. Anything else (chars of four
+ * bytes, a char cut by the window's end, bytes that are not UTF-8) makes the window end
+ * FBPE_GPT2_MARGIN bytes before it: a chunk start at k, or its absence, depends on the
+ * char before k, the char at k and the char after it only (a whitespace char at k is
+ * the last of its run when the char after it is not whitespace), so on bytes up to
+ * k + 5; no start is decided from a byte at or past the first unhandled one, nor past
+ * the window's end.
  *
  * After changing the rules, run tools/fuzz_windows.py --pattern gpt2 for some minutes as
  * well as the tests.
@@ -46,7 +47,7 @@
  *   (any other whitespace char), and then b starts a chunk too (the rule above: the char
  *   before b is not SP). No other char of the run starts a chunk.
  *   \s++$ never shows in a window: the window lies inside the segment, so a run that
- *   reaches the end of the text reaches past the window, its last char is at byte 62
+ *   reaches the end of the text reaches past the window, its last char is at byte 61
  *   or later, beyond every start kept (lim below), and the run's inner chars start no
  *   chunk either way. A run that reaches an unhandled char (U+3000 is whitespace) or the
  *   window's end has its last char unknown, and it lies within FBPE_MARGIN bytes of it.
@@ -54,10 +55,12 @@
 #ifndef FASTBPE_SPLIT_GPT2_H
 #define FASTBPE_SPLIT_GPT2_H
 
+#define FBPE_GPT2_MARGIN 6    /* bytes before an unhandled one (or the end) that no start may use */
+
 /* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
 static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base) {
-    uint64_t letter = 0, digit = 0, sp = 0, wsa = 0, apos = 0, hi = 0, b6 = 0, b5 = 0;
-    uint64_t cont, lead2, ok2, m, l2 = 0, n2 = 0, ws2 = 0;
+    uint64_t letter = 0, digit = 0, sp = 0, wsa = 0, apos = 0, hi = 0, b6 = 0, b5 = 0, b4 = 0;
+    uint64_t cont, lead2, lead3, ok2, ok3, m, lmb = 0, nmb = 0, wsmb = 0;
     uint64_t cs, handled, L, N, WS, O, same, ap, s1 = 0, s2 = 0, wse, last, starts;
     uint64_t unhandled, lim_mask;
     int k, lim;
@@ -73,34 +76,48 @@ static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base)
         hi |= fbpe_mm(x) << sh;                                  /* bit 7 of each byte */
         b6 |= fbpe_mm(_mm_slli_epi16(x, 1)) << sh;               /* bit 6 */
         b5 |= fbpe_mm(_mm_slli_epi16(x, 2)) << sh;               /* bit 5 */
+        b4 |= fbpe_mm(_mm_slli_epi16(x, 3)) << sh;               /* bit 4 */
     }
     cont = hi & ~b6;                                             /* 10xxxxxx */
     lead2 = hi & b6 & ~b5;                                       /* 110xxxxx */
-    /* 1. Two-byte chars (second byte inside the window): their class on both bytes. */
-    ok2 = lead2 & (cont >> 1) & ~(1ull << 63);
+    lead3 = hi & b6 & b5 & ~b4;                                  /* 1110xxxx */
+    /* 1. Two- and three-byte chars (all bytes inside the window): their class on all
+       their bytes (in text of three-byte chars, this loop is most of the time). */
+    ok2 = lead2 & (cont >> 1);
+    ok3 = lead3 & (cont >> 1) & (cont >> 2);
     for (m = ok2; m; m &= m - 1) {
         int i = __builtin_ctzll(m);
         const unsigned char *q = t + base + i;
         unsigned c = fbpe_kind2[((q[0] & 0x1Fu) << 6) | (q[1] & 0x3Fu)];
         uint64_t two = 3ull << i;
-        l2 |= two * ((c >> 5) & 1);
-        n2 |= two * ((c >> 6) & 1);
-        ws2 |= two * ((c >> 3) & 1);
+        lmb |= two * ((c >> 5) & 1);
+        nmb |= two * ((c >> 6) & 1);
+        wsmb |= two * ((c >> 3) & 1);
+    }
+    for (m = ok3; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        const unsigned char *q = t + base + i;
+        unsigned c = fbpe_class_of(((q[0] & 0x0Fu) << 12) | ((q[1] & 0x3Fu) << 6)
+                                   | (q[2] & 0x3Fu));
+        uint64_t three = 7ull << i;
+        lmb |= three * ((c & FBPE_L) != 0);
+        nmb |= three * ((c & FBPE_N) != 0);
+        wsmb |= three * ((c & FBPE_WS) != 0);
     }
     cs = ~cont;                           /* char starts */
-    handled = ~hi | ok2 | (ok2 << 1);
+    handled = ~hi | ok2 | (ok2 << 1) | ok3 | (ok3 << 1) | (ok3 << 2);
     unhandled = ~handled;
-    L = letter | l2;
-    N = digit | n2;
-    WS = wsa | ws2;
+    L = letter | lmb;
+    N = digit | nmb;
+    WS = wsa | wsmb;
     O = handled & ~(L | N | WS);
     /* 2. Runs of L, N, O: their first char, unless SP comes before it. */
     same = (L & (L << 1)) | (N & (N << 1)) | (O & (O << 1));
     starts = 1 | (cs & ~WS & ~same & ~(sp << 1));
     /* 3. Whitespace runs: the first char, and the last one (its last byte: no
-       whitespace byte after it; the start of its char). */
+       whitespace byte after it; back to the start of its char, of 1, 2 or 3 bytes). */
     wse = WS & ~(WS >> 1);
-    last = (wse & cs) | ((wse & ~cs) >> 1);
+    last = (wse & cs) | ((wse & ~cs & (cs << 1)) >> 1) | ((wse & ~cs & ~(cs << 1)) >> 2);
     starts |= (cs & WS & ~(WS << 1)) | last;
     /* 4. Contractions, at apostrophes that start a chunk (as O chars do; bits 62 and 63
        are past every start kept, and their two bytes after would be past the window). */
@@ -115,8 +132,8 @@ static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base)
     }
     starts = (starts & ~((s1 << 1) | (s2 << 1) | (s2 << 2))) | (s1 << 2) | (s2 << 3);
     /* 5. Keep the starts that no unhandled byte (nor the window's end) can change:
-       those at least FBPE_MARGIN bytes before either. */
-    lim = (unhandled ? __builtin_ctzll(unhandled) : 64) - FBPE_MARGIN;
+       those at least FBPE_GPT2_MARGIN bytes before either. */
+    lim = (unhandled ? __builtin_ctzll(unhandled) : 64) - FBPE_GPT2_MARGIN;
     lim_mask = lim >= 0 ? (2ull << lim) - 1 : 1;
     return starts & lim_mask & cs;
 }
