@@ -47,15 +47,16 @@
  *   (any other whitespace char), and then b starts a chunk too (the rule above: the char
  *   before b is not SP). No other char of the run starts a chunk.
  *   \s++$ never shows in a window: the window lies inside the segment, so a run that
- *   reaches the end of the text reaches past the window, its last char is at byte 61
- *   or later, beyond every start kept (lim below), and the run's inner chars start no
- *   chunk either way. A run that reaches an unhandled char (U+3000 is whitespace) or the
- *   window's end has its last char unknown, and it lies within FBPE_MARGIN bytes of it.
+ *   reaches the end of the text reaches the window's end at least, its last char is at
+ *   byte 61 or later, beyond every start kept (lim below), and the run's inner chars
+ *   start no chunk either way. A run that reaches an unhandled byte or the window's end
+ *   has its last char unknown (what follows may be whitespace), and that char lies
+ *   within FBPE_GPT2_MARGIN bytes of it.
  */
 #ifndef FASTBPE_SPLIT_GPT2_H
 #define FASTBPE_SPLIT_GPT2_H
 
-#define FBPE_GPT2_MARGIN 6    /* bytes before an unhandled one (or the end) that no start may use */
+#define FBPE_GPT2_MARGIN 6    /* no start is kept closer to an unhandled byte or the end */
 
 /* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
 static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base) {
