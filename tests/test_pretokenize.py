@@ -312,6 +312,51 @@ def test_generated_text_cl100k_windows(text):
     _check_both_paths(text, "cl100k")
 
 
+# GPT-2's pattern cuts otherwise: contractions are case-sensitive and tried wherever a
+# chunk starts, the only prefix is one space, digit runs are unbounded, marks are "other".
+GPT2_WINDOW_PIECES = WINDOW_PIECES + [
+    " 's", "\n's", "\t'll", "x's", "5's", "'''", "((", "ll", "ve", "re", "s", "t", "'sa",
+    "²", "½", "١٢٣", "1234567", "\u00a0a", " \u0301", "e\u0301", "\u00a0 ", "  \t",
+    "中文", " 中", "，", "。", "〇", "Ⅻ", "\u2009", "\u3000 ", " \u3000", "\u0903", "\ud800",
+]
+gpt2_window_text = st.lists(st.sampled_from(GPT2_WINDOW_PIECES), min_size=20,
+                            max_size=120).map("".join)
+
+
+@settings(max_examples=3000)
+@given(gpt2_window_text)
+# contractions where the window's decided starts end (byte 56-63 of a window at 0)
+@example("a" * 58 + "'s" + "b" * 70)
+@example("a" * 59 + "'ll" + "b" * 70)
+@example("a" * 61 + "'ve" + "b" * 70)
+@example("a" * 62 + "'re" + "b" * 70)
+@example("x" * 70 + "'s" + "y" * 70)
+@example("don't " * 30)
+# an apostrophe after a space, a newline, a tab, a letter, a digit, other chars
+@example(" 's \n's \t'd x's 5's (('s ''s 's's 'sa 'lx 'LL " * 8)
+# whitespace runs up to the end margin, across the window's end, to the text's end
+@example("a" * 55 + " " * 8 + "b" * 70)
+@example("a" * 58 + "  \n" + "b" * 70)
+@example("a" * 57 + "\u00a0\u00a0x" + "b" * 70)
+@example("a" * 58 + " \u00a0" + "b" * 70)
+@example("a" * 60 + "\n" + " " * 10 + "\u3000\n" + "c" * 70)
+@example("x\n" + " " * 80 + "\ny")
+@example("word " * 20 + "   ")
+@example("word " * 20 + " \n\t ")
+# long digit runs, two-byte numbers and marks
+@example("1" * 200 + " 2" * 40)
+@example("a" + "1" * 100 + "²½١" * 20 + " x")
+@example("e\u0301 \u0301x " * 20)
+# three-byte chars: whitespace runs that end on one near the margin, numbers, letters
+@example("a" * 52 + " \u3000x" + "b" * 70)
+@example("a" * 53 + "\u3000\u2009中" + "b" * 70)
+@example("a" * 55 + "\u3000 中" + "b" * 70)
+@example("中文，" * 30 + "〇Ⅻ" * 10 + " 中")
+@example("a\ud800b " * 30)
+def test_generated_text_gpt2_windows(text):
+    _check_both_paths(text, "gpt2")
+
+
 def _check_both_paths(text, name):
     want = expected(text, name)
     assert P.split(text, name) == want
@@ -322,15 +367,15 @@ def _check_both_paths(text, name):
         P._set_window_split(old)
 
 
-def test_windows_decide_most_chunks_of_latin_text():
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_windows_decide_most_chunks_of_latin_text(name):
     # the fast path is taken (a regression would still split right, only slower)
     text = ("Türkçe metin, İstanbul'da \"çok\" güzel. It's a Test of HTTPServer's\n"
             "    code (with 12 numbers) and  spaces.\n\n") * 50
     data = text.encode()
-    for name in ("o200k", "cl100k"):
-        chunks, scalar = P._win_stats(data, name)
-        assert chunks == len(expected(text, name))
-        assert scalar < chunks * 0.15, name
+    chunks, scalar = P._win_stats(data, name)
+    assert chunks == len(expected(text, name))
+    assert scalar < chunks * 0.15
 
 
 @settings(max_examples=300)

@@ -12,18 +12,20 @@ Why every pattern tiles its input (no skipped characters): every code point is i
 exactly one of \\p{L}, \\p{N}, \\s or "other", and each pattern has an alternative that
 matches one char of each (\\p{L}++, \\p{N}, [^\\s\\p{L}\\p{N}]++, and a bare \\s / \\s+).
 
-Patterns with window rules (``fbpe_win_pattern``: cl100k, o200k) also have a faster path
+Patterns with window rules (``fbpe_win_pattern``: all three) also have a faster path
 (``split_next`` in the .pxd; ``_split_fast.h``, ``_split_fill.h`` and one
 ``_split_<pattern>.h`` per pattern): every chunk start of 64 bytes at once, from bit
-masks of the chars' classes, for text of ASCII and two-byte chars; what it does not
-handle goes through ``next_chunk_end``. Tests compare both paths with ``regex``:
-``_set_window_split`` turns the window off for ``split``, ``split_offsets`` and
-``_count_chunks`` (the encoder and the trainer always take it; they call the same
-``split_next``). On the benchmark corpora o200k's split Turkish in 9 ns per chunk
-instead of 15, English and Python source in 6 instead of 10-11; cl100k's split English
-and Python source 1.5x as fast as its scalar splitter, Turkish 1.7x. Chinese (three-byte
-chars, which no window handles) stays at the scalar splitter's speed less ~7%: a window
-that starts with such a char is told from one compare of 32 bytes.
+masks of the chars' classes, for text of ASCII and two-byte chars (GPT-2's: three-byte
+chars too); what it does not handle goes through ``next_chunk_end``. Tests compare both
+paths with ``regex``: ``_set_window_split`` turns the window off for ``split``,
+``split_offsets`` and ``_count_chunks`` (the encoder and the trainer always take it; they
+call the same ``split_next``). On the benchmark corpora o200k's split Turkish in 9 ns
+per chunk instead of 15, English and Python source in 6 instead of 10-11; cl100k's split
+English and Python source 1.5x as fast as its scalar splitter, Turkish 1.7x; GPT-2's
+English and Python source in 4 instead of 7-8, Turkish in 8 instead of 15. Chinese
+stays at the scalar splitter's speed less ~7%: a window with a three-byte char in its
+first 20 bytes is told from one compare of 32 bytes and left to the scalar splitter
+(``fbpe_win_refill`` says why GPT-2's three-byte rules do not run there).
 
 Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is one
 "other" code point (category Cs), split exactly as ``regex`` splits it; chunks decode

@@ -60,7 +60,7 @@
 /* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
 static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t base) {
     FbpeWinBytes b;
-    uint64_t tabs, cont, lead2, ok2, m, l2 = 0, o2 = 0, ws2 = 0, odd2 = 0;
+    uint64_t tabs, cont, lead2, ok2, m, l2 = 0, n2 = 0, ws2 = 0, o2;
     uint64_t cs, one, L, N, O, OWS, WS, A, T, Z, E0, absorbed, WSx, unhandled;
     uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts, lim_mask;
     uint64_t ap, s1 = 0, s2 = 0, sfx, sfx_end;
@@ -77,10 +77,10 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
         unsigned c = fbpe_kind2[((q[0] & 0x1Fu) << 6) | (q[1] & 0x3Fu)];
         uint64_t two = 3ull << i;
         l2 |= two * ((c >> 5) & 1);
-        o2 |= two * ((c >> 6) & 1);
+        n2 |= two * ((c >> 6) & 1);
         ws2 |= two * ((c >> 3) & 1);
     }
-    odd2 = (ok2 | (ok2 << 1)) & ~(l2 | o2 | ws2);                /* two-byte \p{N} */
+    o2 = (ok2 | (ok2 << 1)) & ~(l2 | n2 | ws2);   /* two-byte [^\s\p{L}\p{N}], marks too */
     cs = ~cont;                           /* char starts */
     one = ~b.hi;                          /* one-byte chars */
     L = b.letter | l2;
@@ -89,7 +89,7 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     WS = b.sp | b.crm | OWS;
     O = (one & ~(b.letter | b.digit | b.wsa)) | o2;
     /* 2. What the masks do not handle, from the first such byte on. */
-    unhandled = (b.hi & ~(ok2 | (ok2 << 1))) | odd2
+    unhandled = (b.hi & ~(ok2 | (ok2 << 1))) | n2
               | (N & (N << 1) & (N << 2) & (N << 3));         /* a fourth digit in a row */
     /* Whitespace runs with CR chars, then others, then CR chars again: (6) takes the
        run up to its last CR char, so the others after the first CR chars start no
