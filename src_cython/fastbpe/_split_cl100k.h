@@ -60,7 +60,7 @@
 /* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
 static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t base) {
     FbpeWinBytes b;
-    uint64_t tabs, cont, lead2, ok2, m, l2 = 0, n2 = 0, ws2 = 0, o2;
+    uint64_t tabs, cont, lead2, ok2, m, l2, n2, ws2, o2;
     uint64_t cs, one, L, N, O, OWS, WS, A, T, Z, E0, absorbed, WSx, unhandled;
     uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts, lim_mask;
     uint64_t ap, s1 = 0, s2 = 0, sfx, sfx_end;
@@ -71,15 +71,7 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     lead2 = b.hi & b.b6 & ~b.b5;                                 /* 110xxxxx */
     /* 1. Two-byte chars (second byte inside the window): their class on both bytes. */
     ok2 = lead2 & (cont >> 1) & ~(1ull << 63);
-    for (m = ok2; m; m &= m - 1) {
-        int i = __builtin_ctzll(m);
-        const unsigned char *q = t + base + i;
-        unsigned c = fbpe_kind2[((q[0] & 0x1Fu) << 6) | (q[1] & 0x3Fu)];
-        uint64_t two = 3ull << i;
-        l2 |= two * ((c >> 5) & 1);
-        n2 |= two * ((c >> 6) & 1);
-        ws2 |= two * ((c >> 3) & 1);
-    }
+    fbpe_win_two_lnw(t + base, ok2, &l2, &n2, &ws2);
     o2 = (ok2 | (ok2 << 1)) & ~(l2 | n2 | ws2);   /* two-byte [^\s\p{L}\p{N}], marks too */
     cs = ~cont;                           /* char starts */
     one = ~b.hi;                          /* one-byte chars */

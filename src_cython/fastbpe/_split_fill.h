@@ -98,6 +98,22 @@ static inline void fbpe_win_bytes(const unsigned char *w, FbpeWinBytes *b) {
     }
 }
 
+/* \p{L}, \p{N} and \s of the two-byte chars whose lead bytes are the bits of ok2 (both
+   of their bits in each mask), from fbpe_kind2: GPT-2's and cl100k's classes. */
+static inline void fbpe_win_two_lnw(const unsigned char *w, uint64_t ok2, uint64_t *l2,
+                                    uint64_t *n2, uint64_t *ws2) {
+    uint64_t m, l = 0, n = 0, ws = 0;
+    for (m = ok2; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        unsigned c = fbpe_kind2[((w[i] & 0x1Fu) << 6) | (w[i + 1] & 0x3Fu)];
+        uint64_t two = 3ull << i;
+        l |= two * ((c >> 5) & 1);
+        n |= two * ((c >> 6) & 1);
+        ws |= two * ((c >> 3) & 1);
+    }
+    *l2 = l; *n2 = n; *ws2 = ws;
+}
+
 #include "_split_o200k.h"
 #include "_split_cl100k.h"
 #include "_split_gpt2.h"

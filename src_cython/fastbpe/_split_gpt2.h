@@ -62,7 +62,7 @@
 static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base) {
     FbpeWinBytes b;
     uint64_t letter, digit, sp, wsa, apos, hi, b6, b5, b4;
-    uint64_t cont, lead2, lead3, ok2, ok3, m, lmb = 0, nmb = 0, wsmb = 0;
+    uint64_t cont, lead2, lead3, ok2, ok3, m, lmb, nmb, wsmb;
     uint64_t cs, handled, L, N, WS, O, same, ap, s1 = 0, s2 = 0, wse, last, starts;
     uint64_t unhandled, lim_mask;
     int lim;
@@ -76,15 +76,7 @@ static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base)
        their bytes (in text of three-byte chars, this loop is most of the time). */
     ok2 = lead2 & (cont >> 1);
     ok3 = lead3 & (cont >> 1) & (cont >> 2);
-    for (m = ok2; m; m &= m - 1) {
-        int i = __builtin_ctzll(m);
-        const unsigned char *q = t + base + i;
-        unsigned c = fbpe_kind2[((q[0] & 0x1Fu) << 6) | (q[1] & 0x3Fu)];
-        uint64_t two = 3ull << i;
-        lmb |= two * ((c >> 5) & 1);
-        nmb |= two * ((c >> 6) & 1);
-        wsmb |= two * ((c >> 3) & 1);
-    }
+    fbpe_win_two_lnw(t + base, ok2, &lmb, &nmb, &wsmb);
     for (m = ok3; m; m &= m - 1) {
         int i = __builtin_ctzll(m);
         const unsigned char *q = t + base + i;
