@@ -61,10 +61,9 @@
 static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t base) {
     FbpeWinBytes b;
     uint64_t tabs, cont, lead2, ok2, m, l2, n2, ws2, o2;
-    uint64_t cs, one, L, N, O, OWS, WS, A, T, Z, E0, absorbed, WSx, unhandled;
-    uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts, lim_mask;
+    uint64_t cs, one, L, N, O, OWS, WS, A, T, E0, absorbed, WSx, unhandled;
+    uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts;
     uint64_t ap, s1 = 0, s2 = 0, sfx, sfx_end;
-    int f;
     fbpe_win_bytes(t + base, &b);
     tabs = b.wsa & ~b.sp & ~b.crm;                               /* \t \v \f */
     cont = b.hi & ~b.b6;                                         /* 10xxxxxx */
@@ -83,23 +82,9 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     /* 2. What the masks do not handle, from the first such byte on. */
     unhandled = (b.hi & ~(ok2 | (ok2 << 1))) | n2
               | (N & (N << 1) & (N << 2) & (N << 3));         /* a fourth digit in a row */
-    /* Whitespace runs with CR chars, then others, then CR chars again: (6) takes the
-       run up to its last CR char, so the others after the first CR chars start no
-       chunk. So a run of other whitespace after a CR char (T: its first byte; the
-       carry of A + T runs to the char after it) is unhandled from its start when what
-       follows it is a CR char, or may be one: an unhandled byte (U+3000 is
-       whitespace), or the end of the window. */
-    A = WS & ~b.crm;
-    T = A & (b.crm << 1);
-    Z = (A + T) & ~A & (b.crm | unhandled);
-    if (((A + T) ^ A) & A & (1ull << 63))
-        unhandled |= 1ull << (63 - __builtin_clzll(T));
-    while (Z) {
-        int e = __builtin_ctzll(Z);
-        uint64_t below = T & ((1ull << e) - 1);
-        if (below) unhandled |= 1ull << (63 - __builtin_clzll(below));
-        Z &= Z - 1;
-    }
+    /* other whitespace between CR chars of one run (fbpe_win_cr_runs) */
+    unhandled = fbpe_win_cr_runs(WS, b.crm, unhandled);
+    A = WS & ~b.crm;                      /* whitespace but CR chars */
     /* 3. O runs: their first chars, lone O chars, and the CR chars (4) takes after. */
     Os = O & ~(O << 1) & cs;              /* first char of a run of O chars */
     Oe = O & ~(O >> 1);                   /* last byte of it */
@@ -127,7 +112,6 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     }
     sfx = (s1 << 1) | (s2 << 1) | (s2 << 2);        /* the suffix letters */
     sfx_end = (s1 << 2) | (s2 << 3);
-    f = __builtin_ctzll(unhandled | (1ull << 63));
     /* 5. Prefixes of letter runs: SP or OWS (the last of a whitespace run), or a lone O
        char that starts a chunk. */
     Ls = L & ~(L << 1) & cs;              /* first char of a letter run */
@@ -152,9 +136,7 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     /* A contraction is one chunk, and a chunk starts after it. */
     starts = (starts & ~sfx) | sfx_end;
     /* 8. Keep the starts that no unhandled byte (nor the window's end) can change. */
-    f = f < 64 - FBPE_MARGIN ? f - FBPE_MARGIN : 64 - 2 * FBPE_MARGIN;
-    lim_mask = f >= 0 ? (2ull << f) - 1 : 1;
-    return starts & lim_mask & cs;
+    return fbpe_win_keep(starts & cs, unhandled, FBPE_MARGIN, 64 - 2 * FBPE_MARGIN);
 }
 
 #endif

@@ -114,6 +114,35 @@ static inline void fbpe_win_two_lnw(const unsigned char *w, uint64_t ok2, uint64
     *l2 = l; *n2 = n; *ws2 = ws;
 }
 
+/* Whitespace runs with CR chars, then other whitespace, then CR chars again: \s*[\r\n]
+   (cl100k's (6), o200k's \s*[\r\n]+) takes a run up to its last CR char, so the other
+   whitespace after the first CR chars starts no chunk. So a run of other whitespace
+   after a CR char (T: its first byte; the carry of A + T runs to the char after it) is
+   unhandled from its start when what follows it is a CR char, or may be one: an
+   unhandled byte (U+3000 is whitespace), or the end of the window. Returns unhandled
+   with those first bytes added; WS and crm are the whitespace and CR bytes. */
+static inline uint64_t fbpe_win_cr_runs(uint64_t WS, uint64_t crm, uint64_t unhandled) {
+    uint64_t A = WS & ~crm, T = A & (crm << 1);
+    uint64_t Z = (A + T) & ~A & (crm | unhandled);   /* the byte after such a run */
+    if (((A + T) ^ A) & A & (1ull << 63))            /* the last such run reaches the end */
+        unhandled |= 1ull << (63 - __builtin_clzll(T));
+    while (Z) {                                      /* rare: mark the run's first byte */
+        int e = __builtin_ctzll(Z);
+        uint64_t below = T & ((1ull << e) - 1);      /* never empty: a T run ends at e */
+        if (below) unhandled |= 1ull << (63 - __builtin_clzll(below));
+        Z &= Z - 1;
+    }
+    return unhandled;
+}
+
+/* The starts a window keeps: at most bit `last`, and at least `margin` bytes before the
+   first unhandled byte (bit 0, the window's own start, always). */
+static inline uint64_t fbpe_win_keep(uint64_t starts, uint64_t unhandled, int margin, int last) {
+    int lim = (unhandled ? __builtin_ctzll(unhandled) : 64) - margin;
+    if (lim > last) lim = last;
+    return starts & (lim >= 0 ? (2ull << lim) - 1 : 1);
+}
+
 #include "_split_o200k.h"
 #include "_split_cl100k.h"
 #include "_split_gpt2.h"

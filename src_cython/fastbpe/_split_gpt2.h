@@ -48,7 +48,7 @@
  *   before b is not SP). No other char of the run starts a chunk.
  *   \s++$ never shows in a window: the window lies inside the segment, so a run that
  *   reaches the end of the text reaches the window's end at least, its last char is at
- *   byte 61 or later, beyond every start kept (lim below), and the run's inner chars
+ *   byte 61 or later, beyond every start kept (fbpe_win_keep below), and the run's inner chars
  *   start no chunk either way. A run that reaches an unhandled byte or the window's end
  *   has its last char unknown (what follows may be whitespace), and that char lies
  *   within FBPE_GPT2_MARGIN bytes of it.
@@ -64,8 +64,7 @@ static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base)
     uint64_t letter, digit, sp, wsa, apos, hi, b6, b5, b4;
     uint64_t cont, lead2, lead3, ok2, ok3, m, lmb, nmb, wsmb;
     uint64_t cs, handled, L, N, WS, O, same, ap, s1 = 0, s2 = 0, wse, last, starts;
-    uint64_t unhandled, lim_mask;
-    int lim;
+    uint64_t unhandled;
     fbpe_win_bytes(t + base, &b);
     letter = b.letter; digit = b.digit; sp = b.sp; wsa = b.wsa; apos = b.apos;
     hi = b.hi; b6 = b.b6; b5 = b.b5; b4 = b.b4;
@@ -116,9 +115,7 @@ static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base)
     starts = (starts & ~((s1 << 1) | (s2 << 1) | (s2 << 2))) | (s1 << 2) | (s2 << 3);
     /* 5. Keep the starts that no unhandled byte (nor the window's end) can change:
        those at least FBPE_GPT2_MARGIN bytes before either. */
-    lim = (unhandled ? __builtin_ctzll(unhandled) : 64) - FBPE_GPT2_MARGIN;
-    lim_mask = lim >= 0 ? (2ull << lim) - 1 : 1;
-    return starts & lim_mask & cs;
+    return fbpe_win_keep(starts & cs, unhandled, FBPE_GPT2_MARGIN, 64 - FBPE_GPT2_MARGIN);
 }
 
 #endif

@@ -47,9 +47,8 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
     uint64_t letter, digit, sp, crm, wsa, apos, slash, hi, b6, b5, lower, upper, tabs, lead2, cont;
     uint64_t ap, s1 = 0, s2 = 0, sfx, sfx_end;
     uint64_t ok2, m, w2 = 0, pu2 = 0, o2 = 0, ows2 = 0, odd2 = 0;
-    uint64_t cs, one, W, PU, L, N, O, OWS, WS, A, T, Z, E0, absorbed, WSx, unhandled;
-    uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts, lim_mask;
-    int f;
+    uint64_t cs, one, W, PU, L, N, O, OWS, WS, A, T, E0, absorbed, WSx, unhandled;
+    uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts;
     fbpe_win_bytes(t + base, &b);
     letter = b.letter; digit = b.digit; sp = b.sp; crm = b.crm; wsa = b.wsa;
     apos = b.apos; slash = b.slash; hi = b.hi; b6 = b.b6; b5 = b.b5;
@@ -84,23 +83,9 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
     unhandled = (hi & ~(ok2 | (ok2 << 1))) | odd2
               | (N & (N << 1) & (N << 2) & (N << 3))          /* a fourth digit in a row */
               | (slash & (crm << 1));                         /* [\r\n/]* after \r, \n */
-    /* Whitespace runs with CR chars, then others, then CR chars again: (5) takes the
-       run up to its last CR char, so the others after the first CR chars start no
-       chunk. So a run of other whitespace after a CR char (T: its first byte; the
-       carry of A + T runs to the char after it) is unhandled from its start when what
-       follows it is a CR char, or may be one: an unhandled byte (U+3000 is
-       whitespace), or the end of the window. */
-    A = WS & ~crm;
-    T = A & (crm << 1);
-    Z = (A + T) & ~A & (crm | unhandled); /* the byte after such a run */
-    if (((A + T) ^ A) & A & (1ull << 63)) /* the last such run reaches the end */
-        unhandled |= 1ull << (63 - __builtin_clzll(T));
-    while (Z) {                           /* rare: mark the run's first byte */
-        int e = __builtin_ctzll(Z);
-        uint64_t below = T & ((1ull << e) - 1);   /* never empty: a T run ends at e */
-        if (below) unhandled |= 1ull << (63 - __builtin_clzll(below));
-        Z &= Z - 1;
-    }
+    /* other whitespace between CR chars of one run (fbpe_win_cr_runs) */
+    unhandled = fbpe_win_cr_runs(WS, crm, unhandled);
+    A = WS & ~crm;                      /* whitespace but CR chars */
     /* The suffix (?i:'s|'t|'re|'ve|'m|'ll|'d) after a letter run (ap: its apostrophe;
        2 or 3 bytes). An apostrophe right after a suffix is left to the scalar splitter:
        that one starts a new chunk as a prefix, not as a suffix. A letter after the
@@ -121,7 +106,6 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
     sfx = s1 | (s1 << 1) | s2 | (s2 << 1) | (s2 << 2);
     sfx_end = (s1 << 2) | (s2 << 3);
     unhandled |= (sfx_end & apos) | (ap & (hi >> 1));
-    f = __builtin_ctzll(unhandled | (1ull << 63));
     /* 3. CR chars that (4) takes after a run of O chars; the rest of WS forms runs. */
     E0 = cs & ~O & (O << 1);              /* the char after a run of O chars */
     T = E0 & crm;
@@ -155,9 +139,7 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
     /* The suffix is part of its letter run's chunk, and a chunk starts after it. */
     starts = (starts & ~sfx) | sfx_end;
     /* 7. Keep the starts that no unhandled byte (nor the window's end) can change. */
-    f = f < 64 - FBPE_MARGIN ? f - FBPE_MARGIN : 64 - 2 * FBPE_MARGIN;
-    lim_mask = f >= 0 ? (2ull << f) - 1 : 1;
-    return starts & lim_mask & cs;
+    return fbpe_win_keep(starts & cs, unhandled, FBPE_MARGIN, 64 - 2 * FBPE_MARGIN);
 }
 
 #endif
