@@ -16,9 +16,9 @@ Why: on the shared 2-core machines we measure on, the speed of one process drift
 10-20% within minutes (other tenants, memory bandwidth), so two processes timed one
 after the other, even alternating, differ by that much (``ab_encode.py``: ±5-15%). Two
 processes timed in the same seconds see the same drift, and swapping the CPUs cancels
-a CPU's own bias. Checked with one build against itself (2026-12-03, 8 s windows, 4
-windows): cl100k Turkish 1.015 cold / 1.004 steady, o200k Turkish 0.998 / 0.999,
-cl100k English 0.988 / 1.006. What it measures is each side while the other one loads
+a CPU's own bias. Checked with one build against itself (2026-12-03, the defaults):
+cl100k English 0.974 cold / 0.967 steady, cl100k Turkish 1.029 / 1.032, o200k Turkish
+1.006 / 1.004, gpt2 Python 0.970 / 0.986; so read under ~3% as noise. What it measures is each side while the other one loads
 the shared caches and memory as much, as two threads of a batch do; a change that only
 wins on an idle machine wins less here.
 
