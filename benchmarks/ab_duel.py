@@ -36,22 +36,15 @@ import sys
 import time
 from pathlib import Path
 
-from ab_encode import parse_cases
+from ab_encode import CHILD_IMPORTS, parse_cases
 
-# Run in the child: import fastbpe from TREE, build the case's encoder, say "ready", wait
-# for START, then time passes until START + SECONDS.
+# Run in the child: pinned to CPU, import fastbpe from TREE (ab_encode's CHILD_IMPORTS),
+# build the case's encoder, say "ready", wait for the start time on stdin, then time
+# passes until SECONDS after it.
 _CHILD = r"""
-import json, os, sys, time
-import numpy as np
+import json, os
 os.sched_setaffinity(0, {CPU})
-sys.path.insert(0, TREE)
-sys.path.insert(0, os.path.join(TREE, "benchmarks"))
-import encode_ratios
-from corpus import documents
-import fastbpe._encode
-where = os.path.realpath(fastbpe._encode.__file__)
-if not where.startswith(os.path.realpath(TREE) + os.sep):
-    sys.exit(f"imported {where}, not the checkout {TREE}")
+""" + CHILD_IMPORTS + r"""
 core, _ = encode_ratios.build(VOCAB)
 core.set_tuning(**TUNING)
 docs = documents(LANG, 2000)

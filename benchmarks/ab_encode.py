@@ -42,7 +42,8 @@ from pathlib import Path
 # Run in the child: import fastbpe from the checkout given as TREE, time the cases. The
 # checkout's own benchmarks/ helpers are used, so that encode_ratios puts that checkout
 # (not this one) first on sys.path; the child then checks where fastbpe came from.
-_CHILD = r"""
+# CHILD_IMPORTS is also the start of ab_duel.py's child.
+CHILD_IMPORTS = r"""
 import os, sys, time
 import numpy as np
 sys.path.insert(0, TREE)
@@ -53,6 +54,8 @@ import fastbpe._encode
 where = os.path.realpath(fastbpe._encode.__file__)
 if not where.startswith(os.path.realpath(TREE) + os.sep):
     sys.exit(f"imported {where}, not the checkout {TREE}")
+"""
+_CHILD = CHILD_IMPORTS + r"""
 speeds = []
 for name, lang in CASES:
     core, _ = encode_ratios.build(name)
