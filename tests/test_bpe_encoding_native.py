@@ -375,15 +375,28 @@ def test_disallowed_argument_edge_cases(pair):
 # ---- merge paths -------------------------------------------------------------------
 
 
-def heap_and_scan(core, piece):
-    """The tokens of one chunk from the heap merge and from the scan."""
-    old = core.set_tuning(heap_threshold=0)
+NEVER = 1 << 40     # a threshold above every chunk
+
+
+def merge_paths(core, piece):
+    """The tokens of one chunk from the bucket merge, the heap merge and the scan."""
+    old = core.set_tuning(heap_threshold=0, bucket_threshold=0)
     try:
+        buckets = core._encode_chunk_bytes(piece)
+        core.set_tuning(bucket_threshold=NEVER)
         heap = core._encode_chunk_bytes(piece)
         core.set_tuning(heap_threshold=1 << 20)
-        return heap, core._encode_chunk_bytes(piece)
+        return buckets, heap, core._encode_chunk_bytes(piece)
     finally:
         core.set_tuning(**old)
+
+
+def heap_and_scan(core, piece):
+    """The tokens of one chunk from the heap merge and from the scan, checking on the
+    way that the bucket merge gives the heap's."""
+    buckets, heap, scan = merge_paths(core, piece)
+    assert buckets == heap, piece[:40]
+    return heap, scan
 
 
 @pytest.mark.parametrize("name", ["gpt2", "o200k_base"])
@@ -454,6 +467,58 @@ def test_heap_path_matches_tiktoken_on_long_chunks(pair):
             assert core.encode_ordinary(text) == tk.encode_ordinary(text)
         finally:
             core.set_tuning(**old)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_bucket_merge_matches_tiktoken_on_long_runs(pair, name):
+    """The worst-case inputs, long enough for the default bucket_threshold and for
+    queues of many blocks; ids equal tiktoken's (the texts are one or a few chunks,
+    where tiktoken's merge is quadratic, so they stay tens of kilobytes)."""
+    core, tk = pair(name)
+    rng = random.Random(3)
+    texts = ["x" * 20_000, "\n" * 9_000, " " * 9_001 + "y", "中" * 7_000,
+             "".join(rng.choice("ACGT") for _ in range(12_000)),
+             "".join(rng.choice("的一是不了人我在有他这") for _ in range(5_000)),
+             "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(10_000))]
+    assert default_tuning()["bucket_threshold"] < 9_000
+    for text in texts:
+        assert core.encode_ordinary(text) == tk.encode_ordinary(text), text[:20]
+
+
+def random_ranks(rng, alphabet, n_tokens):
+    """A vocabulary over alphabet with ranks in random order: not one a trainer makes
+    (a token may rank below a part of it, so a merge can create a pair of a lower rank
+    than its own), outside the premise of the bucket merge's Corollary B2."""
+    tokens = {bytes([c]) for c in alphabet}
+    while len(tokens) < n_tokens:
+        tokens.add(bytes(rng.choice(alphabet) for _ in range(rng.randint(2, 5))))
+    order = list(tokens)
+    rng.shuffle(order)
+    return {t: r for r, t in enumerate(order)}
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_bucket_merge_matches_the_reference_on_any_rank_order(data):
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = random.Random(seed)
+    alphabet = b"abcd"[:data.draw(st.integers(2, 4))]
+    ranks = random_ranks(rng, alphabet, data.draw(st.integers(len(alphabet) + 1, 60)))
+    core = CoreBPE(ranks, {}, r"[\s\S]+")
+    piece = bytes(rng.choice(alphabet) for _ in range(data.draw(st.integers(2, 600))))
+    buckets, heap, scan = merge_paths(core, piece)
+    assert buckets == heap == scan == bpe_encode_chunk(piece, ranks)
+
+
+def test_bucket_merge_falls_back_to_the_heap_for_sparse_ranks():
+    """The rank -> queue table is indexed by rank; a vocabulary whose ranks are too
+    sparse for it (no dense tables) merges long chunks with the heap, same ids."""
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 10**9, b"abab": 10**9 + 1}
+    core = CoreBPE(ranks, {}, r"[\s\S]+")
+    piece = b"ab" * 5000 + b"a"
+    buckets, heap, scan = merge_paths(core, piece)
+    assert buckets == heap == scan == merge_bytes(piece, ranks)
+    assert buckets.count(10**9 + 1) == 2500
 
 
 # ---- merging by characters ---------------------------------------------------------
@@ -1290,8 +1355,9 @@ def test_tuning_is_per_core_and_new_cores_copy_the_default():
     ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
     core = CoreBPE(ranks, {}, r"\S+|\s")
     assert core.tuning == default_tuning()
-    assert set(core.tuning) == {"heap_threshold", "by_chars", "utf8_simd", "points_per_thread",
-                                "cap_to_cpus", "piece_min", "pieces_per_thread"}
+    assert set(core.tuning) == {"heap_threshold", "bucket_threshold", "by_chars", "utf8_simd",
+                                "points_per_thread", "cap_to_cpus", "piece_min",
+                                "pieces_per_thread"}
     old = core.set_tuning(heap_threshold=0, by_chars=False)
     assert old == {"heap_threshold": default_tuning()["heap_threshold"], "by_chars": True}
     assert core.tuning["heap_threshold"] == 0 and default_tuning()["heap_threshold"] != 0
@@ -1302,6 +1368,7 @@ def test_tuning_is_per_core_and_new_cores_copy_the_default():
     assert core.tuning["piece_min"] == default_tuning()["piece_min"] != 7
     for bad, error in [({"heap_threshold": -1}, ValueError), ({"heap_threshold": 1 << 21}, ValueError),
                        ({"heap_threshold": "1"}, TypeError), ({"by_chars": 1}, TypeError),
+                       ({"bucket_threshold": -1}, ValueError), ({"bucket_threshold": 1.0}, TypeError),
                        ({"piece_min": 0}, ValueError), ({"nope": 1}, TypeError)]:
         before = core.tuning
         with pytest.raises(error):

@@ -9,8 +9,8 @@ once, releases the GIL, and hands the work to the kernels, one idea per module:
 - ``_vocab``: the vocabulary tables (byte string -> rank), and the checks of a
   vocabulary given; ``_decode``: id -> bytes, and the decode loops;
 - ``_chunk``: one pre-tokenized chunk (fast paths, then ``_chunk_cache``, then a merge:
-  ``_merge`` picks ``_merge_scan`` or ``_merge_heap``; ``_merge_chars`` merges CJK-like
-  chunks by characters, see docs/merge_rules.md);
+  ``_merge`` picks ``_merge_scan``, ``_merge_heap`` or ``_merge_buckets``;
+  ``_merge_chars`` merges CJK-like chunks by characters, see docs/merge_rules.md);
 - ``_specials``: the special-token scan; ``_jobs``: one text without the GIL, and
   cutting long texts into pieces; ``_runner``: the pthread batch runner;
 - ``_batch``: a batch's results while it encodes (lists streamed from the runner, or

@@ -1,6 +1,7 @@
 """The heap merge: the scan's merges in O(n log n), a min-heap of (rank, position) over a
-linked list of parts, so that "x" * 10**7 stays linear-ish. The heap is 8-ary and
-cache-line aligned; its sift is inline here."""
+linked list of parts, for chunks of tens of bytes to kilobytes (longer ones take the
+bucket merge, whose queues are read in order where a heap of megabytes is read at
+random). The heap is 8-ary and cache-line aligned; its sift is inline here."""
 from libc.stdint cimport uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove
@@ -66,6 +67,31 @@ cdef inline void heap_push(HeapItem* h, Py_ssize_t* size, uint32_t rank, Py_ssiz
     h[i] = item
 
 
+cdef bint any_pair_merges(const Vocab* v, const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    # Every merge sequence starts by joining two single bytes, so a chunk in which no two
+    # adjacent bytes form a token never merges: its tokens are its bytes. Long runs of
+    # such a pair (" " * 10**7 in GPT-2) then cost a table lookup per byte instead of
+    # the merges' fresh scratch memory per byte.
+    cdef Py_ssize_t i
+    for i in range(n - 1):
+        if v.pair_rank2[p[i] | (<uint32_t>p[i + 1] << 8)] != NO_RANK:
+            return True
+    return False
+
+
+cdef int push_parts(const uint32_t* token, const uint32_t* nxt, Py_ssize_t n, OutBuf* out,
+                    Py_ssize_t* err_pos) noexcept nogil:
+    cdef Py_ssize_t i = 0
+    while i < n:
+        if token[i] == NO_RANK:
+            err_pos[0] = i
+            return ERR_BYTE
+        if out_push(out, token[i]) < 0:
+            return ERR_NOMEM
+        i = nxt[i]
+    return ERR_NONE
+
+
 cdef int push_byte_tokens(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
                           Py_ssize_t* err_pos) noexcept nogil:
     """Append the token of each byte of p[:n] (ERR_BYTE at the first that has none)."""
@@ -106,14 +132,7 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     cdef size_t heap_words = 2 * n + HEAP_PAD_FRONT + HEAP_PAD_BACK + 8   # + 8: alignment
     cdef size_t need = heap_words * sizeof(HeapItem) + n * 4 * sizeof(uint32_t)
     cdef char* block = <char*>stack_block
-    # Every merge sequence starts by joining two single bytes, so a chunk in which no two
-    # adjacent bytes form a token never merges: its tokens are its bytes. Long runs of
-    # such a pair (" " * 10**7 in GPT-2) then cost a table lookup per byte instead of
-    # 32 bytes of fresh scratch memory per byte.
-    for i in range(n - 1):
-        if v.pair_rank2[p[i] | (<uint32_t>p[i + 1] << 8)] != NO_RANK:
-            break
-    else:
+    if not any_pair_merges(v, p, n):
         return push_byte_tokens(v, p, n, out, err_pos)
     if need > sizeof(stack_block):
         block = <char*>malloc(need)
@@ -175,16 +194,7 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
             if r != NO_RANK:
                 heap_push(heap, &heap_size, r, h)
 
-    i = 0
-    while i < n:
-        if token[i] == NO_RANK:
-            err_pos[0] = i
-            rc = ERR_BYTE
-            break
-        if out_push(out, token[i]) < 0:
-            rc = ERR_NOMEM
-            break
-        i = nxt[i]
+    rc = push_parts(token, nxt, n, out, err_pos)
     if block != <char*>stack_block:
         free(block)
     return rc

@@ -10,6 +10,9 @@ cdef struct Tuning:
     # Merging (fastbpe._merge): chunks longer than this (bytes) take the heap, others the
     # scan; both give identical output.
     Py_ssize_t heap_threshold
+    # Chunks longer than this take the bucket merge instead of the heap (identical output
+    # too; only for vocabularies with dense ranks).
+    Py_ssize_t bucket_threshold
     # Merging by characters (fastbpe._merge_chars) on; off merges every chunk by bytes.
     bint by_chars
     # The SSSE3 UTF-8 conversion (where the CPU has it) instead of the plain loop.

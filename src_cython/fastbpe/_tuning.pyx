@@ -8,6 +8,10 @@ cdef Tuning _default
 # Measured: from ~20 bytes on the heap wins (CJK runs); words in alphabetic scripts are
 # shorter.
 _default.heap_threshold = 24
+# Longer chunks than this take the bucket merge (_merge_buckets.pyx): its queues are read
+# front to back where the heap's levels are read at random, which wins once the heap
+# outgrows the caches; below, its tables cost more than they save.
+_default.bucket_threshold = 1 << 12
 _default.by_chars = True
 _default.utf8_simd = True          # where the CPU has SSSE3 (fbe_utf8.h checks)
 # see fastbpe/_runner.pyx (batch_threads)
@@ -23,6 +27,7 @@ _default.pieces_per_thread = 16
 # name -> (lowest, highest) for the int fields; None for the bools
 _RANGES = {
     "heap_threshold": (0, 1 << 20),
+    "bucket_threshold": (0, None),
     "by_chars": None,
     "utf8_simd": None,
     "points_per_thread": (0, None),
@@ -39,6 +44,7 @@ cdef Tuning tuning_default() noexcept:
 cdef dict tuning_fields(const Tuning* t):
     return {
         "heap_threshold": t.heap_threshold,
+        "bucket_threshold": t.bucket_threshold,
         "by_chars": bool(t.by_chars),
         "utf8_simd": bool(t.utf8_simd),
         "points_per_thread": t.points_per_thread,
@@ -66,6 +72,8 @@ cdef int tuning_update(Tuning* t, dict fields) except -1:
                 raise ValueError(f"{name} must be {span}, got {value}")
         if name == "heap_threshold":
             new.heap_threshold = value
+        elif name == "bucket_threshold":
+            new.bucket_threshold = value
         elif name == "by_chars":
             new.by_chars = value
         elif name == "utf8_simd":
@@ -87,9 +95,10 @@ def default_tuning(**fields):
     arguments, its fields as a dict; with some, set them and return the previous values
     of those fields (so ``default_tuning(**old)`` restores them).
 
-    None of the fields changes an id. Tests use them to reach every path (the heap and
-    the scan, merging by characters or not, the plain UTF-8 loop, tiny pieces) and run
-    with the thread rule off (``tests/conftest.py``) so that small batches use threads.
+    None of the fields changes an id. Tests use them to reach every path (the buckets,
+    the heap and the scan, merging by characters or not, the plain UTF-8 loop, tiny
+    pieces) and run with the thread rule off (``tests/conftest.py``) so that small
+    batches use threads.
 
     >>> old = default_tuning(heap_threshold=0)
     >>> default_tuning()["heap_threshold"], old
