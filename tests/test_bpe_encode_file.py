@@ -113,6 +113,40 @@ def test_bytes_encode_as_their_text(trio, name, text, threads):
                 assert np.array_equal(core.encode_utf8_to_numpy(data, none, threads, np.uint32, eot), want)
 
 
+_BAD = st.sampled_from([b"\xff", b"\xe4", b"\xe4\xb8", b"\xf0\x9f", b"\x80", b"\xc0\xaf",
+                        b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\n\xe4", b"\n\xf0"])
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(st.one_of(_PIECES.map(str.encode), _BAD), max_size=30),
+       threads=st.sampled_from([1, 2, 3]))
+def test_bytes_that_are_not_utf8_fail_as_the_reference(trio, name, parts, threads):
+    """The jobs check their own pieces (on every thread); the error is still the whole
+    buffer's first invalid byte, before any disallowed special token, as the reference
+    (which decodes first) raises it. Truncated chars right after a cut's newline and at
+    the end are read within the buffer."""
+    native, ref, _ = trio(name)
+    data = b"".join(parts)
+    eot = frozenset({"<|endoftext|>"})
+    with pieces_everywhere(native):
+        outcome = []
+        for core in (native, ref):
+            try:
+                outcome.append(core.encode_utf8_to_numpy(data, frozenset(), threads, np.uint32, eot).tolist())
+            except (ValueError, DisallowedSpecial) as exc:
+                outcome.append((type(exc), str(exc)))
+        assert outcome[0] == outcome[1]
+
+
+def test_not_utf8_comes_before_a_disallowed_special_token(trio):
+    native, _, _ = trio("cl100k_base")
+    data = b"<|endoftext|>\nabc\n" * 50 + b"x\n\xe4"
+    with pieces_everywhere(native):
+        with pytest.raises(ValueError, match=f"invalid byte 0xe4 at byte offset {len(data) - 1}$"):
+            native.encode_utf8_to_numpy(data, frozenset(), 2, np.uint32, frozenset({"<|endoftext|>"}))
+
+
 _SCRIPTS = [
     "Hello, world! This is a test.\n\nThe quick brown fox jumps over the lazy dog.",
     "def f(x):\n    return x ** 2  # square\n\nclass A(B):\n\tpass\r\n",

@@ -24,3 +24,4 @@ cdef enum:
     ERR_SURROGATE = 3  # the str holds a lone surrogate: the caller fixes it up and retries
     ERR_TOO_LONG = 4   # a single pre-tokenized chunk of 4 GiB or more
     ERR_DISALLOWED = 5 # the text holds a disallowed special token (see NeedleSet)
+    ERR_UTF8 = 6       # a job's bytes are not valid UTF-8 (Job.check_utf8)

@@ -40,14 +40,14 @@ from libc.stdlib cimport calloc, free, malloc
 from fastbpe._batch cimport run_streaming, to_array, to_numpy
 from fastbpe._chunk cimport piece_ids
 from fastbpe._chunk_cache cimport CACHE_POOL, CacheEntry
-from fastbpe._common cimport ERR_DISALLOWED, ERR_NONE, ERR_SURROGATE, NO_RANK
+from fastbpe._common cimport ERR_DISALLOWED, ERR_NONE, ERR_SURROGATE, ERR_UTF8, NO_RANK
 from fastbpe._decode cimport (DecodeTable, decode_build, decode_clear, decode_entry,
                               decode_exact_ints, decode_free, decode_ids, entries_sorted,
                               entry_bytes)
 from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._jobs cimport (Context, Job, context_bind, cut_job, job_free, job_prepare,
                             job_points, job_prepare_utf8,
-                            job_raise, pieces_failed, run_job, utf8_invalid_at)
+                            job_raise, pieces_failed, raise_not_utf8, run_job)
 from fastbpe._merge_chars cimport bigram_filter, chars_ids, split_points
 from fastbpe._out cimport OutArena, arena_release
 from fastbpe._runner cimport batch_threads, run_jobs
@@ -273,9 +273,11 @@ cdef class CoreBPE:
         disallowed_special: strings no text may hold, as tiktoken checks before encoding;
         the first text (in order) that holds one raises DisallowedSpecial(index).
 
-        utf8: instead of texts ([None]), the one text is utf8[:utf8_len], valid UTF-8
-        that the caller keeps alive (native pre-tokenizers only); its length and cuts
-        are in bytes."""
+        utf8: instead of texts ([None]), the one text is utf8[:utf8_len], bytes that
+        the caller keeps alive (native pre-tokenizers only); its length and cuts are in
+        bytes. They are checked to be UTF-8 by the jobs, piece by piece, on all threads
+        (a cut follows an ASCII newline, so the pieces are valid iff the whole is), and
+        ValueError (raise_not_utf8) comes before any other error."""
         self.check_ready()
         cdef NeedleSet needles = needle_set_cached(self.needle_sets, disallowed_special)
         cdef Py_ssize_t n_texts = len(texts), n_jobs = 0, cap, i, t, k, total = 0
@@ -323,7 +325,7 @@ cdef class CoreBPE:
             for t in range(n_texts):
                 first[t] = n_jobs
                 if utf8 != NULL:
-                    job_prepare_utf8(&jobs[n_jobs], utf8, utf8_len)
+                    job_prepare_utf8(&jobs[n_jobs], utf8, utf8_len, True)
                 else:
                     job_prepare(&jobs[n_jobs], texts[t], self.pattern_id, self.regex_pat,
                                 &ss, keep)
@@ -354,9 +356,14 @@ cdef class CoreBPE:
                 results = None
                 with nogil:
                     run_jobs(&ctx.runner, num_threads)
-            # 4. disallowed special tokens first, text by text, as tiktoken checks every
+            # 4. bytes that are not UTF-8 first (as if decoded before anything else);
+            #    then disallowed special tokens, text by text, as tiktoken checks every
             #    text before it encodes any. A text with lone surrogates (its job failed
             #    or was fixed up) is checked here, as given.
+            if utf8 != NULL:
+                for k in range(n_jobs):
+                    if jobs[k].err == ERR_UTF8:
+                        raise_not_utf8(utf8, utf8_len)
             if needles is not None:
                 for t in range(n_texts):
                     surrogates = False    # a piece met one, or the regex path fixed it up
@@ -376,8 +383,8 @@ cdef class CoreBPE:
                         jobs[k].err = ERR_NONE
                     if results is not None:
                         results[t] = None
-                    if utf8 != NULL:
-                        job_prepare_utf8(&jobs[first[t]], utf8, utf8_len)
+                    if utf8 != NULL:       # UTF-8, as step 4 found
+                        job_prepare_utf8(&jobs[first[t]], utf8, utf8_len, False)
                     else:
                         job_prepare(&jobs[first[t]], texts[t], self.pattern_id,
                                     self.regex_pat, &ss, keep)
@@ -477,16 +484,18 @@ cdef class CoreBPE:
         ValueError naming the byte offset if data is not valid (strict) UTF-8."""
         cdef int threads = thread_count(num_threads)
         dt = self.check_dtype(dtype)
-        cdef Py_ssize_t n = data.shape[0], bad
+        cdef Py_ssize_t n = data.shape[0]
         cdef const unsigned char* t = &data[0] if n else NULL
         if n == 0:
             return self.run([""], allowed_special, 1, ONE_ARRAY, dt, disallowed_special)
-        with nogil:
-            bad = utf8_invalid_at(t, n)
-        if bad >= 0:
-            raise ValueError(f"not UTF-8: invalid byte 0x{t[bad]:02x} at byte offset {bad}")
         if self.pattern_id < 0:     # the regex path splits a str
-            text = PyUnicode_DecodeUTF8(<const char*>t, n, NULL)
+            text = None
+            try:
+                text = PyUnicode_DecodeUTF8(<const char*>t, n, NULL)
+            except UnicodeDecodeError:
+                pass
+            if text is None:        # our message, not the decoder's
+                raise_not_utf8(t, n)
             return self.run([text], allowed_special, 1, ONE_ARRAY, dt, disallowed_special)
         return self.run([None], allowed_special, threads, ONE_ARRAY, dt, disallowed_special,
                         t, n)

@@ -36,6 +36,9 @@ cdef struct Job:
     bint no_check             # the disallowed check is not this job's: its text is a
                               # surrogate fix-up (the caller checks the text as given),
                               # or the caller has checked it already
+    bint check_utf8           # text is bytes from a caller, not yet known to be UTF-8:
+                              # run_job checks them first (ERR_UTF8), so that the check
+                              # of a long buffer runs on every thread, piece by piece
 
 
 cdef struct Context:
@@ -71,9 +74,13 @@ cdef int job_prepare(Job* job, object text, int pattern, object regex_pat,
 cdef Py_ssize_t utf8_invalid_at(const uint8_t* t, Py_ssize_t n) noexcept nogil
     # Offset of the first byte that makes t[:n] invalid UTF-8 as CPython's strict
     # decoder sees it, or -1 (8 ASCII bytes per step).
-cdef void job_prepare_utf8(Job* job, const unsigned char* text, Py_ssize_t n) noexcept nogil
-    # Point a job at n bytes of valid UTF-8 that the caller keeps alive (native
-    # pre-tokenizers only).
+cdef void job_prepare_utf8(Job* job, const unsigned char* text, Py_ssize_t n,
+                           bint check) noexcept nogil
+    # Point a job at n bytes of UTF-8 that the caller keeps alive (native pre-tokenizers
+    # only); check: they may be invalid, and run_job checks them (Job.check_utf8).
+cdef int raise_not_utf8(const uint8_t* t, Py_ssize_t n) except -1
+    # ValueError naming the first invalid byte of t[:n] and its offset (t[:n] must be
+    # invalid): the one message for bytes that are not UTF-8.
 cdef int job_raise(const Job* job) except -1
     # The exception of a failed job's error (after the caller has handled
     # ERR_DISALLOWED and ERR_SURROGATE): MemoryError or ValueError; 0 if none.

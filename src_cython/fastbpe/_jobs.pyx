@@ -7,7 +7,7 @@ from libc.string cimport memchr, memcpy
 from fastbpe._chunk cimport bpe_chunk, encode_chunk
 from fastbpe._chunk_cache cimport new_chunk_cache, return_chunk_cache
 from fastbpe._common cimport (ERR_BYTE, ERR_DISALLOWED, ERR_NOMEM, ERR_NONE, ERR_SURROGATE,
-                              ERR_TOO_LONG)
+                              ERR_TOO_LONG, ERR_UTF8)
 from fastbpe._out cimport out_free, out_init, out_push
 from fastbpe._pretokenize cimport FbpeWin, fbpe_win_reset, split_next
 from fastbpe._specials cimport find_special
@@ -148,6 +148,12 @@ cdef void run_job(const Context* ctx, Job* job, CacheEntry* cache,
     if job.text == NULL:
         job.err = job_to_utf8(job, ctx.tuning)
         if job.err != ERR_NONE:
+            return
+    elif job.check_utf8:
+        s = utf8_invalid_at(job.text, job.n)
+        if s >= 0:
+            job.err = ERR_UTF8
+            job.err_pos = s
             return
     # tiktoken checks for disallowed special tokens before encoding. On valid UTF-8 a
     # byte match is a match of the str (no character's bytes start inside another's).
@@ -304,10 +310,23 @@ cdef inline uint32_t utf8_char_at(const uint8_t* p, Py_ssize_t i) noexcept nogil
             | (<uint32_t>(p[i + 2] & 0x3F) << 6) | (p[i + 3] & 0x3F))
 
 
+cdef inline uint32_t char_at_within(const uint8_t* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """utf8_char_at for a char that must end by n: 0 (not plain, so no cut) where a
+    malformed one would run past it. Cuts are made before the pieces' bytes are checked
+    (Job.check_utf8); on valid UTF-8 this is utf8_char_at."""
+    cdef uint8_t c = p[i]
+    cdef Py_ssize_t need = 1 if c < 0xC0 else 2 if c < 0xE0 else 3 if c < 0xF0 else 4
+    return utf8_char_at(p, i) if i + need <= n else 0
+
+
 cdef Py_ssize_t next_cut_utf8(const uint8_t* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """next_cut for valid UTF-8 p[0:n], in bytes: the first cut at or after byte i (a
-    char boundary), or n. The same rule on the same chars: p[i-1] is "\n", the chars
-    that end at i-1 and start at i are plain, and the latter is not "/"."""
+    """next_cut for UTF-8 p[0:n], in bytes: the first cut at or after byte i (a char
+    boundary), or n. The same rule on the same chars: p[i-1] is "\n", the chars that
+    end at i-1 and start at i are plain, and the latter is not "/".
+
+    On bytes that are not UTF-8 it reads nothing past n, and a cut still splits them
+    where they are valid UTF-8 only if both sides are: an ASCII "\n" ends every valid
+    sequence that holds it, so checking the pieces is checking the whole."""
     cdef const void* hit
     cdef Py_ssize_t j
     if i < 2:
@@ -320,7 +339,8 @@ cdef Py_ssize_t next_cut_utf8(const uint8_t* p, Py_ssize_t i, Py_ssize_t n) noex
         j = i - 2                                       # the char before the "\n" ends here
         while j > 0 and (p[j] & 0xC0) == 0x80:
             j -= 1
-        if p[i] != 0x2F and plain_char(utf8_char_at(p, j)) and plain_char(utf8_char_at(p, i)):
+        if (p[i] != 0x2F and plain_char(char_at_within(p, j, n))
+                and plain_char(char_at_within(p, i, n))):
             return i
         i += 1
     return n
@@ -403,6 +423,7 @@ cdef int job_prepare(Job* job, object text, int pattern, object regex_pat,
     cdef Py_ssize_t size
     job.owned = NULL
     job.no_check = False
+    job.check_utf8 = False    # a str's own UTF-8 (or PEP 393 buffer) is valid
     job.src = NULL
     job.src_kind = 0
     job.src_len = 0
@@ -437,11 +458,13 @@ cdef int job_prepare(Job* job, object text, int pattern, object regex_pat,
     return 0
 
 
-cdef void job_prepare_utf8(Job* job, const unsigned char* text, Py_ssize_t n) noexcept nogil:
+cdef void job_prepare_utf8(Job* job, const unsigned char* text, Py_ssize_t n,
+                           bint check) noexcept nogil:
     job.text = text
     job.n = n
     job.owned = NULL
     job.no_check = False
+    job.check_utf8 = check
     job.src = NULL
     job.src_kind = 0
     job.src_len = 0
@@ -450,6 +473,14 @@ cdef void job_prepare_utf8(Job* job, const unsigned char* text, Py_ssize_t n) no
     out_init(&job.out, NULL, 0)
     job.err = ERR_NONE
     job.err_pos = 0
+
+
+cdef int raise_not_utf8(const uint8_t* t, Py_ssize_t n) except -1:
+    cdef Py_ssize_t bad
+    with nogil:
+        bad = utf8_invalid_at(t, n)
+    assert bad >= 0, "raise_not_utf8 of valid UTF-8"
+    raise ValueError(f"not UTF-8: invalid byte 0x{t[bad]:02x} at byte offset {bad}")
 
 
 cdef int job_raise(const Job* job) except -1:
