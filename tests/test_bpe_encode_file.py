@@ -76,12 +76,31 @@ def test_utf8_cut_examples():
                  st.tuples(st.text(max_size=12), st.binary(max_size=3), st.text(max_size=4)).map(
                      lambda t: t[0].encode() + t[1] + t[2].encode())))
 def test_native_utf8_check_agrees_with_python(data):
+    assert _utf8_invalid_at(data) == _utf8_invalid_at(data, False) == _python_invalid_at(data)
+
+
+def _python_invalid_at(data):
     try:
         data.decode("utf-8")
-        expected = -1
+        return -1
     except UnicodeDecodeError as exc:
-        expected = exc.start
-    assert _utf8_invalid_at(data) == expected
+        return exc.start
+
+
+_CHARS = st.sampled_from(["a", "\n", "é", "\u07ff", "\u0800", "中", "\ud7ff", "\ue000", "\uffff",
+                          "😀", "\U00010000", "\U0010ffff"]).map(str.encode)
+_MALFORMED = st.sampled_from([b"\x80", b"\xc0\x80", b"\xc1\xbf", b"\xc2", b"\xe0\x9f\xbf",
+                              b"\xed\xa0\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5",
+                              b"\xff", b"\xe4\xb8", b"\xf0\x9f\x98", b"\xe4\x41"])
+
+
+@settings(max_examples=1500)
+@given(st.lists(st.one_of(_CHARS, _CHARS, _CHARS, _CHARS, _MALFORMED, st.binary(min_size=1, max_size=1)),
+                max_size=50).map(b"".join))
+def test_simd_utf8_check_agrees_with_python(data):
+    """The SSSE3 check skips 16-byte blocks: inputs of several blocks, with a malformed
+    char or a stray byte at any offset in a block and truncated chars at block ends."""
+    assert _utf8_invalid_at(data) == _utf8_invalid_at(data, False) == _python_invalid_at(data)
 
 
 # ------------------------------------------------------------------------- the ids

@@ -39,6 +39,7 @@ cdef extern from "fbe_utf8.h" nogil:
                            int simd) noexcept
     void fbe_utf8_init() noexcept
     int fbe_utf8_cpu
+    Py_ssize_t fbe_utf8_skip_valid(const uint8_t* t, Py_ssize_t n) noexcept
 
 fbe_utf8_init()     # the conversion's shuffle tables, and whether this CPU has SSSE3
 
@@ -247,8 +248,15 @@ cdef Py_ssize_t next_cut(const void* data, int kind, Py_ssize_t i, Py_ssize_t n)
 
 cdef Py_ssize_t utf8_invalid_at(const uint8_t* t, Py_ssize_t n) noexcept nogil:
     """Offset of the first byte that makes t[:n] invalid UTF-8 (as CPython's strict
-    decoder sees it: no overlongs, no surrogates, nothing above U+10FFFF), or -1."""
-    cdef Py_ssize_t i = 0
+    decoder sees it: no overlongs, no surrogates, nothing above U+10FFFF), or -1: the
+    SSSE3 check skips what it finds valid (where the CPU has it), the plain one the
+    rest."""
+    return utf8_invalid_from(t, n, fbe_utf8_skip_valid(t, n) if fbe_utf8_cpu else 0)
+
+
+cdef Py_ssize_t utf8_invalid_from(const uint8_t* t, Py_ssize_t n, Py_ssize_t i) noexcept nogil:
+    """utf8_invalid_at, given that t[:i] is whole valid characters: the plain check from
+    i, 8 ASCII bytes a step."""
     cdef uint64_t w
     cdef uint8_t c, c1
     while i < n:
@@ -288,12 +296,12 @@ cdef Py_ssize_t utf8_invalid_at(const uint8_t* t, Py_ssize_t n) noexcept nogil:
     return -1
 
 
-def _utf8_invalid_at(bytes data):
-    """Testing hook: utf8_invalid_at of data."""
+def _utf8_invalid_at(bytes data, bint simd=True):
+    """Testing hook: utf8_invalid_at of data (simd False: the plain check alone)."""
     cdef Py_ssize_t r, n = len(data)
     cdef const uint8_t* t = <const uint8_t*>data
     with nogil:
-        r = utf8_invalid_at(t, n)
+        r = utf8_invalid_at(t, n) if simd else utf8_invalid_from(t, n, 0)
     return r
 
 

@@ -166,11 +166,100 @@ static unsigned char* fbe_utf8_simd4(const uint32_t* src, Py_ssize_t n, unsigned
     return d;
 }
 #define FBE_UTF8_PICK(k) (simd && fbe_utf8_cpu ? fbe_utf8_simd##k : fbe_utf8_scalar##k)
+
+/* Checking bytes for UTF-8 16 at a time: the "lookup" algorithm of Keiser and Lemire,
+   "Validating UTF-8 In Less Than One Instruction Per Byte" (Software: Practice and
+   Experience, 2021). Each byte is classified by three 16-entry tables, on the high
+   and low nibble of the byte before it and the high nibble of itself; each table
+   entry is a set of error bits, and a pair of bytes is wrong iff some bit is in all
+   three. What pairs cannot tell (a third or fourth byte where a continuation must or
+   must not be) is checked from the bytes two and three back. This only skips ahead:
+   it returns an offset s such that t[:s] is whole valid characters, at or before the
+   first block that showed an error (or the end of the whole blocks); the plain check
+   goes on from s and finds the exact offset, so a false alarm costs speed, never a
+   result. */
+#define FBE_U8_TOO_SHORT 0x01   /* a lead or ASCII followed by a lead... */
+#define FBE_U8_TOO_LONG 0x02    /* ASCII followed by a continuation */
+#define FBE_U8_OVERLONG_3 0x04  /* E0 80..9F */
+#define FBE_U8_TOO_LARGE 0x08   /* F4 90..BF, F5..FF */
+#define FBE_U8_SURROGATE 0x10   /* ED A0..BF */
+#define FBE_U8_OVERLONG_2 0x20  /* C0, C1 */
+#define FBE_U8_TOO_LARGE_1000 0x40  /* F5..FF 80..8F; shares its bit with: */
+#define FBE_U8_OVERLONG_4 0x40  /* F0 80..8F */
+#define FBE_U8_TWO_CONTS 0x80   /* a continuation after a continuation (a pair alone
+                                   cannot tell whether that is wrong: see must23) */
+__attribute__((target("ssse3")))
+static Py_ssize_t fbe_utf8_skip_valid(const uint8_t* t, Py_ssize_t n) {
+    const char TS = FBE_U8_TOO_SHORT, TL = FBE_U8_TOO_LONG, O3 = FBE_U8_OVERLONG_3,
+        LG = FBE_U8_TOO_LARGE, SG = FBE_U8_SURROGATE, O2 = FBE_U8_OVERLONG_2,
+        L1 = FBE_U8_TOO_LARGE_1000, O4 = FBE_U8_OVERLONG_4, TC = FBE_U8_TWO_CONTS;
+    const char CARRY = TS | TL | TC;   /* the errors that do not depend on the low nibble */
+    const __m128i first_high = _mm_setr_epi8(
+        TL, TL, TL, TL, TL, TL, TL, TL,       /* 0___: ASCII */
+        TC, TC, TC, TC,                       /* 10__: continuation */
+        TS | O2,                              /* 1100 */
+        TS,                                   /* 1101 */
+        TS | O3 | SG,                         /* 1110 */
+        TS | LG | L1 | O4);                   /* 1111 */
+    const __m128i first_low = _mm_setr_epi8(
+        CARRY | O3 | O2 | O4,                 /* ____0000 */
+        CARRY | O2,                           /* ____0001 */
+        CARRY, CARRY,                         /* ____001_ */
+        CARRY | LG,                           /* ____0100 */
+        CARRY | LG | L1, CARRY | LG | L1, CARRY | LG | L1,   /* ____0101, ____011_ */
+        CARRY | LG | L1, CARRY | LG | L1, CARRY | LG | L1, CARRY | LG | L1,
+        CARRY | LG | L1,                      /* ____1000 .. ____1100 */
+        CARRY | LG | L1 | SG,                 /* ____1101 */
+        CARRY | LG | L1, CARRY | LG | L1);    /* ____111_ */
+    const __m128i second_high = _mm_setr_epi8(
+        TS, TS, TS, TS, TS, TS, TS, TS,       /* 0___: ASCII */
+        TL | O2 | TC | O3 | L1 | O4,          /* 1000 */
+        TL | O2 | TC | O3 | LG,               /* 1001 */
+        TL | O2 | TC | SG | LG,               /* 101_ */
+        TL | O2 | TC | SG | LG,
+        TS, TS, TS, TS);                      /* 11__: a lead */
+    const __m128i nibble = _mm_set1_epi8(0x0F), zero = _mm_setzero_si128();
+    /* a lead in the last three bytes of a block that needs bytes past it */
+    const __m128i tail_max = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                           -1, (char)(0xF0 - 1), (char)(0xE0 - 1),
+                                           (char)(0xC0 - 1));
+    __m128i prev = zero, pending = zero;
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i in = _mm_loadu_si128((const __m128i*)(t + i)), err;
+        if (_mm_movemask_epi8(in) == 0) {            /* ASCII: only the last block's end */
+            if (_mm_movemask_epi8(_mm_cmpeq_epi8(pending, zero)) != 0xFFFF) break;
+            prev = in;
+            continue;
+        }
+        __m128i prev1 = _mm_alignr_epi8(in, prev, 15);
+        __m128i sc = _mm_and_si128(
+            _mm_and_si128(
+                _mm_shuffle_epi8(first_high, _mm_and_si128(_mm_srli_epi16(prev1, 4), nibble)),
+                _mm_shuffle_epi8(first_low, _mm_and_si128(prev1, nibble))),
+            _mm_shuffle_epi8(second_high, _mm_and_si128(_mm_srli_epi16(in, 4), nibble)));
+        /* must23: this byte is the third of a 3- or 4-byte char, or the fourth of a
+           4-byte one, so it must be a continuation (0x80 set) -- and such a byte is
+           exactly where TWO_CONTS may be set legitimately */
+        __m128i third = _mm_subs_epu8(_mm_alignr_epi8(in, prev, 14), _mm_set1_epi8((char)(0xE0 - 0x80)));
+        __m128i fourth = _mm_subs_epu8(_mm_alignr_epi8(in, prev, 13), _mm_set1_epi8((char)(0xF0 - 0x80)));
+        __m128i must23 = _mm_and_si128(_mm_or_si128(third, fourth), _mm_set1_epi8((char)0x80));
+        err = _mm_xor_si128(must23, sc);
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(err, zero)) != 0xFFFF) break;
+        pending = _mm_subs_epu8(in, tail_max);
+        prev = in;
+    }
+    /* t[:i] is valid but for a last char that may run on past i: back to its start */
+    Py_ssize_t s = i >= 4 ? i - 4 : 0;
+    while (s < i && (t[s] & 0xC0) == 0x80) s++;
+    return s;
+}
 #else
 #define FBE_UTF8_SSSE3 0
 static int fbe_utf8_cpu = 0;
 static void fbe_utf8_init(void) {}
 #define FBE_UTF8_PICK(k) fbe_utf8_scalar##k
+static Py_ssize_t fbe_utf8_skip_valid(const uint8_t* t, Py_ssize_t n) { (void)t; (void)n; return 0; }
 #endif
 /* The plain loop per kind: other CPUs, and the twin the tests compare with. */
 #define FBE_UTF8_SCALAR_FN(k, T) \
