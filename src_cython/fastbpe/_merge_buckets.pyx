@@ -40,9 +40,10 @@ from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport calloc, free
 
 from fastbpe._common cimport ERR_NOMEM, NO_RANK
-from fastbpe._merge_heap cimport any_pair_merges, bpe_heap, push_byte_tokens, push_parts
+from fastbpe._merge_heap cimport (any_pair_merges, bpe_heap, merge_part, push_byte_tokens,
+                                  push_parts)
 from fastbpe._out cimport OutBuf
-from fastbpe._vocab cimport Vocab, vocab_rank
+from fastbpe._vocab cimport Vocab
 
 cdef extern from "fbe_bigalloc.h":
     void* fbpe_realloc_huge(void* p, size_t n) nogil
@@ -204,7 +205,7 @@ cdef int merge_all(Buckets* b, const Vocab* v, const unsigned char* p, Py_ssize_
     """The merges of bpe_heap over its doubly linked list of parts (named by their start
     offset; pair_rank[i]: the rank of merging part i with its successor, NO_RANK if none
     or if part i was absorbed), the keys held in b: 0, or key_push's error."""
-    cdef Py_ssize_t i, j, k, h, after
+    cdef Py_ssize_t i, h
     cdef uint32_t r
     cdef uint64_t key
     cdef int rc
@@ -226,30 +227,15 @@ cdef int merge_all(Buckets* b, const Vocab* v, const unsigned char* p, Py_ssize_
         r = <uint32_t>(key >> 32)
         if pair_rank[i] != r:
             continue
-        j = nxt[i]
-        k = nxt[j]
-        token[i] = r
-        pair_rank[j] = NO_RANK
-        nxt[i] = <uint32_t>k
-        if k < n:
-            prv[k] = <uint32_t>i
+        merge_part(v, p, n, nxt, prv, token, pair_rank, i, r)
         # the predecessor's pair first, then this part's: Corollary B2's order
-        if prv[i] != NO_RANK:
-            h = prv[i]
-            r = vocab_rank(v, p + h, k - h)
-            pair_rank[h] = r
-            if r != NO_RANK:
-                rc = key_push(b, r, <uint32_t>h)
-                if rc < 0:
-                    return rc
-        if k < n:
-            after = nxt[k]
-            r = vocab_rank(v, p + i, after - i)
-        else:
-            r = NO_RANK
-        pair_rank[i] = r
-        if r != NO_RANK:
-            rc = key_push(b, r, <uint32_t>i)
+        h = prv[i]
+        if h != NO_RANK and pair_rank[h] != NO_RANK:
+            rc = key_push(b, pair_rank[h], <uint32_t>h)
+            if rc < 0:
+                return rc
+        if pair_rank[i] != NO_RANK:
+            rc = key_push(b, pair_rank[i], <uint32_t>i)
             if rc < 0:
                 return rc
     return 0

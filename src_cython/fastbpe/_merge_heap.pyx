@@ -4,11 +4,10 @@ bucket merge, whose queues are read in order where a heap of megabytes is read a
 random). The heap is 8-ary and cache-line aligned; its sift is inline here."""
 from libc.stdint cimport uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memmove
 
 from fastbpe._common cimport ERR_BYTE, ERR_NOMEM, ERR_NONE, NO_RANK
 from fastbpe._out cimport OutBuf, out_grow, out_push
-from fastbpe._vocab cimport Vocab, vocab_rank, vocab_rank_in, vocab_rank_two
+from fastbpe._vocab cimport Vocab, vocab_rank
 
 cdef enum:
     HEAP_STACK_WORDS = 1024   # 8 KiB: the heap merge of a 256-byte chunk without malloc
@@ -123,7 +122,7 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
     holds more than 2n entries: n - 1 at the start, and each merge pops one entry
     before pushing at most two.
     """
-    cdef Py_ssize_t i, j, k, h, after, heap_size = 0
+    cdef Py_ssize_t i, h, heap_size = 0
     cdef uint32_t r
     cdef HeapItem top
     cdef int rc = ERR_NONE
@@ -172,27 +171,12 @@ cdef int bpe_heap(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* 
         r = <uint32_t>(top >> 32)
         if pair_rank[i] != r:
             continue  # stale
-        # Merge part i with its successor j.
-        j = nxt[i]
-        k = nxt[j]
-        token[i] = r
-        pair_rank[j] = NO_RANK
-        nxt[i] = <uint32_t>k
-        if k < n:
-            prv[k] = <uint32_t>i
-            after = nxt[k]
-            r = vocab_rank(v, p + i, after - i)
-        else:
-            r = NO_RANK
-        pair_rank[i] = r
-        if r != NO_RANK:
-            heap_push(heap, &heap_size, r, i)
-        if prv[i] != NO_RANK:
-            h = prv[i]
-            r = vocab_rank(v, p + h, k - h)
-            pair_rank[h] = r
-            if r != NO_RANK:
-                heap_push(heap, &heap_size, r, h)
+        merge_part(v, p, n, nxt, prv, token, pair_rank, i, r)
+        if pair_rank[i] != NO_RANK:
+            heap_push(heap, &heap_size, pair_rank[i], i)
+        h = prv[i]
+        if h != NO_RANK and pair_rank[h] != NO_RANK:
+            heap_push(heap, &heap_size, pair_rank[h], h)
 
     rc = push_parts(token, nxt, n, out, err_pos)
     if block != <char*>stack_block:
