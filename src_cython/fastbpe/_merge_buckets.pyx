@@ -34,7 +34,10 @@ R changes only when a queue turns empty or non-empty, at most once per key each 
 O(log V) in a heap of at most the V ranks of the vocabulary (kilobytes, in cache).
 Memory: 16 bytes per byte of the chunk for its parts, 4 bytes per key held in a queue
 (plus one block per rank in use), and 4 bytes per rank of the vocabulary for the
-rank -> queue table; the large parts are on huge pages where the system has them.
+rank -> queue table. (Not on transparent huge pages: they cut a 10 MB chunk's page
+faults from 45k to 4k and its steady time by a third, but the first call of a process
+took 0.5 s of system time in half the tries on the VMs we measure on; see
+PERFORMANCE_NOTES.)
 """
 from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport calloc, free
@@ -46,7 +49,7 @@ from fastbpe._out cimport OutBuf
 from fastbpe._vocab cimport Vocab
 
 cdef extern from "fbe_bigalloc.h":
-    void* fbpe_realloc_huge(void* p, size_t n) nogil
+    void* fbpe_realloc(void* p, size_t n) nogil
     void fbpe_free(void* p) nogil
 
 cdef enum:
@@ -85,7 +88,7 @@ cdef struct Buckets:
 cdef int grow(void** array, Py_ssize_t* cap, size_t item) noexcept nogil:
     """Double the capacity of *array (FIRST_ITEMS at first); -1 if out of memory."""
     cdef Py_ssize_t new_cap = 2 * cap[0] if cap[0] else FIRST_ITEMS
-    cdef void* q = fbpe_realloc_huge(array[0], <size_t>new_cap * item)
+    cdef void* q = fbpe_realloc(array[0], <size_t>new_cap * item)
     if q == NULL:
         return -1
     array[0] = q
@@ -253,7 +256,7 @@ cdef int bpe_buckets(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBu
     b.n_queues = b.cap_queues = b.n_ranks = b.cap_ranks = b.n_blocks = b.cap_blocks = 0
     b.free_block = NO_RANK
     b.queue_of = <uint32_t*>calloc(v.n_ranks, sizeof(uint32_t))
-    cdef uint32_t* nxt = <uint32_t*>fbpe_realloc_huge(NULL, 4 * n * sizeof(uint32_t))
+    cdef uint32_t* nxt = <uint32_t*>fbpe_realloc(NULL, 4 * n * sizeof(uint32_t))
     if b.queue_of != NULL and nxt != NULL:
         merged = merge_all(&b, v, p, n, nxt, nxt + n, nxt + 2 * n, nxt + 3 * n)
         if merged == 0:

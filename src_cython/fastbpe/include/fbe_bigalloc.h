@@ -49,21 +49,6 @@ static void fbpe_free(void* p) {
 #endif
     free(h);
 }
-/* Scratch of megabytes that a kernel fills and reads within one call (the bucket
-   merge's parts, 16 bytes per byte of the chunk, and its queues): on its own mapping
-   with transparent huge pages asked for, a 2 MiB page costs one fault where 4 KiB pages
-   cost 512 (measured: a third of the merge's time on 10 MB of one CJK char). Where
-   they are off, it is plain fbpe_realloc. */
-static void* fbpe_realloc_huge(void* p, size_t n) {
-    p = fbpe_realloc(p, n);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (p) {
-        fbpe_hdr* h = ((fbpe_hdr*)p) - 1;
-        if (h->mapped) madvise(h, h->size, MADV_HUGEPAGE);
-    }
-#endif
-    return p;
-}
 #if defined(__GLIBC__)
 #include <malloc.h>
 /* give freed memory back to the OS (thread arenas keep it otherwise) */
