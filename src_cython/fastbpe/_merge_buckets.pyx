@@ -40,17 +40,14 @@ took 0.5 s of system time in half the tries on the VMs we measure on; see
 PERFORMANCE_NOTES.)
 """
 from libc.stdint cimport uint32_t, uint64_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, free, malloc
 
 from fastbpe._common cimport ERR_NOMEM, NO_RANK
 from fastbpe._merge_heap cimport (any_pair_merges, bpe_heap, merge_part, push_byte_tokens,
                                   push_parts)
 from fastbpe._out cimport OutBuf
+from fastbpe._vec cimport vec_grow
 from fastbpe._vocab cimport Vocab
-
-cdef extern from "fbe_bigalloc.h":
-    void* fbpe_realloc(void* p, size_t n) nogil
-    void fbpe_free(void* p) nogil
 
 cdef enum:
     BLOCK_SLOTS = 15      # positions per block: with the link, one 64-byte line
@@ -68,7 +65,7 @@ cdef struct Queue:
     uint32_t tail         # block written to (head == tail: one block)
     uint32_t read         # next slot to read in head
     uint32_t write        # next slot to write in tail; empty iff head == tail, read == write
-    uint32_t last         # the position pushed last (meaningful while not empty)
+                          # (else the tail holds the position pushed last, at write - 1)
 
 
 cdef struct Buckets:
@@ -85,24 +82,14 @@ cdef struct Buckets:
     uint32_t free_block   # a list through Block.next (NO_RANK: empty)
 
 
-cdef int grow(void** array, Py_ssize_t* cap, size_t item) noexcept nogil:
-    """Double the capacity of *array (FIRST_ITEMS at first); -1 if out of memory."""
-    cdef Py_ssize_t new_cap = 2 * cap[0] if cap[0] else FIRST_ITEMS
-    cdef void* q = fbpe_realloc(array[0], <size_t>new_cap * item)
-    if q == NULL:
-        return -1
-    array[0] = q
-    cap[0] = new_cap
-    return 0
-
-
 cdef uint32_t new_block(Buckets* b) noexcept nogil:
     """A free block's index (NO_RANK if out of memory). b.blocks may move."""
     cdef uint32_t k = b.free_block
     if k != NO_RANK:
         b.free_block = b.blocks[k].next
         return k
-    if b.n_blocks == b.cap_blocks and grow(<void**>&b.blocks, &b.cap_blocks, sizeof(Block)) < 0:
+    if b.n_blocks == b.cap_blocks and vec_grow(<void**>&b.blocks, &b.cap_blocks, FIRST_ITEMS,
+                                               sizeof(Block)) < 0:
         return NO_RANK
     b.n_blocks += 1
     return <uint32_t>(b.n_blocks - 1)
@@ -146,8 +133,8 @@ cdef int key_push(Buckets* b, uint32_t r, uint32_t pos) noexcept nogil:
     if qi == 0:
         # R holds each queue's rank at most once, so it needs no more room than queues
         if b.n_queues == b.cap_queues and (
-                grow(<void**>&b.queues, &b.cap_queues, sizeof(Queue)) < 0
-                or grow(<void**>&b.ranks, &b.cap_ranks, sizeof(uint32_t)) < 0):
+                vec_grow(<void**>&b.queues, &b.cap_queues, FIRST_ITEMS, sizeof(Queue)) < 0
+                or vec_grow(<void**>&b.ranks, &b.cap_ranks, FIRST_ITEMS, sizeof(uint32_t)) < 0):
             return -1
         k = new_block(b)
         if k == NO_RANK:
@@ -159,7 +146,7 @@ cdef int key_push(Buckets* b, uint32_t r, uint32_t pos) noexcept nogil:
         qi = b.queue_of[r] = <uint32_t>b.n_queues
     q = &b.queues[qi - 1]
     empty = q.head == q.tail and q.read == q.write
-    if not empty and pos < q.last:
+    if not empty and pos < b.blocks[q.tail].pos[q.write - 1]:
         return OUT_OF_ORDER
     if q.write == BLOCK_SLOTS:
         k = new_block(b)
@@ -170,7 +157,6 @@ cdef int key_push(Buckets* b, uint32_t r, uint32_t pos) noexcept nogil:
         q.write = 0
     b.blocks[q.tail].pos[q.write] = pos
     q.write += 1
-    q.last = pos
     if empty:
         ranks_push(b, r)
     return 0
@@ -197,9 +183,9 @@ cdef inline uint64_t key_pop(Buckets* b) noexcept nogil:
 
 cdef void buckets_free(Buckets* b) noexcept nogil:
     free(b.queue_of)
-    fbpe_free(b.queues)
-    fbpe_free(b.ranks)
-    fbpe_free(b.blocks)
+    free(b.queues)
+    free(b.ranks)
+    free(b.blocks)
 
 
 cdef int merge_all(Buckets* b, const Vocab* v, const unsigned char* p, Py_ssize_t n,
@@ -256,13 +242,13 @@ cdef int bpe_buckets(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBu
     b.n_queues = b.cap_queues = b.n_ranks = b.cap_ranks = b.n_blocks = b.cap_blocks = 0
     b.free_block = NO_RANK
     b.queue_of = <uint32_t*>calloc(v.n_ranks, sizeof(uint32_t))
-    cdef uint32_t* nxt = <uint32_t*>fbpe_realloc(NULL, 4 * n * sizeof(uint32_t))
+    cdef uint32_t* nxt = <uint32_t*>malloc(4 * n * sizeof(uint32_t))
     if b.queue_of != NULL and nxt != NULL:
         merged = merge_all(&b, v, p, n, nxt, nxt + n, nxt + 2 * n, nxt + 3 * n)
         if merged == 0:
             # 3. the parts' tokens, left to right
             rc = push_parts(nxt + 2 * n, nxt, n, out, err_pos)
-    fbpe_free(nxt)
+    free(nxt)
     buckets_free(&b)
     if merged == OUT_OF_ORDER:
         return bpe_heap(v, p, n, out, err_pos)

@@ -1,4 +1,5 @@
-# Growable int32/int64 arrays for nogil kernels (WordPiece encode and training): plain
+# Growable int32/int64 arrays for nogil kernels (WordPiece encode and training; the bucket
+# merge grows its arrays with vec_grow): plain
 # structs freed by their owner, doubling on push from `first` slots (callers pick it: a
 # few for the many small lists of training, more for one output buffer). Inline, so
 # this .pxd needs no module.
