@@ -1293,6 +1293,33 @@ def test_chunk_caches_kept_between_calls(pair, name):
     assert [core.encode_ordinary(d) for d in docs[::-1]] == want[::-1]
 
 
+@pytest.mark.parametrize("name", VOCABS)
+def test_kept_chunk_caches_bounds_what_is_kept(pair, name):
+    """Tuning.kept_chunk_caches caps the caches kept between calls (the memory an idle
+    encoder holds); 0 keeps none, and lowering it frees the extra ones. The ids never
+    change."""
+    core, tk = pair(name)
+    docs = [" ".join(TEXTS)[i:i + 3000] for i in range(0, 30000, 1500)] * 4
+    want = [tk.encode_ordinary(d) for d in docs]
+    old = core.set_tuning(kept_chunk_caches=16)
+    try:
+        core._clear_chunk_caches()
+        assert core.encode_ordinary_batch(docs, 4) == want
+        assert core._chunk_caches_kept() >= 1
+        core.set_tuning(kept_chunk_caches=1)
+        assert core._chunk_caches_kept() <= 1                  # the others freed at once
+        assert core.encode_ordinary_batch(docs, 4) == want
+        assert core._chunk_caches_kept() == 1
+        assert [core.encode_ordinary(d) for d in docs[:5]] == want[:5]
+        assert core._chunk_caches_kept() == 1
+        core.set_tuning(kept_chunk_caches=0)
+        assert [core.encode_ordinary(d) for d in docs[:5]] == want[:5]
+        assert core.encode_ordinary_batch(docs, 4) == want
+        assert core._chunk_caches_kept() == 0
+    finally:
+        core.set_tuning(**old)
+
+
 def test_chunk_caches_belong_to_their_encoder(pair):
     """Two encoders never see each other's cached chunks (the same bytes have other
     tokens in another vocabulary), also with many threads taking and giving back
@@ -1357,7 +1384,7 @@ def test_tuning_is_per_core_and_new_cores_copy_the_default():
     assert core.tuning == default_tuning()
     assert set(core.tuning) == {"heap_threshold", "bucket_threshold", "by_chars", "utf8_simd",
                                 "points_per_thread", "cap_to_cpus", "piece_min",
-                                "pieces_per_thread"}
+                                "pieces_per_thread", "kept_chunk_caches"}
     old = core.set_tuning(heap_threshold=0, by_chars=False)
     assert old == {"heap_threshold": default_tuning()["heap_threshold"], "by_chars": True}
     assert core.tuning["heap_threshold"] == 0 and default_tuning()["heap_threshold"] != 0
@@ -1369,7 +1396,8 @@ def test_tuning_is_per_core_and_new_cores_copy_the_default():
     for bad, error in [({"heap_threshold": -1}, ValueError), ({"heap_threshold": 1 << 21}, ValueError),
                        ({"heap_threshold": "1"}, TypeError), ({"by_chars": 1}, TypeError),
                        ({"bucket_threshold": -1}, ValueError), ({"bucket_threshold": 1.0}, TypeError),
-                       ({"piece_min": 0}, ValueError), ({"nope": 1}, TypeError)]:
+                       ({"piece_min": 0}, ValueError), ({"nope": 1}, TypeError),
+                       ({"kept_chunk_caches": -1}, ValueError), ({"kept_chunk_caches": 17}, ValueError)]:
         before = core.tuning
         with pytest.raises(error):
             core.set_tuning(**bad)

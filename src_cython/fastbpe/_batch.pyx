@@ -140,7 +140,7 @@ cdef list run_streaming(Context* ctx, int num_threads, const Py_ssize_t* first,
         free(text_of)
         free(next_piece)
         free(taken)
-        return_chunk_cache(ctx.cache_pool, cache)
+        return_chunk_cache(ctx.cache_pool, cache, ctx.tuning.kept_chunk_caches)
         free(args)
     return results
 

@@ -2,10 +2,22 @@
 thread of a call (no locking).
 
 Words recur (Zipf), and a hit replaces a whole merge loop of rank lookups, most of them
-cache misses in a large vocabulary, by one compare. An encoder keeps up to CACHE_POOL
-caches between calls, warm (``new_chunk_cache``): a cache maps chunk bytes to that
-encoder's tokens, which never change, so calls on short texts share what earlier calls
-merged. Lookups are inline: they run for every chunk.
+cache misses in a large vocabulary, by one compare. An encoder keeps up to
+``Tuning.kept_chunk_caches`` caches (default and most CACHE_POOL, 512 KiB each) between
+calls, warm (``new_chunk_cache``): a cache maps chunk bytes to that encoder's tokens,
+which never change, so calls on short texts share what earlier calls merged. Lookups
+are inline: they run for every chunk.
+
+Decisions, measured (benchmarks/PERFORMANCE_NOTES.md, "Chunk cache"):
+
+- One table per thread, not one shared by all: three shared designs (seqlocked lines
+  with hit-count admission, gigatoken's open addressing, a table seeded with every
+  token) were built and lost on distinct text; their lines come from L3 or DRAM.
+- Direct-mapped, and a miss always takes the line (no admission rule): simulated on
+  ~2 KB documents, a second-chance bit raises the misses (cl100k English: whole-token
+  misses 9.4% -> 9.6%, merges 3.9% -> 4.5%). Two ways per line, or 16-byte entries
+  for chunks of up to 8 bytes (4x as many in the same memory: 9.4% -> 6.1%), cut the
+  misses but measured within noise or worse in time.
 """
 from libc.stdint cimport uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -82,5 +94,6 @@ cdef inline void cache_put(CacheEntry* e, const unsigned char* p, Py_ssize_t n, 
 cdef CacheEntry* new_chunk_cache(void** pool) noexcept nogil
     # A cache for one thread (one from the encoder's pool of CACHE_POOL slots, else a
     # new one), or NULL if calloc failed, which just means no cache.
-cdef void return_chunk_cache(void** pool, CacheEntry* c) noexcept nogil
-    # Give it back to the pool (or free it when the pool is full).
+cdef void return_chunk_cache(void** pool, CacheEntry* c, Py_ssize_t kept) noexcept nogil
+    # Give it back to the first `kept` slots of the pool (Tuning.kept_chunk_caches), or
+    # free it when they are full.

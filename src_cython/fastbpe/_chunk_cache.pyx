@@ -24,8 +24,9 @@ cdef CacheEntry* new_chunk_cache(void** pool) noexcept nogil:
     return c
 
 
-cdef void return_chunk_cache(void** pool, CacheEntry* c) noexcept nogil:
-    if c != NULL and not fbe_slot_give(pool, CACHE_POOL, c):
+cdef void return_chunk_cache(void** pool, CacheEntry* c, Py_ssize_t kept) noexcept nogil:
+    # (CoreBPE.set_tuning empties the slots past a lowered kept_chunk_caches)
+    if c != NULL and (kept <= 0 or not fbe_slot_give(pool, <int>min(kept, CACHE_POOL), c)):
         free(c)
 
 

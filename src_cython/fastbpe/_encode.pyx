@@ -177,8 +177,11 @@ cdef class CoreBPE:
         """Set some of this encoder's tuning fields; returns their previous values, so
         ``core.set_tuning(**old)`` restores them. Calls already running keep the tuning
         they started with."""
+        cdef Py_ssize_t i
         before = tuning_fields(&self.knobs)
         tuning_update(&self.knobs, fields)
+        for i in range(self.knobs.kept_chunk_caches, CACHE_POOL):   # keep no more than that
+            free(fbe_slot_take(&self.cache_pool[i], 1))
         return {name: before[name] for name in fields}
 
     def _chunk_caches_kept(self):

@@ -71,7 +71,8 @@ cdef void thread_run(void* payload, Py_ssize_t j, Py_ssize_t slot, void* state) 
 
 
 cdef void thread_end(void* payload, void* state) noexcept nogil:
-    return_chunk_cache((<Context*>payload).cache_pool, <CacheEntry*>state)
+    return_chunk_cache((<Context*>payload).cache_pool, <CacheEntry*>state,
+                       (<Context*>payload).tuning.kept_chunk_caches)
 
 
 cdef void context_bind(Context* ctx) noexcept nogil:

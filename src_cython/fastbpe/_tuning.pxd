@@ -26,6 +26,9 @@ cdef struct Tuning:
     # points long, at least piece_min.
     Py_ssize_t piece_min
     Py_ssize_t pieces_per_thread
+    # Chunk caches (fastbpe._chunk_cache) the encoder keeps between calls, warm: at most
+    # this many (0..CACHE_POOL), each 512 KiB; 0 keeps none, so every call starts cold.
+    Py_ssize_t kept_chunk_caches
 
 
 cdef Tuning tuning_default() noexcept

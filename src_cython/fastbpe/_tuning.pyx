@@ -1,6 +1,7 @@
 """The process default ``Tuning`` (see ``_tuning.pxd``), and the one way to read or change
 one: ``tuning_fields`` / ``tuning_update`` (behind ``CoreBPE.tuning``,
 ``CoreBPE.set_tuning`` and ``default_tuning``)."""
+from fastbpe._chunk_cache cimport CACHE_POOL
 
 cdef Tuning _default
 # Chunks longer than this (in bytes) are merged with the heap; shorter ones by the
@@ -23,6 +24,10 @@ _default.cap_to_cpus = True
 # while the rest encodes; long enough that a piece costs far more than handing it out.
 _default.piece_min = 1 << 14
 _default.pieces_per_thread = 16
+# All that fit the pool (16 x 512 KiB = 8 MiB per encoder at most, when 16 threads or
+# calls ran at once; one cache for a single-threaded data loader): kept caches are what
+# makes encode() on short documents fast (see fastbpe/_chunk_cache.pyx).
+_default.kept_chunk_caches = CACHE_POOL
 
 # name -> (lowest, highest) for the int fields; None for the bools
 _RANGES = {
@@ -34,6 +39,7 @@ _RANGES = {
     "cap_to_cpus": None,
     "piece_min": (1, None),
     "pieces_per_thread": (1, None),
+    "kept_chunk_caches": (0, CACHE_POOL),
 }
 
 
@@ -51,6 +57,7 @@ cdef dict tuning_fields(const Tuning* t):
         "cap_to_cpus": bool(t.cap_to_cpus),
         "piece_min": t.piece_min,
         "pieces_per_thread": t.pieces_per_thread,
+        "kept_chunk_caches": t.kept_chunk_caches,
     }
 
 
@@ -84,8 +91,10 @@ cdef int tuning_update(Tuning* t, dict fields) except -1:
             new.cap_to_cpus = value
         elif name == "piece_min":
             new.piece_min = value
-        else:
+        elif name == "pieces_per_thread":
             new.pieces_per_thread = value
+        else:
+            new.kept_chunk_caches = value
     t[0] = new
     return 0
 
