@@ -28,6 +28,8 @@ cdef struct Tuning:
     Py_ssize_t pieces_per_thread
     # Chunk caches (fastbpe._chunk_cache) the encoder keeps between calls, warm: at most
     # this many (0..CACHE_POOL), each 512 KiB; 0 keeps none, so every call starts cold.
+    # Lowering it frees the extra ones at once (CoreBPE.set_tuning); a call running then
+    # gives its cache back under the bound it started with.
     Py_ssize_t kept_chunk_caches
 
 
