@@ -25,8 +25,9 @@ cdef CacheEntry* new_chunk_cache(void** pool) noexcept nogil:
 
 
 cdef void return_chunk_cache(void** pool, CacheEntry* c, Py_ssize_t kept) noexcept nogil:
-    # (CoreBPE.set_tuning empties the slots past a lowered kept_chunk_caches)
-    if c != NULL and (kept <= 0 or not fbe_slot_give(pool, <int>min(kept, CACHE_POOL), c)):
+    # kept is in [0, CACHE_POOL] (tuning_update checks it; 0 gives to no slot: freed).
+    # CoreBPE.set_tuning empties the slots past a lowered kept_chunk_caches.
+    if c != NULL and not fbe_slot_give(pool, <int>kept, c):
         free(c)
 
 

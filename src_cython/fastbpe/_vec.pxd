@@ -1,8 +1,7 @@
-# Growable int32/int64 arrays for nogil kernels (WordPiece encode and training; the bucket
-# merge grows its arrays with vec_grow): plain
-# structs freed by their owner, doubling on push from `first` slots (callers pick it: a
-# few for the many small lists of training, more for one output buffer). Inline, so
-# this .pxd needs no module.
+# Growable int32/int64 arrays for nogil kernels (WordPiece encode and training; the
+# bucket merge grows its arrays with vec_grow): plain structs freed by their owner,
+# doubling on push from `first` slots (callers pick it: a few for the many small lists
+# of training, more for one output buffer). Inline, so this .pxd needs no module.
 
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport realloc
