@@ -681,8 +681,13 @@ class Task:
     info: dict = field(default_factory=dict)
 
     def key(self) -> dict:
-        """What the task's documents depend on: the source's identity and rule, the range."""
-        return {**self.info, **self.source.describe(), "start": self.start, "end": self.end}
+        """What the task's documents depend on: the source's identity and rule, the range;
+        for a file, also ``streams.content_sample`` of it, read now (the rule and its cost
+        are ``fastbpe.shards``')."""
+        key = {**self.info, **self.source.describe(), "start": self.start, "end": self.end}
+        if "size" in self.info:
+            key["sample"] = streams.content_sample(self.source.path, self.info["size"])
+        return key
 
     def blocks(self, *, cut=None, errors="strict", block_bytes=BLOCK_BYTES, progress=None) -> Iterator[Block]:
         return self.source.blocks(cut=cut, errors=errors, block_bytes=block_bytes, start=self.start,
