@@ -663,7 +663,7 @@ def fix_document(doc: str) -> str:
     try:
         doc.encode("utf-8")
     except UnicodeEncodeError:
-        from ..reference.core import fix_surrogates
+        from ..reference.bpe import fix_surrogates
 
         return fix_surrogates(doc)
     return doc
