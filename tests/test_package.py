@@ -52,3 +52,18 @@ def test_import_and_help_load_no_numpy():
                           "a = enc.encode_to_numpy('hi there')\nassert a.dtype.name == 'uint32', a.dtype\n"
                           "assert enc.encode_to_numpy('hi', dtype='uint16').dtype.name == 'uint16'")
     assert "fastbpe._encode" in mods
+
+
+def test_license_metadata_is_pep_639():
+    """An SPDX ``license`` string and ``license-files`` with both notices (fastbpe's and
+    the shipped OpenAI vocabularies'): setuptools >= 77 builds it without the
+    deprecation warning of a ``{ text = ... }`` table (issue 37)."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(fastbpe.__file__).resolve().parents[1]
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    assert meta["project"]["license"] == "MIT"
+    assert meta["project"]["license-files"] == ["LICENSE", "fastbpe/vocab/LICENSE"]
+    assert all("MIT License" in (root / f).read_text() for f in meta["project"]["license-files"])
+    assert "setuptools>=77" in meta["build-system"]["requires"]
