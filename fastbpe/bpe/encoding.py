@@ -545,7 +545,7 @@ class Encoding:
         # The default, on every encode_to_numpy call: np.dtype() and the membership test
         # below cost 2.5 us, 8% of a ~2 KB document's encode.
         if dtype is _DEFAULT_DTYPE:
-            return _numpy_uint32()
+            return _UINT32 if _UINT32 is not None else _numpy_uint32()
         u32 = _numpy_uint32()
         if dtype is u32 or dtype is u32.type:   # np.dtype(np.uint32), np.uint32
             return u32
