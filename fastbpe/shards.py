@@ -19,20 +19,6 @@ Layout of a shard directory
   rerun with the same inputs computes the same names (resume: a complete shard is kept,
   byte-identical); a run with anything different writes other names, so it never
   overwrites a file that the current manifest points to.
-
-The resume key of a file
-------------------------
-A file's identity is its path, size and version (mtime and inode; a remote file's etag
-or mtime) **and a content sample**: the sha256 of its first, middle and last 64 KiB as
-stored (the whole file up to 192 KiB; ``fastbpe.io.streams.content_sample``). So a file
-edited in place to the same size with its mtime put back (``cp -p``, ``rsync -t``) is
-re-encoded when the edit touches a sampled block, which a header, a footer, any
-change that shifts bytes, and every edit of a file up to 192 KiB do. The cost: at most
-192 KiB read per task at each run (three reads, or three range requests remotely; a
-smaller file is read whole), under 5 % of the 4 MiB a ``distributed.plan_tasks`` range
-holds at least, and a resume that keeps every shard reads only these; a same-size edit
-that touches none of the three blocks is not seen, so after such edits delete the
-folder (or that file's shards) to re-encode.
 - ``.bin`` loads as nanoGPT / llm.c load theirs: ``np.memmap(path, dtype=np.uint16,
   mode="r")`` (the dtype is in the manifest).
 - ``.idx``: document ``i`` of the shard is ``tokens[idx[i]:idx[i+1]]``, its EOT included;
@@ -43,6 +29,20 @@ folder (or that file's shards) to re-encode.
   what decides the ids: ``tokenizer_identity``); dtype; the EOT rule and id; the
   special-token rule; the document rule the caller gives; totals (documents, tokens,
   text bytes); the shards in corpus order with their counts and checksums.
+
+The resume key of a file
+------------------------
+A local file's identity is its path, size, mtime and inode **and a content sample**:
+the sha256 of its first, middle and last 64 KiB as stored (the whole file up to 192 KiB;
+``fastbpe.io.streams.content_sample``); a remote file's is its URL, size and the
+backend's version (the etag: a content hash on S3 and GCS; else its mtime). So a file
+edited in place to the same size with its mtime put back (``cp -p``, ``rsync -t``) is
+re-encoded when the edit touches a sampled block, which a header, a footer, any change
+that shifts bytes, and every edit of a file up to 192 KiB do. The cost: at most 192 KiB
+read per task at each run (three reads; a smaller file is read whole), under 5 % of the
+4 MiB a ``distributed.plan_tasks`` range holds at least; a resume that keeps every shard
+reads only these. A same-size edit that touches none of the three blocks is not seen:
+after such edits delete the folder (or that file's shards) to re-encode.
 
 The EOT rule
 ------------

@@ -688,3 +688,19 @@ def test_the_content_check_reads_three_fixed_blocks(enc, tmp_path, where, seen):
     src.write_bytes(b"short\n")
     with pytest.raises(ValueError, match=rf"{src}: \d+ bytes where it had {size}: it changed since the corpus"):
         shards.write_shards(enc, tasks, out, progress=False)
+
+
+def test_the_content_sample_is_for_local_files(tmp_path):
+    """A local file's key holds the sample; a remote one's has the backend's version
+    instead (no range reads: a stream that cannot seek is still read whole)."""
+    fsspec = pytest.importorskip("fsspec")
+    from fastbpe.io import Corpus
+    from fastbpe.io.streams import content_sample
+
+    (tmp_path / "a.txt").write_bytes(b"one\ntwo\n")
+    local = Corpus.resolve(tmp_path / "a.txt").plan()[0].key()
+    assert local["sample"] == content_sample(tmp_path / "a.txt", 8) and local["size"] == 8
+    with fsspec.open("memory://fastbpe-test/a.txt", "wb") as fh:
+        fh.write(b"one\ntwo\n")
+    remote = Corpus.resolve("memory://fastbpe-test/a.txt").plan()[0].key()
+    assert "sample" not in remote and remote["size"] == 8

@@ -682,10 +682,10 @@ class Task:
 
     def key(self) -> dict:
         """What the task's documents depend on: the source's identity and rule, the range;
-        for a file, also ``streams.content_sample`` of it, read now (the rule and its cost
-        are ``fastbpe.shards``')."""
+        for a local file, also ``streams.content_sample`` of it, read now (the rule and its
+        cost are ``fastbpe.shards``'; a remote file's version is its etag already)."""
         key = {**self.info, **self.source.describe(), "start": self.start, "end": self.end}
-        if "size" in self.info:
+        if "size" in self.info and not streams.is_url(self.source.path):
             key["sample"] = streams.content_sample(self.source.path, self.info["size"])
         return key
 

@@ -103,7 +103,7 @@ SAMPLE_BLOCK = 64 << 10
 
 
 def content_sample(path, size: int) -> str:
-    """sha256 of the stored bytes of ``path`` (local or URL) at three fixed places: the
+    """sha256 of the stored bytes of local file ``path`` at three fixed places: the
     first, the middle and the last ``SAMPLE_BLOCK`` bytes of its ``size`` (the whole file
     when it is at most three blocks). The cheap content check of a resume key (the rule
     and its cost: ``fastbpe.shards``); a file that is not ``size`` bytes long is a
@@ -120,13 +120,13 @@ def content_sample(path, size: int) -> str:
     else:
         places = [(0, SAMPLE_BLOCK), ((size - SAMPLE_BLOCK) // 2, SAMPLE_BLOCK), (size - SAMPLE_BLOCK, SAMPLE_BLOCK)]
     h = hashlib.sha256()
-    with open_raw(path) as raw:
+    with open(path, "rb") as raw:
         for start, n in places:
             raw.seek(start)
             data = raw.read(n)
             if len(data) != n:
-                raise ValueError(f"{os.fspath(path) if not is_url(path) else path}: {start + len(data)} bytes "
-                                 f"where it had {size}: it changed since the corpus was planned")
+                raise ValueError(f"{os.fspath(path)}: {start + len(data)} bytes where it had {size}: "
+                                 "it changed since the corpus was planned")
             h.update(data)
     return h.hexdigest()
 
