@@ -709,7 +709,8 @@ def _checked_ranks(mergeable_ranks: dict) -> dict[bytes, int]:
     """``mergeable_ranks`` as a plain ``dict[bytes, int]``, or an error naming the first
     bad entry. The item loop is the rule; exact bytes/int types are first checked in
     bulk (the same rule, natively: ``fastbpe._vocab.ranks_are_plain``, the check the
-    native core's constructor makes; in Python where it is not built), and the loop
+    native core's constructor makes; in Python under ``FASTBPE_REFERENCE_CORE=1``,
+    which runs no native code), and the loop
     runs only when that fails: to name the problem, or to convert subclasses and numpy
     ints."""
     values = mergeable_ranks.values()
