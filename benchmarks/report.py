@@ -97,9 +97,8 @@ def machine() -> dict:
                 versions[name] = version(name)
             except Exception:
                 pass
-    from fastbpe.bpe import encoding
-
-    core = "native" if encoding.NativeCoreBPE is not None and os.environ.get("FASTBPE_REFERENCE_CORE") != "1" else "reference (pure Python)"
+    # the native core is always built (import fastbpe fails otherwise); this variable swaps it
+    core = "reference (pure Python)" if os.environ.get("FASTBPE_REFERENCE_CORE") == "1" else "native"
     try:
         load = os.getloadavg()[0]
     except OSError:

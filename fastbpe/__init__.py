@@ -8,7 +8,8 @@
 ``import fastbpe`` loads only what ``Encoding`` needs; every other public name is
 imported on first use (PEP 562 ``__getattr__``), so a process that only encodes never
 loads the trainers, WordPiece, the shard writer or the file formats. Submodules load
-the same way (``fastbpe.shards.open(...)`` after ``import fastbpe``).
+the same way (``fastbpe.shards.open(...)`` after ``import fastbpe``). Nor does it load
+numpy or the native core: the first ``Encoding`` does (``fastbpe._native``).
 """
 import sys as _sys
 

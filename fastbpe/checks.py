@@ -20,14 +20,22 @@ ValueError: dtype uint16 cannot hold ids up to 70000 of this tokenizer; use uint
 """
 from __future__ import annotations
 
-import numpy as np
+from numbers import Integral
 
 #: The most threads a batch or a counter may ask for (a typo such as 10**9 is an error,
 #: not a billion threads).
 MAX_THREADS = 1024
 
-UINT16 = np.dtype(np.uint16)
-UINT32 = np.dtype(np.uint32)
+
+def is_int(value) -> bool:
+    """Whether ``value`` is an int or a numpy integer, and not a bool: the ids, counts
+    and sizes every layer accepts. numpy registers its integers as ``numbers.Integral``,
+    so the test needs no numpy (``import fastbpe`` does not load it).
+
+    >>> is_int(3), is_int(True), is_int(3.0)
+    (True, False, False)
+    """
+    return type(value) is int or (not isinstance(value, bool) and isinstance(value, Integral))
 
 
 def check_num_threads(num_threads, *, allow_none: bool = False) -> int | None:
@@ -35,7 +43,7 @@ def check_num_threads(num_threads, *, allow_none: bool = False) -> int | None:
     ``bool`` refused); ``None`` passes through when ``allow_none``."""
     if num_threads is None and allow_none:
         return None
-    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)):
+    if not is_int(num_threads):
         accepted = "an int or None" if allow_none else "an int"
         raise TypeError(f"num_threads must be {accepted}, not {type(num_threads).__name__}")
     if not 1 <= num_threads <= MAX_THREADS:
@@ -57,6 +65,9 @@ def check_positive_int(name: str, value) -> int | None:
 def check_dtype(dtype, max_id: int, what: str) -> np.dtype:
     """``dtype`` as numpy's native uint16 or uint32, one that holds every id up to
     ``max_id`` (``what`` names the tokenizer in the message)."""
+    import numpy as np   # here: a dtype is asked for when arrays are, never at import
+
+    UINT16, UINT32 = np.dtype(np.uint16), np.dtype(np.uint32)
     try:
         dt = np.dtype(dtype)
     except TypeError:

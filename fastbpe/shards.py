@@ -30,6 +30,20 @@ Layout of a shard directory
   special-token rule; the document rule the caller gives; totals (documents, tokens,
   text bytes); the shards in corpus order with their counts and checksums.
 
+The resume key of a file
+------------------------
+A local file's identity is its path, size, mtime and inode **and a content sample**:
+the sha256 of its first, middle and last 64 KiB as stored (the whole file up to 192 KiB;
+``fastbpe.io.streams.content_sample``); a remote file's is its URL, size and the
+backend's version (the etag: a content hash on S3 and GCS; else its mtime). So a file
+edited in place to the same size with its mtime put back (``cp -p``, ``rsync -t``) is
+re-encoded when the edit touches a sampled block, which a header, a footer, any change
+that shifts bytes, and every edit of a file up to 192 KiB do. The cost: at most 192 KiB
+read per task at each run (three reads; a smaller file is read whole), under 5 % of the
+4 MiB a ``distributed.plan_tasks`` range holds at least; a resume that keeps every shard
+reads only these. A same-size edit that touches none of the three blocks is not seen:
+after such edits delete the folder (or that file's shards) to re-encode.
+
 The EOT rule
 ------------
 Exactly one EOT token **after** every document (nanoGPT's ``prepare.py``): the stream is
@@ -77,6 +91,21 @@ a failed or killed run leaves no partial file under a final name, and no tempora
 kept, and the rerun gives the same bytes as a run that never failed. Two runs must not
 write one directory at the same time.
 
+Reading
+-------
+``open(dir)`` checks every field of ``manifest.json`` (types, ranges, the EOT rule,
+totals equal to the shards' sums) and that each ``.bin``/``.idx`` it lists is a plain
+``shard-NNNNNN-…`` name of the folder (never a path: no separator, no ``..``, nothing
+absolute; a symlink must resolve inside the folder) at its place ``NNNNNN`` in the
+list, present, with the size its counts give; each failure is a ValueError naming the
+file and the field. It reads no token, so it costs a stat per file.
+``open(dir, tokenizer=tok)`` also refuses a folder written by another tokenizer (its
+``tokenizer_identity`` sha256). ``verify()`` reads everything: the sha256 of every
+file, the offsets, and each sidecar against the manifest: its key hashes to the
+shard's name, and names the manifest's tokenizer sha256, dtype, EOT id, special-token
+rule and source, its place, counts and checksums. So a manifest whose shards were
+reordered, whose tokenizer was changed, or that lists another folder's files fails.
+
 >>> import tempfile, numpy as np
 >>> from fastbpe.bpe.encoding import get_toy_encoding
 >>> from fastbpe.io import Corpus
@@ -104,6 +133,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .formats._hfjson import expect as _expect, field as _field, show as _show
 from .io.atomic import atomic_open, atomic_write_text, clean_stale_temps_in, fsync_dir
 from .checks import check_dtype, check_num_threads, is_wordpiece
 from . import corpus as _corpus
@@ -149,6 +179,8 @@ def tokenizer_identity(tok) -> dict:
         return dict(_IDENTITY[tok])
     except (KeyError, TypeError):
         pass
+    if not is_wordpiece(tok) and not hasattr(tok, "_mergeable_ranks"):
+        raise TypeError(f"tok must be a fastbpe Encoding or WordPiece, not {type(tok).__name__}")
     if is_wordpiece(tok):
         o = tok._options()
         head = b"wordpiece\0" + json.dumps(
@@ -256,15 +288,10 @@ def make_spec(tok, *, dtype=None, eot=DEFAULT, allowed_special=frozenset(), disa
               errors: str = "strict") -> Spec:
     """Check the arguments of a run once and resolve them (``resolve_dtype``, ``resolve_eot``,
     the special-token rule of ``fastbpe.special``)."""
-    if is_wordpiece(tok):
-        specials = frozenset(tok.special_tokens_set)
-    elif hasattr(tok, "special_tokens_set"):
-        specials = frozenset(tok.special_tokens_set)
-    else:
-        raise TypeError(f"tok must be a fastbpe Encoding or WordPiece, not {type(tok).__name__}")
-    allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, specials)
+    identity = tokenizer_identity(tok)   # first: its TypeError for anything else
+    allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, frozenset(tok.special_tokens_set))
     eot_token, eot_id = resolve_eot(tok, eot)
-    return Spec(tokenizer=tokenizer_identity(tok), dtype=resolve_dtype(tok, dtype), eot_token=eot_token,
+    return Spec(tokenizer=identity, dtype=resolve_dtype(tok, dtype), eot_token=eot_token,
                 eot_id=eot_id, allowed=tuple(sorted(allowed)), disallowed=tuple(sorted(disallowed)),
                 errors=_check_errors(errors))
 
@@ -504,6 +531,113 @@ def write_shards(tok, tasks, out_dir, *, dtype=None, eot=DEFAULT, allowed_specia
 
 
 # --------------------------------------------------------------------------- reading
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SHARD_NAME = re.compile(r"shard-(\d{6})-([0-9a-f]{12})\.(bin|idx)")
+
+
+def _count(obj: dict, key: str, where: str, source: str) -> int:
+    """A count of the manifest: an int >= 0."""
+    value = _field(obj, key, int, where, source)
+    if value < 0:
+        raise ValueError(f"{source}: {where + '.' if where else ''}{key} is {value}, not a count (>= 0)")
+    return value
+
+
+def _digest(obj: dict, key: str, where: str, source: str) -> str:
+    value = _field(obj, key, str, where, source)
+    if not _SHA256.fullmatch(value):
+        raise ValueError(f"{source}: {where}.{key} is {_show(value, 80)}, not a sha256 (64 lowercase hex digits)")
+    return value
+
+
+def _shard_name(s: dict, key: str, k: int, source: str) -> str:
+    """``shards[k].bin``/``.idx``: a plain name inside the folder (no path separator, no
+    ``..``, not absolute: the writer's pattern), of the shard at place ``k``."""
+    where = f"shards[{k}]"
+    name = _field(s, key, str, where, source)
+    m = _SHARD_NAME.fullmatch(name)
+    if m is None or m.group(3) != key:
+        raise ValueError(f"{source}: {where}.{key} is {_show(name)}, not a shard file of this folder "
+                         f"(shard-NNNNNN-<12 hex digits>.{key}: a name, never a path)")
+    if int(m.group(1)) != k:
+        raise ValueError(f"{source}: {where}.{key} is {name}, the file of shard {int(m.group(1))}, at place {k}: "
+                         "the shards are out of corpus order")
+    return name
+
+
+def check_manifest(manifest, source: str) -> dict:
+    """``manifest`` (parsed ``manifest.json``) with every field checked: types, ranges,
+    shard names (plain names of this folder, in corpus order, ``.bin`` and ``.idx`` of
+    one stem), totals equal to the sums of the shards; else a ValueError naming
+    ``source`` (the manifest's path) and the field."""
+    _expect(manifest, dict, "the top level", source)
+    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+        raise ValueError(f"{source}: not a {FORMAT} version {VERSION} manifest "
+                         f"(format {_show(manifest.get('format'))}, version {_show(manifest.get('version'))})")
+    tok = _field(manifest, "tokenizer", dict, "", source)
+    _field(tok, "name", str, "tokenizer", source)
+    if _field(tok, "kind", str, "tokenizer", source) not in ("bpe", "wordpiece"):
+        raise ValueError(f"{source}: tokenizer.kind is {_show(tok['kind'])}, not \"bpe\" or \"wordpiece\"")
+    n_vocab = _count(tok, "n_vocab", "tokenizer", source)
+    _digest(tok, "sha256", "tokenizer", source)
+    dtype = _field(manifest, "dtype", str, "", source)
+    if dtype not in DTYPES:
+        raise ValueError(f"{source}: dtype is {_show(dtype)}, not one of {sorted(DTYPES)}")
+    if n_vocab - 1 > np.iinfo(DTYPES[dtype]).max:
+        raise ValueError(f"{source}: dtype {dtype} cannot hold the ids of tokenizer.n_vocab {n_vocab}")
+    if _field(manifest, "byteorder", str, "", source) != "little":
+        raise ValueError(f"{source}: byteorder is {_show(manifest['byteorder'])}, not \"little\"")
+    eot = _field(manifest, "eot", dict, "", source)
+    rule = _field(eot, "rule", str, "eot", source)
+    token = _field(eot, "token", (str, None), "eot", source)
+    eot_id = _field(eot, "id", (int, None), "eot", source)
+    if (rule == "none") != (token is None) or (token is None) != (eot_id is None) or \
+            rule not in ("none", "one token after every document"):
+        raise ValueError(f"{source}: eot is {_show(eot, 120)}: a rule \"one token after every document\" with "
+                         "its token and id, or \"none\" with neither")
+    if eot_id is not None and not 0 <= eot_id < n_vocab:
+        raise ValueError(f"{source}: eot.id is {eot_id}, outside tokenizer.n_vocab {n_vocab}")
+    special = _field(manifest, "special_tokens", dict, "", source)
+    for key in ("allowed", "disallowed"):
+        for i, t in enumerate(_field(special, key, list, "special_tokens", source)):
+            _expect(t, str, f"special_tokens.{key}[{i}]", source)
+    _field(special, "rule", str, "special_tokens", source)
+    _field(manifest, "document_rule", (dict, None), "", source)
+    totals = {key: _count(manifest, key, "", source) for key in ("documents", "tokens", "bytes")}
+    shards = _field(manifest, "shards", list, "", source)
+    for k, s in enumerate(shards):
+        where = f"shards[{k}]"
+        _expect(s, dict, where, source)
+        stems = {_shard_name(s, key, k, source)[:-4] for key in ("bin", "idx")}
+        if len(stems) != 1:
+            raise ValueError(f"{source}: {where}.bin and .idx are {s['bin']} and {s['idx']}, not one shard's")
+        for key in ("tokens", "documents", "bytes"):
+            _count(s, key, where, source)
+        for key in ("sha256", "idx_sha256"):
+            _digest(s, key, where, source)
+        _field(s, "source", dict, where, source)
+    for key, total in totals.items():
+        if sum(s[key] for s in shards) != total:
+            raise ValueError(f"{source}: {key} is {total}, not the sum of the shards' {key} "
+                             f"({sum(s[key] for s in shards)})")
+    return manifest
+
+
+def _shard_file(folder: Path, name: str, size: int, what: str) -> Path:
+    """``folder / name``, a regular file of ``size`` bytes inside ``folder`` (a symlink
+    must resolve into it); else a ValueError naming it, its size and the expected one."""
+    path = folder / name
+    try:
+        have = path.stat().st_size
+    except FileNotFoundError:
+        raise ValueError(f"{path}: missing; {MANIFEST} lists it ({what}: {size} bytes)") from None
+    if path.is_symlink() and path.resolve().parent != folder.resolve():
+        raise ValueError(f"{path}: a symlink to {path.resolve()}, outside the folder; a shard file stays inside it")
+    if have != size:
+        raise ValueError(f"{path}: {have} bytes, not the {size} of {what} that {MANIFEST} records")
+    return path
+
+
 def _map(path: Path, dtype: np.dtype, n: int) -> np.ndarray:
     """``path`` memory-mapped read-only (an empty file has nothing to map)."""
     if n == 0:
@@ -518,26 +652,53 @@ class ShardSet:
     gives each shard as ``(tokens, idx)`` memmaps; ``tokens`` lists the shards' token
     memmaps (opened once, kept: one open file each); ``doc(i)`` is document ``i`` of the
     corpus (EOT included); ``read()`` copies the whole stream into memory; ``verify()``
-    checks sizes and checksums.
+    reads every file and checks it against the manifest and the sidecars.
+
+    Opening checks every field of the manifest (``check_manifest``) and that every
+    ``.bin`` and ``.idx`` it lists is there, inside the folder, with the size the
+    manifest gives it: a ValueError names the folder's file and the field. It reads no
+    token: ``verify()`` does.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, tokenizer=None):
         self.path = Path(path)
+        source = str(self.path / MANIFEST)
         try:
-            manifest = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+            text = (self.path / MANIFEST).read_text(encoding="utf-8")
         except FileNotFoundError:
             raise FileNotFoundError(f"{self.path}: no {MANIFEST} (not a shard directory, or no run finished)") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{source}: not UTF-8 (byte {exc.start})") from None
+        try:
+            manifest = json.loads(text)
         except ValueError as exc:
-            raise ValueError(f"{self.path / MANIFEST}: not JSON ({exc})") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-            raise ValueError(f"{self.path / MANIFEST}: not a {FORMAT} version {VERSION} manifest")
-        self.manifest = manifest
+            raise ValueError(f"{source}: not JSON ({exc})") from None
+        except RecursionError:
+            raise ValueError(f"{source}: not JSON (nested too deeply)") from None
+        self.manifest = check_manifest(manifest, source)
         self.dtype = DTYPES[manifest["dtype"]]
         self.shards = manifest["shards"]
+        if tokenizer is not None:
+            self.check_tokenizer(tokenizer)
+        for k, s in enumerate(self.shards):
+            _shard_file(self.path, s["bin"], s["tokens"] * self.dtype.itemsize,
+                        f"shards[{k}].tokens = {s['tokens']} {manifest['dtype']} tokens")
+            _shard_file(self.path, s["idx"], (s["documents"] + 1) * IDX_DTYPE.itemsize,
+                        f"shards[{k}].documents + 1 = {s['documents'] + 1} uint64 offsets")
         self._doc_starts = [0]
         for s in self.shards:
             self._doc_starts.append(self._doc_starts[-1] + s["documents"])
         self._open: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def check_tokenizer(self, tok) -> None:
+        """ValueError unless ``tok`` is the tokenizer the folder was written with (the
+        same ``tokenizer_identity`` sha256: the same ids for every document)."""
+        mine, theirs = tokenizer_identity(tok), self.manifest["tokenizer"]
+        if mine["sha256"] != theirs["sha256"]:
+            raise ValueError(
+                f"{self.path}: written by tokenizer {theirs['name']!r} ({theirs['kind']}, {theirs['n_vocab']} ids, "
+                f"sha256 {theirs['sha256'][:12]}…), not by this one ({mine['name']!r}, {mine['kind']}, "
+                f"{mine['n_vocab']} ids, sha256 {mine['sha256'][:12]}…): its ids mean other tokens")
 
     def __repr__(self) -> str:
         return f"ShardSet({str(self.path)!r}: {len(self.shards)} shards, {self.documents} documents, {len(self)} tokens)"
@@ -576,15 +737,27 @@ class ShardSet:
         k = bisect.bisect_right(self._doc_starts, j) - 1
         tokens, idx = self.shard(k)
         j -= self._doc_starts[k]
-        return tokens[int(idx[j]):int(idx[j + 1])]
+        a, b = int(idx[j]), int(idx[j + 1])
+        if not a <= b <= len(tokens):
+            raise ValueError(f"{self.path / self.shards[k]['idx']}: offsets {j} and {j + 1} are {a} and {b}, "
+                             f"not a range of the shard's {len(tokens)} tokens (run verify())")
+        return tokens[a:b]
 
     def read(self) -> np.ndarray:
         """The whole token stream, in memory (for small corpora and tests)."""
         return np.concatenate(self.tokens) if self.shards else np.zeros(0, self.dtype)
 
     def verify(self) -> None:
-        """ValueError naming the first file whose size or sha256 differs from the manifest,
-        or whose offsets are not a valid index."""
+        """Read every file: a ValueError names the first whose size or sha256 differs from
+        the manifest, whose offsets are not a valid index, or whose sidecar disagrees with
+        the manifest (another key: the tokenizer, dtype, EOT or special-token rule the
+        shard was written with, or its source; another place; other counts or checksums)
+        or with its own name (the name carries the sha256 of the key)."""
+        source = self.path / MANIFEST
+        m = self.manifest
+        rule = {"tokenizer": m["tokenizer"]["sha256"], "dtype": m["dtype"], "eot": m["eot"]["id"],
+                "allowed_special": m["special_tokens"]["allowed"],
+                "disallowed_special": m["special_tokens"]["disallowed"], "format": FORMAT, "version": VERSION}
         for k, s in enumerate(self.shards):
             problem = _check_files(self.path, s, self.dtype.itemsize)
             if problem is not None:
@@ -592,13 +765,35 @@ class ShardSet:
             _, idx = self.shard(k)
             if idx[0] != 0 or idx[-1] != s["tokens"] or (len(idx) > 1 and (np.diff(idx.astype(np.int64)) < 0).any()):
                 raise ValueError(f"{self.path / s['idx']}: offsets are not 0 ... {s['tokens']}, non-decreasing")
-        if sum(s["tokens"] for s in self.shards) != len(self) or self._doc_starts[-1] != self.documents:
-            raise ValueError(f"{self.path / MANIFEST}: totals do not match its shards")
+            stem = s["bin"][:-4]
+            side_path = self.path / f"{stem}.json"
+            try:
+                side = json.loads(side_path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise ValueError(f"{side_path}: missing (every shard has its sidecar)") from None
+            except ValueError as exc:
+                raise ValueError(f"{side_path}: not JSON ({exc})") from None
+            key = side.get("key") if isinstance(side, dict) else None
+            if not isinstance(key, dict) or shard_stem(k, key) != stem:
+                raise ValueError(f"{side_path}: its key does not hash to the name {stem} (edited, or another shard's)")
+            for name, want in rule.items():
+                if key.get(name) != want:
+                    raise ValueError(f"{source}: shard {k} was written with {name} {_show(key.get(name), 80)}, "
+                                     f"not the manifest's {_show(want, 80)} ({side_path.name})")
+            if key["source"] != s["source"]:
+                raise ValueError(f"{source}: shards[{k}].source is not the source shard {k} was written from "
+                                 f"({side_path.name})")
+            for name in ("index", "bin", "idx", "tokens", "documents", "bytes", "sha256", "idx_sha256"):
+                want = k if name == "index" else s[name]
+                if side.get(name) != want:
+                    raise ValueError(f"{source}: shards[{k}].{name} is {_show(want)}, its sidecar {side_path.name} "
+                                     f"says {_show(side.get(name))}")
 
 
-def open(path) -> ShardSet:  # noqa: A001 - fastbpe.shards.open(dir), as in the docs
-    """Read the shard directory ``path`` (``ShardSet``)."""
-    return ShardSet(path)
+def open(path, tokenizer=None) -> ShardSet:  # noqa: A001 - fastbpe.shards.open(dir), as in the docs
+    """Read the shard directory ``path`` (``ShardSet``); with ``tokenizer``, a ValueError
+    unless the folder was written by it (``ShardSet.check_tokenizer``)."""
+    return ShardSet(path, tokenizer)
 
 
 def read_shards(path) -> np.ndarray:
@@ -607,7 +802,7 @@ def read_shards(path) -> np.ndarray:
 
 
 __all__ = [
-    "BLOCK_BYTES", "DEFAULT", "DisallowedSpecialInDocument", "ShardSet", "Spec", "commit", "document_ids_batch",
+    "BLOCK_BYTES", "DEFAULT", "DisallowedSpecialInDocument", "ShardSet", "Spec", "check_manifest", "commit", "document_ids_batch",
     "encode_pieces", "make_spec", "open", "prepare", "read_shards", "resolve_dtype", "resolve_eot", "shard_stem",
     "tokenizer_identity", "write_shards", "write_task",
 ]

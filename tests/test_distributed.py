@@ -350,9 +350,12 @@ def test_resume_redoes_only_damaged_shards(corpus, encoding, tmp_path, io_model)
     raw = bytearray(victim.read_bytes())
     raw[0] ^= 1
     victim.write_bytes(bytes(raw))
-    (tmp_path / first["shards"][2]["idx"]).unlink()
+    shards.open(tmp_path)   # the sizes are right: open passes, verify reads the bytes
     with pytest.raises(ValueError, match="sha256"):
         shards.open(tmp_path).verify()
+    (tmp_path / first["shards"][2]["idx"]).unlink()
+    with pytest.raises(ValueError, match=r"\.idx: missing; manifest.json lists it"):
+        shards.open(tmp_path)
     again = D.encode_files(corpus, encoding, tmp_path, num_threads=1, docs="lines", **AS_TEXT)
     assert again["skipped"] == len(again["shards"]) - 2
     assert _files(tmp_path) == before  # byte-identical

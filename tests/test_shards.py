@@ -452,3 +452,255 @@ def test_resume_whatever_order_a_task_key_has(enc, tmp_path):
 
     with pytest.raises(TypeError, match="JSON-able"):
         shards.write_shards(enc, [NotJSON(DOCS)], tmp_path, progress=False)
+
+
+# --------------------------------------------------------------------------- a damaged folder (issue 37)
+def _manifest(d: Path) -> dict:
+    return json.loads((d / "manifest.json").read_text())
+
+
+def _set_manifest(d: Path, m: dict) -> None:
+    (d / "manifest.json").write_text(json.dumps(m))
+
+
+def _sidecar(d: Path, s: dict) -> Path:
+    return d / (s["bin"][:-4] + ".json")
+
+
+def _edit(path, value):
+    """A function setting ``path`` (keys and list indices) of a manifest to ``value``
+    (``...``: delete it)."""
+    def apply(m):
+        *head, last = path
+        obj = m
+        for k in head:
+            obj = obj[k]
+        if value is ...:
+            del obj[last]
+        else:
+            obj[last] = value
+    return apply
+
+
+@pytest.mark.parametrize("path, value, field", [
+    (("shards",), ..., r"shards is missing"),
+    (("shards",), {}, r"shards must be a list"),
+    (("dtype",), ..., r"dtype is missing"),
+    (("dtype",), "int64", r"dtype is \"int64\", not one of"),
+    (("tokenizer",), ..., r"tokenizer is missing"),
+    (("tokenizer", "sha256"), "abc", r"tokenizer.sha256 is \"abc\", not a sha256"),
+    (("tokenizer", "n_vocab"), 70000, r"dtype uint16 cannot hold the ids of tokenizer.n_vocab 70000"),
+    (("tokenizer", "kind"), "unigram", r"tokenizer.kind is \"unigram\""),
+    (("byteorder",), "big", r"byteorder is \"big\""),
+    (("eot", "id"), None, r"eot is .*a rule"),
+    (("eot", "id"), 10**6, r"eot.id is 1000000, outside tokenizer.n_vocab"),
+    (("eot",), ..., r"eot is missing"),
+    (("special_tokens", "allowed"), [1], r"special_tokens.allowed\[0\] must be a string"),
+    (("documents",), 1, r"documents is 1, not the sum of the shards' documents"),
+    (("tokens",), -1, r"tokens is -1, not a count"),
+    (("tokens",), True, r"tokens must be an int, got true"),
+    (("shards", 1, "tokens"), "7", r"shards\[1\].tokens must be an int"),
+    (("shards", 1, "sha256"), ..., r"shards\[1\].sha256 is missing"),
+    (("shards", 0, "idx_sha256"), "0" * 63, r"shards\[0\].idx_sha256 is \"0{63}\", not a sha256"),
+    (("shards", 0, "source"), None, r"shards\[0\].source must be an object"),
+    (("shards", 0), [], r"shards\[0\] must be an object"),
+    (("shards", 0, "bin"), "../../etc/passwd", r"shards\[0\].bin is \"../../etc/passwd\", not a shard file of this folder"),
+    (("shards", 0, "bin"), "/etc/passwd", r"shards\[0\].bin is \"/etc/passwd\", not a shard file"),
+    (("shards", 0, "idx"), "sub/shard-000000-0123456789ab.idx", r"shards\[0\].idx is .*, not a shard file"),
+    (("shards", 0, "idx"), "shard-000000-0123456789ab.idx", r"shards\[0\].bin and .idx are .*, not one shard's"),
+    (("shards", 0, "bin"), "shard-000000-0123456789ab.idx", r"shards\[0\].bin is .*, not a shard file"),
+])
+def test_open_checks_every_manifest_field(enc, tmp_path, path, value, field):
+    shards.write_shards(enc, _tasks(DOCS, 2), tmp_path, progress=False)
+    m = _manifest(tmp_path)
+    _edit(path, value)(m)
+    _set_manifest(tmp_path, m)
+    with pytest.raises(ValueError, match=rf"^{tmp_path / 'manifest.json'}: {field}"):
+        shards.open(tmp_path)
+
+
+def test_open_refuses_reordered_shards(enc, tmp_path):
+    shards.write_shards(enc, _tasks(DOCS, 3), tmp_path, progress=False)
+    m = _manifest(tmp_path)
+    m["shards"][0], m["shards"][1] = m["shards"][1], m["shards"][0]
+    _set_manifest(tmp_path, m)
+    with pytest.raises(ValueError, match=r"shards\[0\].bin is shard-000001-\w+\.bin, the file of shard 1, at place 0: "
+                                         r"the shards are out of corpus order"):
+        shards.open(tmp_path)
+
+
+def test_verify_finds_shards_reordered_under_new_names(enc, tmp_path):
+    """Files renamed to swap their places (the names agree with the order again): each
+    sidecar still says which place its shard was written for."""
+    shards.write_shards(enc, _tasks(DOCS, 2), tmp_path, progress=False)
+    m = _manifest(tmp_path)
+    a, b = m["shards"]
+    swap = {a["bin"][:-4]: "shard-000001-" + a["bin"][13:-4], b["bin"][:-4]: "shard-000000-" + b["bin"][13:-4]}
+    for old, new in swap.items():
+        for ext in (".bin", ".idx", ".json"):
+            (tmp_path / (old + ext)).rename(tmp_path / (new + ext + ".tmp"))
+    for new in swap.values():
+        for ext in (".bin", ".idx", ".json"):
+            (tmp_path / (new + ext + ".tmp")).rename(tmp_path / (new + ext))
+    for s in (a, b):
+        s["bin"], s["idx"] = swap[s["bin"][:-4]] + ".bin", swap[s["bin"][:-4]] + ".idx"
+    m["shards"] = [b, a]
+    _set_manifest(tmp_path, m)
+    s = shards.open(tmp_path)
+    with pytest.raises(ValueError, match=r"shards\[0\].index is 0, its sidecar shard-000000-\w+\.json says 1"):
+        s.verify()
+
+
+def test_verify_finds_a_changed_tokenizer_and_edited_sidecars(enc, tmp_path):
+    shards.write_shards(enc, _tasks(DOCS, 2), tmp_path, progress=False)
+    good = _manifest(tmp_path)
+    m = json.loads(json.dumps(good))
+    m["tokenizer"]["sha256"] = "0" * 64
+    _set_manifest(tmp_path, m)
+    s = shards.open(tmp_path)   # a well-formed manifest: only reading the sidecars tells
+    with pytest.raises(ValueError, match=r"manifest.json: shard 0 was written with tokenizer \"[0-9a-f]{64}\", "
+                                         r"not the manifest's \"0{64}\""):
+        s.verify()
+    for field, value in (("eot", {"rule": "none", "token": None, "id": None}), ("dtype", "uint32")):
+        m = json.loads(json.dumps(good))
+        m[field] = value
+        _set_manifest(tmp_path, m)
+        with pytest.raises(ValueError, match=rf"shard 0 was written with|shard-000000-\w+\.bin: \d+ bytes, not the"):
+            shards.open(tmp_path).verify()
+    m = json.loads(json.dumps(good))
+    m["shards"][1]["source"] = {"documents": "elsewhere"}
+    _set_manifest(tmp_path, m)
+    with pytest.raises(ValueError, match=r"shards\[1\].source is not the source shard 1 was written from"):
+        shards.open(tmp_path).verify()
+    _set_manifest(tmp_path, good)
+    shards.open(tmp_path).verify()
+    side = _sidecar(tmp_path, good["shards"][1])
+    info = json.loads(side.read_text())
+    info["key"]["errors"] = "replace"
+    side.write_text(json.dumps(info))
+    with pytest.raises(ValueError, match=rf"{side}: its key does not hash to the name"):
+        shards.open(tmp_path).verify()
+    side.unlink()
+    with pytest.raises(ValueError, match=rf"{side}: missing"):
+        shards.open(tmp_path).verify()
+
+
+def test_open_with_a_tokenizer_refuses_another(enc, tmp_path):
+    shards.write_shards(enc, _tasks(DOCS, 2), tmp_path, progress=False)
+    assert shards.open(tmp_path, tokenizer=enc).documents == len(DOCS)
+    gpt2 = fastbpe.get_encoding("gpt2")
+    with pytest.raises(ValueError, match=rf"^{tmp_path}: written by tokenizer '[^']+' \(bpe, \d+ ids, sha256 \w+…\), "
+                                         r"not by this one \('gpt2', bpe, 50257 ids"):
+        shards.open(tmp_path, tokenizer=gpt2)
+    with pytest.raises(TypeError, match="tok must be a fastbpe Encoding or WordPiece, not str"):
+        shards.open(tmp_path, tokenizer="gpt2")
+
+
+def test_open_names_a_missing_short_or_escaping_file(enc, tmp_path):
+    shards.write_shards(enc, _tasks(DOCS, 2), tmp_path, progress=False)
+    a, b = _manifest(tmp_path)["shards"]
+    raw = (tmp_path / b["bin"]).read_bytes()
+    (tmp_path / b["bin"]).write_bytes(raw[:-2])
+    with pytest.raises(ValueError, match=rf"^{tmp_path / b['bin']}: {len(raw) - 2} bytes, not the {len(raw)} of "
+                                         rf"shards\[1\].tokens = {b['tokens']} uint16 tokens that manifest.json records"):
+        shards.open(tmp_path)
+    (tmp_path / b["bin"]).write_bytes(raw)
+    (tmp_path / a["idx"]).unlink()
+    with pytest.raises(ValueError, match=rf"^{tmp_path / a['idx']}: missing; manifest.json lists it "
+                                         rf"\(shards\[0\].documents \+ 1 = {a['documents'] + 1} uint64 offsets: "):
+        shards.open(tmp_path)
+    if os.name != "posix":
+        return
+    outside = tmp_path.parent / (tmp_path.name + "-outside.idx")
+    outside.write_bytes(b"\0" * 8 * (a["documents"] + 1))
+    (tmp_path / a["idx"]).symlink_to(outside)
+    with pytest.raises(ValueError, match=rf"{a['idx']}: a symlink to .*-outside.idx, outside the folder"):
+        shards.open(tmp_path)
+
+
+def test_doc_refuses_offsets_outside_the_shard(enc, tmp_path):
+    shards.write_shards(enc, _tasks(DOCS, 1), tmp_path, progress=False)
+    s0 = _manifest(tmp_path)["shards"][0]
+    idx = np.fromfile(tmp_path / s0["idx"], dtype="<u8")
+    idx[2] = 10**6
+    idx.tofile(tmp_path / s0["idx"])
+    s = shards.open(tmp_path)
+    assert s.doc(0).tolist() == enc.encode_ordinary(DOCS[0]) + [enc.special_tokens["<|endoftext|>"]]
+    with pytest.raises(ValueError, match=rf"{s0['idx']}: offsets 1 and 2 are \d+ and 1000000, not a range"):
+        s.doc(1)
+    with pytest.raises(ValueError, match="sha256 does not match"):
+        s.verify()
+
+
+# --------------------------------------------------------------------------- resume: the content check (issue 37)
+def _edit_in_place(path: Path, at: int, new: bytes) -> None:
+    """``new`` written over ``path`` at ``at``, the size, inode and mtime kept (as
+    ``cp -p`` or ``rsync -t`` over an in-place edit leave them)."""
+    st = path.stat()
+    with path.open("r+b") as fh:
+        fh.seek(at)
+        fh.write(new)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def test_resume_re_encodes_a_file_edited_with_its_size_and_mtime_kept(enc, tmp_path):
+    from fastbpe.io import Corpus
+
+    src = tmp_path / "corpus.txt"
+    src.write_text("hello world\nother text entirely\n")
+    out = tmp_path / "out"
+
+    def run():
+        return shards.write_shards(enc, Corpus.resolve(src).plan(), out, progress=False)
+
+    run()
+    assert run()["skipped"] == 1
+    _edit_in_place(src, 0, b"HELLO")
+    m = run()
+    assert m["skipped"] == 0
+    s = shards.open(out)
+    s.verify()
+    assert enc.decode(s.read().tolist()).startswith("HELLO world")
+    assert _files(out) == (shards.write_shards(enc, Corpus.resolve(src).plan(), tmp_path / "clean", progress=False)
+                           and _files(tmp_path / "clean"))
+
+
+@pytest.mark.parametrize("where, seen", [("first", True), ("middle", True), ("last", True), ("between", False)])
+def test_the_content_check_reads_three_fixed_blocks(enc, tmp_path, where, seen):
+    """The rule as documented: the first, middle and last 64 KiB of a file larger than
+    three blocks are hashed; an edit elsewhere that keeps size and mtime is not seen."""
+    from fastbpe.io import Corpus
+    from fastbpe.io.streams import SAMPLE_BLOCK
+
+    src = tmp_path / "big.txt"
+    line = b"hello world other text\n"
+    src.write_bytes(line * (8 * SAMPLE_BLOCK // len(line)))
+    size = src.stat().st_size
+    at = {"first": 100, "middle": size // 2, "last": size - 100, "between": SAMPLE_BLOCK + 100}[where]
+    tasks = Corpus.resolve(src).plan()
+    out = tmp_path / "out"
+    shards.write_shards(enc, tasks, out, progress=False)
+    _edit_in_place(src, at, b"X")
+    assert shards.write_shards(enc, Corpus.resolve(src).plan(), out, progress=False)["skipped"] == (0 if seen else 1)
+    # a file that is shorter than when it was planned: named, never half-read
+    src.write_bytes(b"short\n")
+    with pytest.raises(ValueError, match=rf"{src}: \d+ bytes where it had {size}: it changed since the corpus"):
+        shards.write_shards(enc, tasks, out, progress=False)
+
+
+def test_the_content_sample_is_for_local_files(tmp_path):
+    """A local file's key holds the sample; a remote one's has the backend's version
+    instead (no range reads: a stream that cannot seek is still read whole)."""
+    fsspec = pytest.importorskip("fsspec")
+    from fastbpe.io import Corpus
+    from fastbpe.io.streams import content_sample
+
+    (tmp_path / "a.txt").write_bytes(b"one\ntwo\n")
+    local = Corpus.resolve(tmp_path / "a.txt").plan()[0].key()
+    assert local["sample"] == content_sample(tmp_path / "a.txt", 8) and local["size"] == 8
+    with fsspec.open("memory://fastbpe-test/a.txt", "wb") as fh:
+        fh.write(b"one\ntwo\n")
+    remote = Corpus.resolve("memory://fastbpe-test/a.txt").plan()[0].key()
+    assert "sample" not in remote and remote["size"] == 8

@@ -4,32 +4,45 @@ Code written for tiktoken works by changing the import. This class holds the pol
 (argument checks, special-token rules, batching, error messages) and delegates the
 algorithm to a core: the native ``fastbpe._encode.CoreBPE`` when it is built, else the
 pure-Python ``fastbpe.reference.core.CoreBPE`` (same interface, same ids). Both cores
-give lone surrogates tiktoken's treatment (see ``reference.core.fix_surrogates``).
+give lone surrogates tiktoken's treatment (see ``reference.bpe.fix_surrogates``).
 """
 from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Collection, Iterable, Sequence
 from typing import AbstractSet, Literal
 
-import numpy as np
 import regex
 
 from . import unstable
+from .. import _native
 from ..reference.core import CoreBPE as ReferenceCoreBPE
 from ..reference.core import DisallowedSpecial
 from ..reference.patterns import compile_pattern
-from ..checks import check_dtype, check_num_threads as _check_num_threads
+from ..checks import check_dtype, check_num_threads as _check_num_threads, is_int
 from ..special import check_no_disallowed, resolve_special_sets
 
-try:  # the native core lands with the encoder issue; until then the reference serves
-    from .._encode import CoreBPE as NativeCoreBPE
-    from .._encode import ranks_are_plain as _ranks_are_plain
-except ImportError:  # pragma: no cover
-    NativeCoreBPE = _ranks_are_plain = None
+#: The ``dtype`` argument's default: uint32. A str, so that the signatures need no
+#: numpy at import (numpy is imported by the first call that returns an array).
+_DEFAULT_DTYPE = "uint32"
+_UINT32 = None   # np.dtype(np.uint32), made by that first call
 
-_UINT32 = np.dtype(np.uint32)
+
+def _numpy_uint32():
+    global _UINT32
+    if _UINT32 is None:
+        import numpy as np
+
+        _UINT32 = np.dtype(np.uint32)
+    return _UINT32
+
+
+def _is_ndarray(value) -> bool:
+    """Whether ``value`` is a numpy array, without importing numpy (none exists before)."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, np.ndarray)
 
 
 def _check_text(text, what: str = "text") -> None:
@@ -152,7 +165,7 @@ class Encoding:
         *,
         allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
         disallowed_special: Literal["all"] | Collection[str] = "all",
-        dtype=np.uint32,
+        dtype=_DEFAULT_DTYPE,
     ) -> np.ndarray:
         """Like ``encode``, as a numpy array (uint32, or uint16 when every id fits)."""
         _check_text(text)
@@ -201,7 +214,7 @@ class Encoding:
         num_threads: int = 8,
         allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
         disallowed_special: Literal["all"] | Collection[str] = "all",
-        dtype=np.uint32,
+        dtype=_DEFAULT_DTYPE,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Encode many texts into one flat array plus ``offsets`` (len n+1, int64):
         text ``i`` is ``ids[offsets[i]:offsets[i+1]]`` (``num_threads`` as in
@@ -223,7 +236,7 @@ class Encoding:
         num_threads: int = 8,
         allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
         disallowed_special: Literal["all"] | Collection[str] = "all",
-        dtype=np.uint32,
+        dtype=_DEFAULT_DTYPE,
     ) -> np.ndarray:
         """The ids of a UTF-8 text file as one array: ``encode_to_numpy`` of its text,
         where the text is ``Path(path).read_bytes().decode("utf-8")`` (bytes as they
@@ -311,7 +324,7 @@ class Encoding:
         (3, None)
         """
         _check_text(text)
-        if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
+        if not is_int(limit):
             raise TypeError(f"limit must be an int, not {type(limit).__name__}")
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
@@ -531,15 +544,18 @@ class Encoding:
     def _check_dtype(self, dtype):
         # The default, on every encode_to_numpy call: np.dtype() and the membership test
         # below cost 2.5 us, 8% of a ~2 KB document's encode.
-        if dtype is np.uint32 or dtype is _UINT32:
-            return _UINT32
+        if dtype is _DEFAULT_DTYPE:
+            return _UINT32 if _UINT32 is not None else _numpy_uint32()
+        u32 = _numpy_uint32()
+        if dtype is u32 or dtype is u32.type:   # np.dtype(np.uint32), np.uint32
+            return u32
         return check_dtype(dtype, self.max_token_value, repr(self.name))
 
     def _check_batch(self, texts) -> list[str]:
         if isinstance(texts, (str, bytes)):
             raise TypeError("expected a sequence of str, got a single " + type(texts).__name__)
         texts = list(texts)
-        if NativeCoreBPE is not None and type(self._core_bpe) is NativeCoreBPE:
+        if type(self._core_bpe) is _NativeCoreBPE:
             return texts  # it checks the items in C, with the same message (66 us per 2,000 here)
         for i, t in enumerate(texts):
             if not isinstance(t, str):
@@ -551,7 +567,7 @@ class Encoding:
         first any item that is no id (TypeError, OverflowError), then an unknown id;
         ``index`` names the sequence of a batch. Only the error path pays for this loop."""
         where = "" if index is None else f" of sequence {index} of the batch"
-        items = tokens.tolist() if isinstance(tokens, np.ndarray) else tokens
+        items = tokens.tolist() if _is_ndarray(tokens) else tokens
         for i, token in enumerate(items):
             _check_token_id(token, f" at index {i}{where}")
         for i, token in enumerate(items):
@@ -589,6 +605,8 @@ class Encoding:
     @functools.cached_property
     def _token_lengths(self) -> np.ndarray:
         """The byte length of every id (int64; 0 where no token has that id)."""
+        import numpy as np
+
         lengths = np.zeros(self.max_token_value + 1, dtype=np.int64)
         for tok, rank in self._mergeable_ranks.items():
             lengths[rank] = len(tok)
@@ -598,7 +616,7 @@ class Encoding:
 
     @staticmethod
     def _check_tokens(tokens) -> list[int] | np.ndarray:
-        if isinstance(tokens, np.ndarray):
+        if _is_ndarray(tokens):
             if tokens.dtype.kind not in "iu":
                 raise TypeError(f"token array must hold integers, not {tokens.dtype}")
             return tokens
@@ -620,7 +638,7 @@ _COUNT_WHOLE = 64
 def _check_token_id(token, where: str = "") -> None:
     """TypeError unless token is an int (bool is not one), OverflowError unless it is an
     id tiktoken can hold (0..2**32-1); ``where`` says which item it is."""
-    if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
+    if not is_int(token):
         raise TypeError(f"token ids must be ints, got {token!r}{where}")
     if not 0 <= token <= _MAX_ID:
         raise OverflowError(f"token id {token}{where} is out of range: ids are 0 .. 2**32 - 1")
@@ -655,7 +673,7 @@ def _check_added_tokens(added_tokens, specials: dict[str, int], ranks: dict[byte
             raise ValueError("an added token cannot be the empty string")
         if tok in specials:
             raise ValueError(f"added token {tok!r} is also a special token")
-        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)) or idx < 0:
+        if not is_int(idx) or idx < 0:
             raise ValueError(f"id of added token {tok!r} must be a non-negative int, got {idx!r}")
         # HF may add a token that is already in the vocabulary (GPT-2's "ing"): it keeps
         # that id, and its text is then matched whole wherever it appears
@@ -665,9 +683,14 @@ def _check_added_tokens(added_tokens, specials: dict[str, int], ranks: dict[byte
     return {k: int(v) for k, v in added_tokens.items()}
 
 
+_NativeCoreBPE = None   # fastbpe._encode.CoreBPE once loaded (by the first Encoding)
+
+
 def _make_core(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str):
-    if NativeCoreBPE is not None and os.environ.get("FASTBPE_REFERENCE_CORE") != "1":
-        return NativeCoreBPE(ranks, specials, pat_str)
+    global _NativeCoreBPE
+    if os.environ.get("FASTBPE_REFERENCE_CORE") != "1":
+        _NativeCoreBPE = _native.load().CoreBPE
+        return _NativeCoreBPE(ranks, specials, pat_str)
     return ReferenceCoreBPE(ranks, specials, pat_str)
 
 
@@ -686,13 +709,15 @@ def _checked_ranks(mergeable_ranks: dict) -> dict[bytes, int]:
     """``mergeable_ranks`` as a plain ``dict[bytes, int]``, or an error naming the first
     bad entry. The item loop is the rule; exact bytes/int types are first checked in
     bulk (the same rule, natively: ``fastbpe._vocab.ranks_are_plain``, the check the
-    native core's constructor makes; in Python where it is not built), and the loop
+    native core's constructor makes; in Python under ``FASTBPE_REFERENCE_CORE=1``,
+    which runs no native code), and the loop
     runs only when that fails: to name the problem, or to convert subclasses and numpy
     ints."""
     values = mergeable_ranks.values()
-    if _ranks_are_plain is not None and _ranks_are_plain(mergeable_ranks):
+    native = _native.load() if os.environ.get("FASTBPE_REFERENCE_CORE") != "1" else None
+    if native is not None and native.ranks_are_plain(mergeable_ranks):
         ranks = dict(mergeable_ranks)
-    elif _ranks_are_plain is None and (
+    elif native is None and (
         all(type(tok) is bytes for tok in mergeable_ranks)
         and all(type(rank) is int for rank in values)
         and min(values, default=0) >= 0
@@ -704,7 +729,7 @@ def _checked_ranks(mergeable_ranks: dict) -> dict[bytes, int]:
         for tok, rank in mergeable_ranks.items():
             if not isinstance(tok, bytes):
                 raise TypeError(f"mergeable_ranks keys must be bytes, got {tok!r}")
-            if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
+            if not is_int(rank) or rank < 0:
                 raise ValueError(f"rank of {tok!r} must be a non-negative int, got {rank!r}")
             if rank in seen:
                 raise ValueError(f"rank {rank} is used twice: {seen[rank]!r} and {tok!r}")
@@ -729,7 +754,7 @@ def _checked_specials(special_tokens: dict, ranks: dict[bytes, int]) -> dict[str
     for tok, token_id in special_tokens.items():
         if not isinstance(tok, str):
             raise TypeError(f"special_tokens keys must be str, got {tok!r}")
-        if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)) or token_id < 0:
+        if not is_int(token_id) or token_id < 0:
             raise ValueError(f"id of special token {tok!r} must be a non-negative int, got {token_id!r}")
         specials[str(tok)] = int(token_id)
     clash = set(specials.values()).intersection(ranks.values())

@@ -24,7 +24,7 @@ Decisions (each written down once, here):
   a hash set, so its order changes from run to run; ours come in the order they are
   found (the single tokens first, by their bytes), the same on every run, and a test
   compares them with tiktoken's as sets.
-* **Lone surrogates** get ``encode``'s treatment (``reference.core.fix_surrogates``) in
+* **Lone surrogates** get ``encode``'s treatment (``reference.bpe.fix_surrogates``) in
   every method that takes text, where tiktoken's ``encode_with_unstable`` and
   ``_encode_only_native_bpe`` raise UnicodeEncodeError. The methods that take one token
   or piece as text (``encode_single_token``, ``_encode_single_piece``) raise it, as
@@ -46,16 +46,10 @@ from __future__ import annotations
 
 import bisect
 
-import numpy as np
 import regex
 
-from ..reference.core import fix_surrogates
+from ..reference.bpe import fix_surrogates
 from ..special import special_token_regex
-
-try:
-    from .._pretokenize import pattern_id, split_offsets
-except ImportError:  # pragma: no cover - the extensions are built with the package
-    pattern_id = split_offsets = None
 
 _SPACE_BYTES = frozenset(b" \n\t")
 _WHITE_SPACE = regex.compile(r"\p{White_Space}")   # Rust's char::is_whitespace
@@ -85,6 +79,8 @@ def last_piece(enc, text: str, allowed: frozenset[str]) -> str:
     if not tail:
         return ""
     if _native_split(enc):
+        from .._pretokenize import split_offsets
+
         data = tail.encode("utf-8")
         ends = split_offsets(data, enc._pat_str)
         return data[ends[-2] if len(ends) > 1 else 0 :].decode("utf-8") if len(ends) else ""
@@ -95,9 +91,13 @@ def last_piece(enc, text: str, allowed: frozenset[str]) -> str:
 
 
 def _native_split(enc) -> bool:
-    # the native splitter only for the native core: the reference runs on regex alone
-    return (split_offsets is not None and type(enc._core_bpe).__module__ == "fastbpe._encode"
-            and pattern_id(enc._pat_str) >= 0)
+    # the native splitter only for the native core: the reference runs on regex alone.
+    # Imported here: the native modules load numpy, which ``import fastbpe`` must not
+    if type(enc._core_bpe).__module__ != "fastbpe._encode":
+        return False
+    from .._pretokenize import pattern_id
+
+    return pattern_id(enc._pat_str) >= 0
 
 
 def last_piece_token_len(enc, text: str, allowed: frozenset[str], tokens: list[int]) -> int:
@@ -190,6 +190,8 @@ def _covering_all(core, texts: list[str], lengths: np.ndarray, need: int) -> lis
     runs for up to ~100,000 texts (every token that starts with a space)."""
     if not texts:
         return []
+    import numpy as np   # here, not at import: ``import fastbpe`` loads no numpy
+
     flat, offsets = core.encode_batch_to_numpy(texts, frozenset(), 1)
     reached = np.zeros(len(flat) + 1, dtype=np.int64)      # bytes of flat[:j]
     np.cumsum(lengths[flat], out=reached[1:])

@@ -5,6 +5,14 @@ pairs of such strings. What we write is what ``transformers``' TikTokenConverter
 writes: a ``Split`` pre-tokenizer with the pattern, then ``ByteLevel`` without its own
 regex, ``ignore_merges=True`` (a chunk that is a whole token is taken as is, as
 tiktoken does) and the special tokens as added tokens.
+
+Decision: ``model.merges`` holds **every split of every token** into two tokens, not the
+merges a trainer learned (about twice as many lines). tiktoken joins any two adjacent
+tokens whose bytes are a token, at that token's rank, whichever split it was learned
+from; HF applies only the merges it is given, so only the full list makes HF give
+tiktoken's ids, for ranks from any source (a ``.tiktoken`` file holds no merges). It
+also makes ``save()`` byte-identical however the ``Encoding`` was made (trained,
+loaded, converted), so an ``Encoding`` keeps no merge list (``_merges_of``).
 """
 from __future__ import annotations
 
@@ -168,7 +176,10 @@ def to_hf_json(ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, 
 
 def write_hf_bpe(path: str | os.PathLike, ranks: dict[bytes, int], pattern: str, special_tokens: dict[str, int],
                  added_tokens: dict[str, int] | None = None) -> Path:
-    """Save as ``tokenizer.json`` (atomically); ``tokenizers.Tokenizer.from_file`` loads it."""
+    """Save as ``tokenizer.json`` (atomically); ``tokenizers.Tokenizer.from_file`` loads it.
+
+    The merges are every split of every token (the module docstring's decision): the
+    same bytes for the same ranks, and HF's ids equal tiktoken's."""
     doc = to_hf_json(ranks, pattern, special_tokens, added_tokens)
     return atomic_write_text(path, dumps_tokenizer_json(doc))
 

@@ -663,7 +663,7 @@ def fix_document(doc: str) -> str:
     try:
         doc.encode("utf-8")
     except UnicodeEncodeError:
-        from ..reference.core import fix_surrogates
+        from ..reference.bpe import fix_surrogates
 
         return fix_surrogates(doc)
     return doc
@@ -681,8 +681,13 @@ class Task:
     info: dict = field(default_factory=dict)
 
     def key(self) -> dict:
-        """What the task's documents depend on: the source's identity and rule, the range."""
-        return {**self.info, **self.source.describe(), "start": self.start, "end": self.end}
+        """What the task's documents depend on: the source's identity and rule, the range;
+        for a local file, also ``streams.content_sample`` of it, read now (the rule and its
+        cost are ``fastbpe.shards``'; a remote file's version is its etag already)."""
+        key = {**self.info, **self.source.describe(), "start": self.start, "end": self.end}
+        if "size" in self.info and not streams.is_url(self.source.path):
+            key["sample"] = streams.content_sample(self.source.path, self.info["size"])
+        return key
 
     def blocks(self, *, cut=None, errors="strict", block_bytes=BLOCK_BYTES, progress=None) -> Iterator[Block]:
         return self.source.blocks(cut=cut, errors=errors, block_bytes=block_bytes, start=self.start,

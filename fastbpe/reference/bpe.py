@@ -8,7 +8,7 @@ Decisions (each written down once, here):
 * **Documents.** Training reads documents (str; what a document is in a file is
   ``fastbpe.reference.documents``). A document with no UTF-8 form (lone surrogates, e.g.
   from a broken JSON escape) is trained on as tiktoken encodes it: lone surrogates
-  become U+FFFD and surrogate pairs their character (``core.fix_surrogates``), so
+  become U+FFFD and surrogate pairs their character (``fix_surrogates``), so
   training sees the text the trained encoding will see; text with a UTF-8 form is
   unchanged.
 * **Chunks.** Text is split into chunks by a regex pattern (``patterns.GPT2``,
@@ -91,6 +91,17 @@ def special_token_regex(tokens: Iterable[str]) -> regex.Pattern | None:
     return regex.compile("|".join(regex.escape(t) for t in tokens))
 
 
+def fix_surrogates(text: str) -> str:
+    """What tiktoken does with text that has no UTF-8 form: lone surrogates become
+    U+FFFD and surrogate *pairs* are joined into their character (see "Documents"
+    above; ``reference.core.CoreBPE`` encodes such text this way too).
+
+    >>> fix_surrogates("a\\ud83d\\ude42\\ud800")
+    'a🙂\ufffd'
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def count_chunks(
     documents: Iterable[str], pattern: str = CL100K, special_tokens: Iterable[str] = ()
 ) -> Counter:
@@ -102,8 +113,6 @@ def count_chunks(
     >>> count_chunks(["a\\ud800"], r"\\w+|\\W")
     Counter({b'a': 1, b'\\xef\\xbf\\xbd': 1})
     """
-    from .core import fix_surrogates  # here: core imports this module
-
     pat = compile_pattern(pattern)
     special = special_token_regex(special_tokens)
     counts: Counter = Counter()

@@ -8,19 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-
 from . import bpe
-
-
-def fix_surrogates(text: str) -> str:
-    """What tiktoken does with text that has no UTF-8 form: lone surrogates become
-    U+FFFD and surrogate *pairs* are joined into their character.
-
-    >>> fix_surrogates("a\\ud83d\\ude42\\ud800")
-    'a🙂\ufffd'
-    """
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+from .bpe import fix_surrogates  # also the native cores' (_encode, _jobs) import of it
+from ..checks import is_int
 
 
 class DisallowedSpecial(ValueError):
@@ -123,14 +113,19 @@ class CoreBPE:
         self._check_disallowed(texts, disallowed_special)
         return [self._encode_allowed(t, allowed_special) for t in texts]
 
+    # numpy is imported by the calls that return arrays, never by ``import fastbpe``
     def encode_to_numpy(
-        self, text: str, allowed_special, dtype=np.uint32, disallowed_special=frozenset()
+        self, text: str, allowed_special, dtype="uint32", disallowed_special=frozenset()
     ) -> np.ndarray:
+        import numpy as np
+
         return np.asarray(self.encode(text, allowed_special, disallowed_special), dtype=dtype)
 
     def encode_batch_to_numpy(
-        self, texts, allowed_special, num_threads: int = 1, dtype=np.uint32, disallowed_special=frozenset()
+        self, texts, allowed_special, num_threads: int = 1, dtype="uint32", disallowed_special=frozenset()
     ):
+        import numpy as np
+
         encoded = self.encode_batch(texts, allowed_special, disallowed_special=disallowed_special)
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
@@ -138,7 +133,7 @@ class CoreBPE:
         return flat, offsets
 
     def encode_utf8_to_numpy(
-        self, data, allowed_special, num_threads: int = 1, dtype=np.uint32, disallowed_special=frozenset()
+        self, data, allowed_special, num_threads: int = 1, dtype="uint32", disallowed_special=frozenset()
     ) -> np.ndarray:
         """``encode_to_numpy`` of the text of UTF-8 bytes; ValueError naming the byte
         offset of the first invalid byte (the strict codec's ``start``)."""
@@ -179,7 +174,7 @@ class CoreBPE:
         not one), KeyError the first unknown id."""
         ids = []
         for i, t in enumerate(tokens):
-            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            if not is_int(t):
                 raise TypeError(f"token ids must be ints, got {t!r} at index {i}")
             ids.append(int(t))
         return bpe.decode_bytes(ids, self._decoder)
@@ -188,7 +183,7 @@ class CoreBPE:
         return [self.decode_bytes(t) for t in batch]
 
     def decode_single_token_bytes(self, token: int) -> bytes:
-        if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
+        if not is_int(token):
             raise TypeError(f"token must be an int, not {type(token).__name__}")
         try:
             return self._decoder[token]

@@ -31,7 +31,7 @@ Decisions
 * **Parquet**: the str values of ``column`` (default ``"text"``), row by row.
 * **Iterables of str**: one document per item.
 * **Text encoding.** Files are UTF-8; strings with lone surrogates follow tiktoken's rule
-  (``reference.core.fix_surrogates``).
+  (``reference.bpe.fix_surrogates``).
 
 Cuts
 ----

@@ -24,7 +24,7 @@ Decisions
   1-based *byte* column, unless ``errors="replace"`` (each invalid sequence becomes
   U+FFFD before parsing, as Python's decoder replaces them). A value with no UTF-8 form
   (a lone surrogate escape such as ``"\\ud800"``) follows tiktoken's rule, as every
-  fastbpe document does: lone surrogates become U+FFFD (``core.fix_surrogates``).
+  fastbpe document does: lone surrogates become U+FFFD (``bpe.fix_surrogates``).
 * **Byte order mark.** ``json.loads`` refuses a str that starts with U+FEFF, but a UTF-8
   BOM at the start of a file is common (Windows editors write one) and carries no text.
   So a BOM is skipped where the source starts (``first_line == 0``, the block's first
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 
-from .core import fix_surrogates
+from .bpe import fix_surrogates
 
 #: A UTF-8 byte order mark, skipped at the start of a source.
 BOM = b"\xef\xbb\xbf"
