@@ -20,27 +20,59 @@ ValueError: dtype uint16 cannot hold ids up to 70000 of this tokenizer; use uint
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 #: The most threads a batch or a counter may ask for (a typo such as 10**9 is an error,
 #: not a billion threads).
 MAX_THREADS = 1024
 
+#: The largest ``vocab_size`` a trainer takes: the native trainers' ids are int32.
+MAX_VOCAB_SIZE = 2**31 - 1
+
 UINT16 = np.dtype(np.uint16)
 UINT32 = np.dtype(np.uint32)
 
 
-def check_num_threads(num_threads, *, allow_none: bool = False) -> int | None:
-    """``num_threads`` as an int from 1 to ``MAX_THREADS`` (numpy integers accepted,
-    ``bool`` refused); ``None`` passes through when ``allow_none``."""
-    if num_threads is None and allow_none:
+def check_int(name: str, value, *, low: int | None = None, high: int | None = None,
+              allow_none: bool = False) -> int | None:
+    """``value`` as a Python int: every integer argument of the package goes through here.
+
+    Integers are ``int`` and whatever has ``__index__`` (numpy's integers: a size read
+    from an array is accepted like a literal); ``bool`` and floats are not integers
+    (TypeError). ValueError names the argument when the value is below ``low`` or above
+    ``high``. ``None`` passes through when ``allow_none``.
+
+    >>> check_int("vocab_size", np.int64(300), low=1)
+    300
+    >>> check_int("vocab_size", 300.0)
+    Traceback (most recent call last):
+    TypeError: vocab_size must be an int, not float
+    >>> check_int("min_frequency", -1, low=0)
+    Traceback (most recent call last):
+    ValueError: min_frequency must be >= 0, got -1
+    """
+    if value is None and allow_none:
         return None
-    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)):
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        v = operator.index(value)
+    except TypeError:
         accepted = "an int or None" if allow_none else "an int"
-        raise TypeError(f"num_threads must be {accepted}, not {type(num_threads).__name__}")
-    if not 1 <= num_threads <= MAX_THREADS:
-        raise ValueError(f"num_threads must be between 1 and {MAX_THREADS}, got {num_threads}")
-    return int(num_threads)
+        raise TypeError(f"{name} must be {accepted}, not {type(value).__name__}") from None
+    if (low is not None and v < low) or (high is not None and v > high):
+        if low is not None and high is not None:
+            raise ValueError(f"{name} must be between {low} and {high}, got {v}")
+        raise ValueError(f"{name} must be {'>= ' + str(low) if high is None else '<= ' + str(high)}, got {v}")
+    return v
+
+
+def check_num_threads(num_threads, *, allow_none: bool = False) -> int | None:
+    """``num_threads`` as an int from 1 to ``MAX_THREADS``; ``None`` passes through when
+    ``allow_none``."""
+    return check_int("num_threads", num_threads, low=1, high=MAX_THREADS, allow_none=allow_none)
 
 
 def check_positive_int(name: str, value) -> int | None:
@@ -49,9 +81,7 @@ def check_positive_int(name: str, value) -> int | None:
     >>> check_positive_int("n_parts", 3), check_positive_int("n_parts", None)
     (3, None)
     """
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name} must be None or a positive int, got {value!r}")
-    return value
+    return check_int(name, value, low=1, allow_none=True)
 
 
 def check_dtype(dtype, max_id: int, what: str) -> np.dtype:

@@ -434,7 +434,11 @@ def write_task(tok, task, out_dir, index: int, spec: Spec, *, num_threads: int =
 def prepare(out_dir) -> Path:
     """Make ``out_dir`` (absolute) and remove the stale temporaries of killed runs."""
     out = Path(out_dir).absolute()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):   # the OS's errno names no role
+        blocker = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), out)
+        raise ValueError(f"{out_dir}: shards are written to a folder, and {blocker} is a file") from None
     clean_stale_temps_in(out)
     return out
 

@@ -110,12 +110,9 @@ def train_wordpiece(
     if vocab_size is None:
         raise TypeError("train_wordpiece() needs vocab_size")
     _io.check_errors(errors)
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be a positive int, not {vocab_size!r}")
-    if not isinstance(min_frequency, int) or min_frequency < 0:
-        raise ValueError(f"min_frequency must be an int >= 0, not {min_frequency!r}")
-    if limit_alphabet is not None and (not isinstance(limit_alphabet, int) or limit_alphabet < 0):
-        raise ValueError(f"limit_alphabet must be None or an int >= 0, not {limit_alphabet!r}")
+    vocab_size = checks.check_int("vocab_size", vocab_size, low=1, high=checks.MAX_VOCAB_SIZE)
+    min_frequency = checks.check_int("min_frequency", min_frequency, low=0)
+    limit_alphabet = checks.check_int("limit_alphabet", limit_alphabet, low=0, allow_none=True)
     num_threads = checks.check_num_threads(num_threads, allow_none=True) or os.cpu_count() or 1
     if algorithm not in ("likelihood", "frequency"):
         raise ValueError(f"algorithm must be 'likelihood' or 'frequency', not {algorithm!r}")
