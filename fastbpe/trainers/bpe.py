@@ -27,6 +27,7 @@ from .. import io as _io
 from ..bpe import counting
 from ..bpe.encoding import Encoding
 from ..reference import patterns
+from . import empty_corpus
 
 
 def _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_threads):
@@ -144,7 +145,7 @@ def train_bpe(
             if bar is not None:
                 bar.close()
     if not len(counts):
-        raise ValueError("the training corpus is empty (no text to learn from)")
+        raise empty_corpus(files, documents)
 
     # 2. learn merges
     n_tokens = vocab_size - len(special_tokens)
