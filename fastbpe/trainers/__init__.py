@@ -23,6 +23,8 @@ ValueError: the training corpus is empty: no text to learn from in documents= (2
 """
 import os
 
+from ..io import Corpus
+
 
 def empty_corpus(files, documents, what: str = "text") -> ValueError:
     """The error of a trainer whose corpus has nothing to learn from, naming the inputs
@@ -31,6 +33,8 @@ def empty_corpus(files, documents, what: str = "text") -> ValueError:
     >>> print(empty_corpus(["a.txt", "b/", "c.txt", "d.txt"], None))
     the training corpus is empty: no text to learn from in a.txt, b/, c.txt and 1 more
     """
+    if isinstance(files, Corpus):   # resolved already (the command line's): its paths
+        files, documents = files.files, (None if files.files is not None else iter(()))
     if documents is not None:
         n = getattr(documents, "__len__", None)
         inputs = "documents=" + (f" ({n()} items)" if n is not None else "")
