@@ -170,27 +170,17 @@ def _flag(m) -> str:
     return f"--{m[1]}" + (f" {shlex.quote(value)}" if value is not None else "")
 
 
-def _positive(name):
-    def parse(s: str) -> int:
+def _positive(name, kind=int):
+    """An argparse type: an int >= 1, or (``kind=float``) a finite number > 0."""
+    what, least = ("an integer", ">= 1") if kind is int else ("a number", "a number > 0")
+
+    def parse(s: str):
         try:
-            v = int(s)
+            v = kind(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
-        return v
-
-    return parse
-
-
-def _positive_number(name):
-    def parse(s: str) -> float:
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {s!r}") from None
+            raise argparse.ArgumentTypeError(f"{name} must be {what}, got {s!r}") from None
         if not (math.isfinite(v) and v > 0):
-            raise argparse.ArgumentTypeError(f"{name} must be a number > 0, got {s}")
+            raise argparse.ArgumentTypeError(f"{name} must be {least}, got {s}")
         return v
 
     return parse
@@ -754,7 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="train on the Python standard library and show the result")
     d.add_argument("--vocab-size", type=_positive("--vocab-size"), default=None,
                    help=f"default {DEMO_REFERENCE[1]} ({DEMO_NATIVE[1]} with the native trainer)")
-    d.add_argument("--max-mb", type=_positive_number("--max-mb"), default=None,
+    d.add_argument("--max-mb", type=_positive("--max-mb", float), default=None,
                    help=f"MB of standard library sources to train on; default {DEMO_REFERENCE[0]} "
                         f"({DEMO_NATIVE[0]} with the native trainer)")
     d.add_argument("-o", "--output", default="stdlib-demo.tokenizer.json",

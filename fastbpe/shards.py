@@ -105,7 +105,7 @@ from pathlib import Path
 import numpy as np
 
 from .io.atomic import atomic_open, atomic_write_text, clean_stale_temps_in, fsync_dir
-from .checks import check_dtype, check_num_threads, is_wordpiece
+from .checks import check_dtype, check_int, check_num_threads, is_wordpiece
 from . import corpus as _corpus
 from .io.documents import prefetch as _prefetch
 from .corpus import DisallowedSpecialInDocument, document_ids_batch  # noqa: F401  (re-exported)
@@ -491,8 +491,7 @@ def write_shards(tok, tasks, out_dir, *, dtype=None, eot=DEFAULT, allowed_specia
     this process, in order, each block on ``num_threads`` native threads; then ``commit``.
     Returns the manifest (see the module docstring for everything else)."""
     num_threads = check_num_threads(num_threads)
-    if isinstance(block_bytes, bool) or not isinstance(block_bytes, int) or block_bytes < 1:
-        raise ValueError(f"block_bytes must be a positive int, got {block_bytes!r}")
+    block_bytes = check_int("block_bytes", block_bytes, low=1)
     spec = make_spec(tok, dtype=dtype, eot=eot, allowed_special=allowed_special,
                      disallowed_special=disallowed_special, errors=errors)
     tasks = list(tasks)
