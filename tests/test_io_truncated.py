@@ -64,6 +64,8 @@ FORMATS = {
     "zstd-2-frames": (".txt.zst", "zstd", _two(lambda b: _zst(b, write_checksum=True), TEXT), TEXT),
     "zstd-skippable": (".txt.zst", "zstd", _zst(TEXT[:HALF].encode()) + _skippable(b"meta" * 9)
                        + _zst(TEXT[HALF:].encode()), TEXT),
+    "zstd-skippable-first": (".txt.zst", "zstd", _skippable(b"header") + _zst(TEXT.encode(), write_checksum=True),
+                             TEXT),
     "jsonl.gz": (".jsonl.gz", "gzip", gzip.compress(JSONL.encode()), JSONL),
     "jsonl.xz": (".jsonl.xz", "xz", lzma.compress(JSONL.encode()), JSONL),
     "jsonl.zst-2-frames": (".jsonl.zst", "zstd", _two(_zst, JSONL), JSONL),

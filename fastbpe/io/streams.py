@@ -6,7 +6,8 @@ Decisions:
   ``gs://``, ``https://``, ``memory://``, …; ``fsspec`` and the backend must be
   installed); anything else (``str``, ``os.PathLike``) is a local path.
 * **Compression is read from the data, not the name**: gzip (``1f 8b``), zstd
-  (``28 b5 2f fd``, needs ``zstandard``) and xz (``fd 37 7a 58 5a 00``). A file named
+  (``28 b5 2f fd``, or a skippable frame's ``5? 2a 4d 18``; needs ``zstandard``) and xz
+  (``fd 37 7a 58 5a 00``). A file named
   ``.gz``/``.zst``/``.zstd``/``.xz`` that is shorter than its format's magic number and
   begins it (an empty one too) is a download cut in its header, not a text file.
 * **A compressed stream must end where its format says** (one rule, in ``Stream.read``,
@@ -38,7 +39,8 @@ import stat
 import zlib
 from pathlib import Path
 
-MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"))
+MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz")) + tuple(
+    (bytes([0x50 + k]) + b"\x2a\x4d\x18", "zstd") for k in range(16))   # zstd may open with a skippable frame
 
 _XZ_MAGIC = MAGIC[2][0]
 
@@ -412,8 +414,8 @@ def _check_not_cut(name: str, head: bytes) -> None:
     ValueError: x.txt.zst: corrupt or truncated zstd data after 0 decompressed bytes (the file is 2 bytes long, cut inside the magic number 28 b5 2f fd)
     """
     fmt = named_compression(name)
-    magic = next((m for m, f in MAGIC if f == fmt), None)
-    if magic is not None and len(head) < len(magic) and magic.startswith(head):
+    magic = next((m for m, f in MAGIC if f == fmt and len(head) < len(m) and m.startswith(head)), None)
+    if magic is not None:
         raise ValueError(f"{name}: corrupt or truncated {fmt} data after 0 decompressed bytes (the file is "
                          f"{len(head)} bytes long, cut inside the magic number {magic.hex(' ')})")
 
