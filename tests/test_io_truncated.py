@@ -11,6 +11,7 @@ files are made with the ``zstandard`` package (the ``zstd`` program may be absen
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import lzma
 import random
@@ -19,6 +20,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastbpe
 from fastbpe import cli
@@ -226,3 +229,43 @@ def test_the_command_line_names_file_and_offset(tmp_path):
         assert proc.returncode == 2, (args, err)
         assert "Traceback" not in err
         assert _offset(err, path, "zstd") <= len(JSONL.encode()), err
+
+
+# ----------------------------------------------------------------------------- any frames, any cut
+_COMPRESS = {
+    "gzip": lambda b, _: gzip.compress(b),
+    "xz": lambda b, check: lzma.compress(b, check=lzma.CHECK_CRC64 if check else lzma.CHECK_NONE),
+    "zstd": lambda b, check: _zst(b, write_checksum=check, write_content_size=not check),
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=3000), st.lists(st.integers(0, 3000), max_size=3), st.sampled_from(sorted(_COMPRESS)),
+       st.booleans(), st.data())
+def test_any_cut_of_any_frames_is_an_error_unless_between_frames(data, splits, fmt, check, draw):
+    """The rule on its own (``streams.Stream``): frames of any data, cut anywhere. A
+    cut between two frames leaves a whole, shorter stream (no format can tell): its
+    data must be exactly the frames before the cut."""
+    from fastbpe.io import streams
+
+    bounds = sorted({0, len(data), *(min(s, len(data)) for s in splits)})
+    frames = [_COMPRESS[fmt](data[a:b], check) for a, b in zip(bounds, bounds[1:])] or [_COMPRESS[fmt](b"", check)]
+    ends = {sum(len(f) for f in frames[:k]): data[:bounds[k]] if k < len(bounds) else data
+            for k in range(1, len(frames) + 1)}
+    blob = b"".join(frames)
+    cut = draw.draw(st.integers(1, len(blob)), label="cut")
+    stream = streams.Stream("x", io.BytesIO(blob[:cut]), fmt)
+
+    def read_all() -> bytes:
+        out = []
+        while chunk := stream.read(1000):
+            out.append(chunk)
+        return b"".join(out)
+
+    if cut in ends:
+        assert read_all() == ends[cut]
+    else:
+        with pytest.raises(ValueError, match=rf"x: corrupt or truncated {fmt} data after (\d+) decompressed bytes") \
+                as info:
+            read_all()
+        assert int(re.search(r"after (\d+)", str(info.value)).group(1)) <= len(data)
