@@ -20,9 +20,7 @@ ValueError: dtype uint16 cannot hold ids up to 70000 of this tokenizer; use uint
 """
 from __future__ import annotations
 
-import operator
-
-import numpy as np
+from numbers import Integral
 
 #: The most threads a batch or a counter may ask for (a typo such as 10**9 is an error,
 #: not a billion threads).
@@ -31,19 +29,29 @@ MAX_THREADS = 1024
 #: The largest ``vocab_size`` a trainer takes: the native trainers' ids are int32.
 MAX_VOCAB_SIZE = 2**31 - 1
 
-UINT16 = np.dtype(np.uint16)
-UINT32 = np.dtype(np.uint32)
+
+def is_int(value) -> bool:
+    """Whether ``value`` is an int or a numpy integer, and not a bool: the ids, counts
+    and sizes every layer accepts. numpy registers its integers as ``numbers.Integral``,
+    so the test needs no numpy (``import fastbpe`` does not load it).
+
+    >>> is_int(3), is_int(True), is_int(3.0)
+    (True, False, False)
+    """
+    return type(value) is int or (not isinstance(value, bool) and isinstance(value, Integral))
 
 
 def check_int(name: str, value, *, low: int | None = None, high: int | None = None,
               allow_none: bool = False) -> int | None:
-    """``value`` as a Python int: every integer argument of the package goes through here.
+    """``value`` as a Python int, checked: the integer arguments of the package go
+    through here (``check_num_threads`` is its rule for threads).
 
-    Integers are ``int`` and whatever has ``__index__`` (numpy's integers: a size read
-    from an array is accepted like a literal); ``bool`` and floats are not integers
-    (TypeError). ValueError names the argument when the value is below ``low`` or above
-    ``high``. ``None`` passes through when ``allow_none``.
+    An integer is what ``is_int`` says (numpy's integers too: a size read from an array
+    is accepted like a literal; ``bool`` and floats are not: TypeError). ValueError
+    names the argument when the value is below ``low`` or above ``high``. ``None``
+    passes through when ``allow_none``.
 
+    >>> import numpy as np
     >>> check_int("vocab_size", np.int64(300), low=1)
     300
     >>> check_int("vocab_size", 300.0)
@@ -55,24 +63,27 @@ def check_int(name: str, value, *, low: int | None = None, high: int | None = No
     """
     if value is None and allow_none:
         return None
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        v = operator.index(value)
-    except TypeError:
+    if not is_int(value):
         accepted = "an int or None" if allow_none else "an int"
-        raise TypeError(f"{name} must be {accepted}, not {type(value).__name__}") from None
-    if (low is not None and v < low) or (high is not None and v > high):
+        raise TypeError(f"{name} must be {accepted}, not {type(value).__name__}")
+    if (low is not None and value < low) or (high is not None and value > high):
         if low is not None and high is not None:
-            raise ValueError(f"{name} must be between {low} and {high}, got {v}")
-        raise ValueError(f"{name} must be {'>= ' + str(low) if high is None else '<= ' + str(high)}, got {v}")
-    return v
+            raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+        raise ValueError(f"{name} must be {'>= ' + str(low) if high is None else '<= ' + str(high)}, got {value}")
+    return int(value)
 
 
 def check_num_threads(num_threads, *, allow_none: bool = False) -> int | None:
-    """``num_threads`` as an int from 1 to ``MAX_THREADS``; ``None`` passes through when
-    ``allow_none``."""
-    return check_int("num_threads", num_threads, low=1, high=MAX_THREADS, allow_none=allow_none)
+    """``num_threads`` as an int from 1 to ``MAX_THREADS`` (numpy integers accepted,
+    ``bool`` refused); ``None`` passes through when ``allow_none``."""
+    if num_threads is None and allow_none:
+        return None
+    if not is_int(num_threads):
+        accepted = "an int or None" if allow_none else "an int"
+        raise TypeError(f"num_threads must be {accepted}, not {type(num_threads).__name__}")
+    if not 1 <= num_threads <= MAX_THREADS:
+        raise ValueError(f"num_threads must be between 1 and {MAX_THREADS}, got {num_threads}")
+    return int(num_threads)
 
 
 def check_positive_int(name: str, value) -> int | None:
@@ -87,6 +98,9 @@ def check_positive_int(name: str, value) -> int | None:
 def check_dtype(dtype, max_id: int, what: str) -> np.dtype:
     """``dtype`` as numpy's native uint16 or uint32, one that holds every id up to
     ``max_id`` (``what`` names the tokenizer in the message)."""
+    import numpy as np   # here: a dtype is asked for when arrays are, never at import
+
+    UINT16, UINT32 = np.dtype(np.uint16), np.dtype(np.uint32)
     try:
         dt = np.dtype(dtype)
     except TypeError:
