@@ -26,9 +26,6 @@ from numbers import Integral
 #: not a billion threads).
 MAX_THREADS = 1024
 
-#: The largest ``vocab_size`` a trainer takes: the native trainers' ids are int32.
-MAX_VOCAB_SIZE = 2**31 - 1
-
 
 def is_int(value) -> bool:
     """Whether ``value`` is an int or a numpy integer, and not a bool: the ids, counts
@@ -39,38 +36,6 @@ def is_int(value) -> bool:
     (True, False, False)
     """
     return type(value) is int or (not isinstance(value, bool) and isinstance(value, Integral))
-
-
-def check_int(name: str, value, *, low: int | None = None, high: int | None = None,
-              allow_none: bool = False) -> int | None:
-    """``value`` as a Python int, checked: the integer arguments of the package go
-    through here (``check_num_threads`` is its rule for threads).
-
-    An integer is what ``is_int`` says (numpy's integers too: a size read from an array
-    is accepted like a literal; ``bool`` and floats are not: TypeError). ValueError
-    names the argument when the value is below ``low`` or above ``high``. ``None``
-    passes through when ``allow_none``.
-
-    >>> import numpy as np
-    >>> check_int("vocab_size", np.int64(300), low=1)
-    300
-    >>> check_int("vocab_size", 300.0)
-    Traceback (most recent call last):
-    TypeError: vocab_size must be an int, not float
-    >>> check_int("min_frequency", -1, low=0)
-    Traceback (most recent call last):
-    ValueError: min_frequency must be >= 0, got -1
-    """
-    if value is None and allow_none:
-        return None
-    if not is_int(value):
-        accepted = "an int or None" if allow_none else "an int"
-        raise TypeError(f"{name} must be {accepted}, not {type(value).__name__}")
-    if (low is not None and value < low) or (high is not None and value > high):
-        if low is not None and high is not None:
-            raise ValueError(f"{name} must be between {low} and {high}, got {value}")
-        raise ValueError(f"{name} must be {'>= ' + str(low) if high is None else '<= ' + str(high)}, got {value}")
-    return int(value)
 
 
 def check_num_threads(num_threads, *, allow_none: bool = False) -> int | None:
@@ -121,3 +86,39 @@ def is_wordpiece(tok) -> bool:
     (True, False)
     """
     return hasattr(tok, "tokenize") and not hasattr(tok, "decode_single_token_bytes")
+
+
+#: The largest ``vocab_size`` a trainer takes: the native trainers' ids are int32.
+MAX_VOCAB_SIZE = 2**31 - 1
+
+
+def check_int(name: str, value, *, low: int | None = None, high: int | None = None,
+              allow_none: bool = False) -> int | None:
+    """``value`` as a Python int, checked: the integer arguments of the package go
+    through here (``check_num_threads`` is its rule for threads).
+
+    An integer is what ``is_int`` says (numpy's integers too: a size read from an array
+    is accepted like a literal; ``bool`` and floats are not: TypeError). ValueError
+    names the argument when the value is below ``low`` or above ``high``. ``None``
+    passes through when ``allow_none``.
+
+    >>> import numpy as np
+    >>> check_int("vocab_size", np.int64(300), low=1)
+    300
+    >>> check_int("vocab_size", 300.0)
+    Traceback (most recent call last):
+    TypeError: vocab_size must be an int, not float
+    >>> check_int("min_frequency", -1, low=0)
+    Traceback (most recent call last):
+    ValueError: min_frequency must be >= 0, got -1
+    """
+    if value is None and allow_none:
+        return None
+    if not is_int(value):
+        accepted = "an int or None" if allow_none else "an int"
+        raise TypeError(f"{name} must be {accepted}, not {type(value).__name__}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        if low is not None and high is not None:
+            raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+        raise ValueError(f"{name} must be {'>= ' + str(low) if high is None else '<= ' + str(high)}, got {value}")
+    return int(value)
