@@ -57,9 +57,7 @@ def check_positive_int(name: str, value) -> int | None:
     >>> check_positive_int("n_parts", 3), check_positive_int("n_parts", None)
     (3, None)
     """
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name} must be None or a positive int, got {value!r}")
-    return value
+    return check_int(name, value, low=1, allow_none=True)
 
 
 def check_dtype(dtype, max_id: int, what: str) -> np.dtype:
@@ -88,3 +86,39 @@ def is_wordpiece(tok) -> bool:
     (True, False)
     """
     return hasattr(tok, "tokenize") and not hasattr(tok, "decode_single_token_bytes")
+
+
+#: The largest ``vocab_size`` a trainer takes: the native trainers' ids are int32.
+MAX_VOCAB_SIZE = 2**31 - 1
+
+
+def check_int(name: str, value, *, low: int | None = None, high: int | None = None,
+              allow_none: bool = False) -> int | None:
+    """``value`` as a Python int, checked: the integer arguments of the package go
+    through here (``check_num_threads`` is its rule for threads).
+
+    An integer is what ``is_int`` says (numpy's integers too: a size read from an array
+    is accepted like a literal; ``bool`` and floats are not: TypeError). ValueError
+    names the argument when the value is below ``low`` or above ``high``. ``None``
+    passes through when ``allow_none``.
+
+    >>> import numpy as np
+    >>> check_int("vocab_size", np.int64(300), low=1)
+    300
+    >>> check_int("vocab_size", 300.0)
+    Traceback (most recent call last):
+    TypeError: vocab_size must be an int, not float
+    >>> check_int("min_frequency", -1, low=0)
+    Traceback (most recent call last):
+    ValueError: min_frequency must be >= 0, got -1
+    """
+    if value is None and allow_none:
+        return None
+    if not is_int(value):
+        accepted = "an int or None" if allow_none else "an int"
+        raise TypeError(f"{name} must be {accepted}, not {type(value).__name__}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        if low is not None and high is not None:
+            raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+        raise ValueError(f"{name} must be {'>= ' + str(low) if high is None else '<= ' + str(high)}, got {value}")
+    return int(value)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import shlex
@@ -147,13 +148,20 @@ def cli_message(message: str, keep: str = "") -> str:
     "input file not found: 'x'"
     >>> cli_message("field='body' applies to JSON Lines files; for text files choose a rule with docs=")
     '--field body applies to JSON Lines files; for text files choose a rule with --docs'
+    >>> cli_message("vocab_size must be <= 2147483647, got 1000000000000")
+    '--vocab-size must be <= 2147483647, got 1000000000000'
     """
     from .show import terminal_safe
 
     # documents=[...] is the library's way to pass text; a command has no such argument
     message = message.replace(" (to pass text, use documents=[...])", "")
     message = re.sub(r"(?<![\w-])(docs|field|column)=(?:'([^'\\]*)'|([a-z][\w:-]*))?", _flag, message)
+    message = re.sub(r"(?<![\w-])(vocab_size|min_frequency|num_threads)\b", lambda m: _FLAGS[m[1]], message)
     return terminal_safe(message.replace("errors='replace'", "--errors replace"), keep=keep)
+
+
+#: The library's integer arguments that are flags of the commands.
+_FLAGS = {"vocab_size": "--vocab-size", "min_frequency": "--min-frequency", "num_threads": "--threads"}
 
 
 def _flag(m) -> str:
@@ -162,14 +170,17 @@ def _flag(m) -> str:
     return f"--{m[1]}" + (f" {shlex.quote(value)}" if value is not None else "")
 
 
-def _positive(name):
-    def parse(s: str) -> int:
+def _positive(name, kind=int):
+    """An argparse type: an int >= 1, or (``kind=float``) a finite number > 0."""
+    what, least = ("an integer", ">= 1") if kind is int else ("a number", "a number > 0")
+
+    def parse(s: str):
         try:
-            v = int(s)
+            v = kind(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
+            raise argparse.ArgumentTypeError(f"{name} must be {what}, got {s!r}") from None
+        if not (math.isfinite(v) and v > 0):
+            raise argparse.ArgumentTypeError(f"{name} must be {least}, got {s}")
         return v
 
     return parse
@@ -733,7 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="train on the Python standard library and show the result")
     d.add_argument("--vocab-size", type=_positive("--vocab-size"), default=None,
                    help=f"default {DEMO_REFERENCE[1]} ({DEMO_NATIVE[1]} with the native trainer)")
-    d.add_argument("--max-mb", type=float, default=None,
+    d.add_argument("--max-mb", type=_positive("--max-mb", float), default=None,
                    help=f"MB of standard library sources to train on; default {DEMO_REFERENCE[0]} "
                         f"({DEMO_NATIVE[0]} with the native trainer)")
     d.add_argument("-o", "--output", default="stdlib-demo.tokenizer.json",

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import shards
-from .checks import check_num_threads, check_positive_int
+from .checks import check_int, check_num_threads, check_positive_int
 
 _INSTALL_HINT = "pip install fastbpe[dask]"
 
@@ -156,8 +156,7 @@ def count_distributed(client, paths, count_task: Callable, *args, ranges_per_fil
     ``plan_tasks(paths)`` and return the tree-reduced sum. ``count_task`` must be
     importable on the workers (a module-level function, or a ``functools.partial`` of one)."""
     _check_client(client, "distributed counting")
-    if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
-        raise ValueError(f"split_every must be an int >= 2, got {split_every!r}")
+    split_every = check_int("split_every", split_every, low=2)
     plan = plan_tasks(paths, _n_worker_threads(client), ranges_per_file, docs=docs, field=field, column=column)
     tag = uuid.uuid4().hex
     futures = [client.submit(count_task, t, *args, key=f"fastbpe-count-{i}-{tag}") for i, t in enumerate(plan)]

@@ -24,6 +24,35 @@ from .formats import _format_from_path
 from .reference import patterns
 
 
+#: What a folder may hold, in the order looked for: (format, the file that stands for it,
+#: the files it needs).
+FOLDER_FILES = (("hf", "tokenizer.json", ("tokenizer.json",)),
+                ("gpt2", "encoder.json", ("encoder.json", "vocab.bpe")))
+
+
+def _folder_file(folder: Path, format: str | None) -> tuple[Path, str]:
+    """The tokenizer file of a folder and its format: a transformers folder's
+    ``tokenizer.json``, or GPT-2's ``encoder.json`` with ``vocab.bpe``; else
+    FileNotFoundError naming the folder and what was looked for. (``vocab.txt`` and
+    ``.tiktoken`` files are named, not found: a BERT folder's casing lives elsewhere.)
+
+    >>> import tempfile
+    >>> _folder_file(Path(tempfile.mkdtemp(prefix="empty")), None)
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: .../empty...: a folder with no tokenizer file fastbpe knows: looked for tokenizer.json, or encoder.json with vocab.bpe (pass a .tiktoken or vocab.txt file itself)
+    """
+    wanted = [entry for entry in FOLDER_FILES if format in (None, entry[0])]
+    if not wanted:
+        raise ValueError(f"{folder}: a folder, but format={format!r} is read from one file: pass the file itself")
+    for fmt, name, needs in wanted:
+        if all((folder / n).is_file() for n in needs):
+            return folder / name, fmt
+    looked = ", or ".join(" with ".join(needs) for _, _, needs in wanted)
+    raise FileNotFoundError(f"{folder}: a folder with no tokenizer file fastbpe knows: looked for {looked} "
+                            "(pass a .tiktoken or vocab.txt file itself)")
+
+
 def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | None = None,
          special_tokens: dict[str, int] | None = None, name: str | None = None):
     """Load a tokenizer file; returns an ``Encoding`` (BPE) or a ``WordPiece``.
@@ -37,9 +66,10 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"tokenizer file not found: {path}")
-    if path.is_dir() and format in (None, "hf") and (path / "tokenizer.json").exists():
-        path = path / "tokenizer.json"  # a transformers folder
-    fmt = format or (_format_from_path(path) if not path.is_dir() else "gpt2")
+    if path.is_dir():
+        path, fmt = _folder_file(path, format)
+    else:
+        fmt = format or _format_from_path(path)
     if fmt == "tiktoken":
         from .formats.tiktoken_bpe import read_tiktoken
 

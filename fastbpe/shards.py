@@ -135,7 +135,7 @@ import numpy as np
 
 from .formats._hfjson import expect as _expect, field as _field, show as _show
 from .io.atomic import atomic_open, atomic_write_text, clean_stale_temps_in, fsync_dir
-from .checks import check_dtype, check_num_threads, is_wordpiece
+from .checks import check_dtype, check_int, check_num_threads, is_wordpiece
 from . import corpus as _corpus
 from .io.documents import prefetch as _prefetch
 from .corpus import DisallowedSpecialInDocument, document_ids_batch  # noqa: F401  (re-exported)
@@ -461,7 +461,11 @@ def write_task(tok, task, out_dir, index: int, spec: Spec, *, num_threads: int =
 def prepare(out_dir) -> Path:
     """Make ``out_dir`` (absolute) and remove the stale temporaries of killed runs."""
     out = Path(out_dir).absolute()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):   # the OS's errno names no role
+        blocker = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), out)
+        raise ValueError(f"{out_dir}: shards are written to a folder, and {blocker} is a file") from None
     clean_stale_temps_in(out)
     return out
 
@@ -514,8 +518,7 @@ def write_shards(tok, tasks, out_dir, *, dtype=None, eot=DEFAULT, allowed_specia
     this process, in order, each block on ``num_threads`` native threads; then ``commit``.
     Returns the manifest (see the module docstring for everything else)."""
     num_threads = check_num_threads(num_threads)
-    if isinstance(block_bytes, bool) or not isinstance(block_bytes, int) or block_bytes < 1:
-        raise ValueError(f"block_bytes must be a positive int, got {block_bytes!r}")
+    block_bytes = check_int("block_bytes", block_bytes, low=1)
     spec = make_spec(tok, dtype=dtype, eot=eot, allowed_special=allowed_special,
                      disallowed_special=disallowed_special, errors=errors)
     tasks = list(tasks)

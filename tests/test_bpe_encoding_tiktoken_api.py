@@ -359,6 +359,43 @@ def test_decode_error_messages_name_the_item(pair):
         assert err.value.__context__ is None
 
 
+# --------------------------------------------------------------------------- arguments taken differently
+def _outcome(call):
+    try:
+        return "ok", call()
+    except Exception as exc:   # noqa: BLE001 - the type is what is compared
+        return type(exc).__name__, None
+
+
+@pytest.mark.parametrize("call, tiktoken_gives, fastbpe_gives", [
+    # allowed_special: any collection of str (tiktoken: a set only)
+    (lambda e: e.encode("a<|endoftext|>", allowed_special=["<|endoftext|>"]), "TypeError", [64, 50256]),
+    (lambda e: e.encode("a<|endoftext|>", allowed_special=("<|endoftext|>",)), "TypeError", [64, 50256]),
+    (lambda e: e.encode_batch(["a<|endoftext|>"], allowed_special=["<|endoftext|>"]), "TypeError", [[64, 50256]]),
+    (lambda e: e.encode_to_numpy("<|endoftext|>", allowed_special=["<|endoftext|>"]).tolist(), "TypeError",
+     [50256]),
+    (lambda e: e.encode("a", allowed_special="<|endoftext|>"), "TypeError", "TypeError"),
+    # disallowed_special as a str: tiktoken reads its characters
+    (lambda e: e.encode("a<b", disallowed_special="<|endoftext|>"), "ValueError", "TypeError"),
+    # a batch of one str: tiktoken encodes each character
+    (lambda e: e.encode_batch("ab"), [[64], [65]], "TypeError"),
+    (lambda e: e.encode_ordinary_batch("ab"), [[64], [65]], "TypeError"),
+    # num_threads: an int
+    (lambda e: e.encode_batch(["ab"], num_threads=2.0), [[397]], "TypeError"),
+    (lambda e: e.encode_batch(["ab"], num_threads=np.int64(2)), [[397]], [[397]]),
+], ids=["list", "tuple", "batch-list", "numpy-list", "str", "disallowed-str", "batch-str", "ordinary-batch-str",
+        "float-threads", "numpy-threads"])
+def test_argument_differences_are_the_listed_ones(tiktoken_encoding, call, tiktoken_gives, fastbpe_gives):
+    """The differences docs/tiktoken_compat.md lists under "Arguments", against the real
+    tiktoken: a listed difference that tiktoken stops having fails here."""
+    tk = tiktoken_encoding("gpt2")
+    ours = fastbpe.Encoding("gpt2", pat_str=tk._pat_str, mergeable_ranks=tk._mergeable_ranks,
+                            special_tokens=tk._special_tokens)
+    for enc, want in ((tk, tiktoken_gives), (ours, fastbpe_gives)):
+        kind, value = _outcome(lambda: call(enc))
+        assert (kind if kind != "ok" else value) == want, (enc, kind, value)
+
+
 # --------------------------------------------------------------------------- the table in the docs
 _DOC = ROOT / "docs" / "tiktoken_compat.md"
 _STATUSES = {"identical", "different", "absent"}

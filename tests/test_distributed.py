@@ -221,6 +221,29 @@ def test_count_errors(client, corpus, tmp_path):
         D.count_chunks_distributed(client, [bad], pat, SPECIALS)
 
 
+def test_cut_compressed_files_fail_on_workers(client, encoding, tmp_path):
+    """Issue 37: a .zst cut short (one frame or the second of two) fails the Dask paths
+    as it fails locally, naming the file and the decompressed offset (the reader's rule,
+    fastbpe.io.streams; test_io_truncated.py cuts every format at many offsets)."""
+    zstandard = pytest.importorskip("zstandard")
+    lines = [f"line {i} of a corpus cut short" for i in range(6000)]
+    text = "".join(line + "\n" for line in lines).encode()
+    jsonl = [f'{{"text": "{line}"}}\n'.encode() for line in lines]
+    one_frame = zstandard.ZstdCompressor().compress(text)
+    two_frames = (zstandard.ZstdCompressor().compress(b"".join(jsonl[:300]))
+                  + zstandard.ZstdCompressor().compress(b"".join(jsonl[300:])))
+    pat = patterns.resolve_pattern("cl100k")
+    for name, data in (("one.txt.zst", one_frame), ("two.jsonl.zst", two_frames)):
+        path = tmp_path / name
+        for n in (len(data) // 2, len(data) - 3):
+            path.write_bytes(data[:n])
+            match = rf"{name}: corrupt or truncated zstd data after \d+ decompressed bytes"
+            with pytest.raises(ValueError, match=match):
+                D.encode_files([path], encoding, tmp_path / f"out{n}", client, progress=False)
+            with pytest.raises(ValueError, match=match):
+                D.count_chunks_distributed(client, [path], pat, SPECIALS)
+
+
 def test_wordpiece_counts_and_vocab_equal_train_wordpiece(client, corpus, monkeypatch):
     from fastbpe.reference import wordpiece as ref_wp
     from fastbpe import train_wordpiece

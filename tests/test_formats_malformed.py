@@ -147,8 +147,8 @@ def _check(tmp_path, make, mutate, message):
     [
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (b'{"model": {"vocab": {"\xff": 0}}}', "not UTF-8 (byte 22: b'\\xff')"),
-        (b'{"model": {"type": "BPE",\n  "vocab": {"a": 0', "not valid JSON (line 2, column 19"),
-        (b"", "not valid JSON (line 1, column 1"),
+        (b'{"model": {"type": "BPE",\n  "vocab": {"a": 0', "not valid JSON (Expecting ',' delimiter: line 2 column 19)"),
+        (b"", "not valid JSON (Expecting value: line 1 column 1)"),
         (b"null", "the top level must be an object, got null"),
     ],
     ids=["deep", "not-utf8", "truncated", "empty", "null"],

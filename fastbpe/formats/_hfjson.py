@@ -24,6 +24,8 @@ import os
 import warnings
 from pathlib import Path
 
+from ..reference.jsonl import json_error
+
 #: HF's ids are u32.
 MAX_ID = 2**32 - 1
 
@@ -97,7 +99,7 @@ def read_json(path: str | os.PathLike) -> dict:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        raise ValueError(f"{path}: not valid JSON ({json_error(exc)})") from None
     except RecursionError:
         raise ValueError(f"{path}: JSON nested too deeply to be a tokenizer.json") from None
     expect(data, dict, "the top level", str(path))

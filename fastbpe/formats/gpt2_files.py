@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from ..io.atomic import atomic_write_text
+from ..reference.jsonl import json_error
 from .hf_bpe import hf_vocab, str_to_token, token_to_str
 
 
@@ -29,7 +30,7 @@ def read_gpt2_files(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLik
     try:
         encoder = json.loads(encoder_json.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{encoder_json}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise ValueError(f"{encoder_json}: not valid JSON ({json_error(exc)})") from None
     if not isinstance(encoder, dict):
         raise ValueError(f"{encoder_json}: expected a JSON object of token -> id")
     # 1. the tokens that bytes and merges produce

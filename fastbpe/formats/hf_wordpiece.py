@@ -72,6 +72,13 @@ def read_hf_wordpiece(path: str | os.PathLike) -> dict:
         "max_input_chars_per_word": field(model, "max_input_chars_per_word", int, "model", path, default=100),
         "continuing_subword_prefix": field(model, "continuing_subword_prefix", str, "model", path),
     }
+    unk = kwargs["unk_token"]
+    if unk not in vocab:
+        # HF's WordPiece looks the unk token up in model.vocab alone (not the added tokens)
+        # and fails on the first unknown word without it: a meaning fastbpe can't reproduce
+        what = "is empty" if not vocab else f"has no unk_token {unk!r}"
+        raise ValueError(f"{path}: model.vocab {what}; HF's WordPiece fails on every unknown word "
+                         f"without {unk!r} in model.vocab (added_tokens do not count)")
     norm = expect(data.get("normalizer"), (dict, None), "normalizer", path)
     kwargs["turkish_lowercase"] = False
     if norm is not None and norm.get("type") == "Sequence":

@@ -44,7 +44,6 @@ MAX_DOCUMENT_BYTES = 1 << 28
 ERRORS = ("strict", "replace")
 
 _JSONL_NAMES = (".jsonl", ".json", ".ndjson")
-_COMPRESSED = (".gz", ".zst", ".zstd", ".xz")
 
 
 def check_errors(errors) -> str:
@@ -335,9 +334,9 @@ def text_blocks(stream, kind: str, sep: bytes | None, *, cut=None, errors: str =
 # --------------------------------------------------------------------------- sources
 def _strip_compression(name: str) -> str:
     lower = name.lower()
-    for ext in _COMPRESSED:
-        if lower.endswith(ext):
-            return lower[: -len(ext)]
+    for suffix, _ in streams.SUFFIXES:
+        if lower.endswith(suffix):
+            return lower[: -len(suffix)]
     return lower
 
 

@@ -10,7 +10,9 @@ Decisions
   str.** Empty documents are dropped everywhere (a blank line is not a document), so every
   entry point counts the same documents.
 * **Text files** (``.txt`` or any name; gzip, zstd and xz data are recognised by their magic
-  bytes, not their names) are cut into documents by a rule the caller chooses:
+  bytes, not their names; a compressed stream that does not end where its format says is
+  an error, never a shorter file: the rule is ``fastbpe.io.streams``') are cut into
+  documents by a rule the caller chooses:
 
   - ``"file"`` (**the default**): the whole file is one document. A GPT-style corpus of text
     files is a folder of documents (source files, books, pages, man pages), and tokens

@@ -16,8 +16,8 @@ Decisions
   key repeats, as ``json.loads`` keeps it) is a string. That string is the document; an
   empty one is dropped (documents are non-empty).
 * **Errors** name the source and the 1-based line (``first_line`` is the 0-based index in
-  the source of the block's first line): ``not valid JSON (<json's message> at column
-  <n>)``, ``not a JSON object but <type>``, ``no field 'text'``, ``field 'text' is <type>,
+  the source of the block's first line): ``not valid JSON (<json's message>: column
+  <n>)`` (``json_error``; json's column, in characters), ``not a JSON object but <type>``, ``no field 'text'``, ``field 'text' is <type>,
   not a string``. Limits of json.loads itself (nesting past the recursion limit, an int
   of more digits than ``sys.get_int_max_str_digits()``) are "not valid JSON" too.
 * **Encoding.** Lines are UTF-8. Invalid bytes raise ValueError naming the line and the
@@ -70,6 +70,21 @@ def _kind(value) -> str:
     return type(value).__name__
 
 
+def json_error(exc: json.JSONDecodeError, *, line: bool = True) -> str:
+    """Where ``json`` failed, in one form for every JSON reader of the package: json's
+    message, then ``line L column C`` as Python itself puts it (``line=False`` for a line
+    of JSON Lines, whose number the caller gives); the column counts characters.
+
+    >>> try:
+    ...     json.loads('{"a": 1,\\n "b": "open')
+    ... except json.JSONDecodeError as exc:
+    ...     print(json_error(exc)); print(json_error(exc, line=False))
+    Unterminated string starting at: line 2 column 7
+    Unterminated string starting at: column 7
+    """
+    return f"{exc.msg}: " + (f"line {exc.lineno} column {exc.colno}" if line else f"column {exc.colno}")
+
+
 def line_document(line: bytes, field: str, where: str, errors: str = "strict") -> str:
     """The document of one line (``""`` for a blank line or an empty value); ``where``
     (e.g. ``"x.jsonl, line 3"``) starts the error messages.
@@ -93,7 +108,7 @@ def line_document(line: bytes, field: str, where: str, errors: str = "strict") -
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise ValueError(f"{where}: not valid JSON ({json_error(exc, line=False)})") from None
     except (ValueError, RecursionError) as exc:  # json.loads's own limits
         raise ValueError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(obj, dict):

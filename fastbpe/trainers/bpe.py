@@ -27,11 +27,12 @@ from .. import io as _io
 from ..bpe import counting
 from ..bpe.encoding import Encoding
 from ..reference import patterns
+from . import empty_corpus
 
 
-def _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_threads) -> list[str]:
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+def _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_threads):
+    """The arguments checked, as ``(vocab_size, special_tokens, min_frequency, max_token_length)``."""
+    vocab_size = checks.check_int("vocab_size", vocab_size, high=checks.MAX_VOCAB_SIZE)
     if isinstance(special_tokens, str) or not isinstance(special_tokens, Iterable):
         raise TypeError("special_tokens must be a list of str (e.g. ['<|endoftext|>'])")
     special_tokens = list(special_tokens)
@@ -45,14 +46,10 @@ def _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_t
             f"vocab_size={vocab_size} is too small: it must be at least 256 (bytes) + "
             f"{len(special_tokens)} special tokens = {256 + len(special_tokens)}"
         )
-    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 0:
-        raise ValueError(f"min_frequency must be a non-negative int, got {min_frequency!r}")
-    if max_token_length is not None and (
-        isinstance(max_token_length, bool) or not isinstance(max_token_length, int) or max_token_length < 1
-    ):
-        raise ValueError(f"max_token_length must be a positive int or None, got {max_token_length!r}")
+    min_frequency = checks.check_int("min_frequency", min_frequency, low=0)
+    max_token_length = checks.check_int("max_token_length", max_token_length, low=1, allow_none=True)
     checks.check_num_threads(num_threads, allow_none=True)
-    return special_tokens
+    return vocab_size, special_tokens, min_frequency, max_token_length
 
 
 def learn_merges(chunk_counts, n_tokens: int, *, min_frequency: int = 0,
@@ -121,7 +118,8 @@ def train_bpe(
     """
     if vocab_size is None:
         raise TypeError("train_bpe() needs vocab_size")
-    special_tokens = _validate(vocab_size, special_tokens, min_frequency, max_token_length, num_threads)
+    vocab_size, special_tokens, min_frequency, max_token_length = _validate(
+        vocab_size, special_tokens, min_frequency, max_token_length, num_threads)
     _io.check_errors(errors)
     pat_str = patterns.resolve_pattern(pattern)
     patterns.compile_pattern(pat_str)  # a bad pattern fails before any reading
@@ -147,7 +145,7 @@ def train_bpe(
             if bar is not None:
                 bar.close()
     if not len(counts):
-        raise ValueError("the training corpus is empty (no text to learn from)")
+        raise empty_corpus(files, documents)
 
     # 2. learn merges
     n_tokens = vocab_size - len(special_tokens)

@@ -19,20 +19,19 @@ from .. import checks
 from ..reference import wordpiece as _ref
 from ..wordpiece.counting import _count_words_native
 from ..wordpiece.model import DEFAULT_SPECIAL_TOKENS, WordPiece, _check_text
+from . import empty_corpus
 
 #: Counts must stay below this so that count(AB)*count(A)*count(B) fits 128 bits exactly.
 _MAX_TRAIN_COUNT = 1 << 42
 
 
-def _train_native(texts, vocab_size, opts, *, min_frequency, limit_alphabet, special_tokens,
-                  num_threads, progress, algorithm="likelihood", word_counts=None):
-    """The reference's training rules on the native trainer; returns token -> id.
-    ``word_counts`` (word -> count) skips phase 1 when it was done elsewhere (Dask)."""
+def _train_native(word_counts, vocab_size, opts, *, min_frequency, limit_alphabet, special_tokens,
+                  progress, algorithm="likelihood"):
+    """The reference's training rules on the native trainer, from ``word_counts`` (word ->
+    count: phase 1, here or on Dask); returns token -> id."""
     from .._wordpiece_train import Trainer
 
     prefix = opts.prefix
-    if word_counts is None:
-        word_counts = _count_words_native(texts, opts, num_threads)
     keep = _ref.choose_alphabet(word_counts, limit_alphabet)
     words = [w for w in word_counts if all(ch in keep for ch in w)]
     vocab: dict[str, int] = {}
@@ -110,12 +109,9 @@ def train_wordpiece(
     if vocab_size is None:
         raise TypeError("train_wordpiece() needs vocab_size")
     _io.check_errors(errors)
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be a positive int, not {vocab_size!r}")
-    if not isinstance(min_frequency, int) or min_frequency < 0:
-        raise ValueError(f"min_frequency must be an int >= 0, not {min_frequency!r}")
-    if limit_alphabet is not None and (not isinstance(limit_alphabet, int) or limit_alphabet < 0):
-        raise ValueError(f"limit_alphabet must be None or an int >= 0, not {limit_alphabet!r}")
+    vocab_size = checks.check_int("vocab_size", vocab_size, low=1, high=checks.MAX_VOCAB_SIZE)
+    min_frequency = checks.check_int("min_frequency", min_frequency, low=0)
+    limit_alphabet = checks.check_int("limit_alphabet", limit_alphabet, low=0, allow_none=True)
     num_threads = checks.check_num_threads(num_threads, allow_none=True) or os.cpu_count() or 1
     if algorithm not in ("likelihood", "frequency"):
         raise ValueError(f"algorithm must be 'likelihood' or 'frequency', not {algorithm!r}")
@@ -126,32 +122,34 @@ def train_wordpiece(
         _check_text(t, "special token")
     opts = _ref.BertOptions(lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens,
                             turkish_lowercase=turkish_lowercase)
-    word_counts = None
-    bar = None
     if client is not None:  # phase 1 on a Dask cluster
         from ..distributed import count_words_distributed
 
         if documents is not None:
             raise TypeError("train_wordpiece(client=...) reads files on the workers: pass files, "
                             "not documents= (an iterable can't be shipped to them)")
-        texts, word_counts = (), count_words_distributed(client, files, opts, errors=errors, docs=docs,
-                                                         field=field, column=column)
+        word_counts = count_words_distributed(client, files, opts, errors=errors, docs=docs,
+                                              field=field, column=column)
     else:
         # documents, long ones in pieces cut before whitespace (Corollary 4 of
         # reference.documents): words never span two of them
         corpus = _io.Corpus.resolve(files, documents, docs=docs, field=field, column=column)
+        bar = None
         if progress:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=corpus.total_bytes(), desc="reading", unit="B", unit_scale=True)
         blocks = corpus.blocks(cut=_io.WordPieceCut(special_tokens), errors=errors, progress=bar)
         texts = (piece for block in blocks for piece in block.pieces())
-    vocab = _train_native(
-        texts, vocab_size, opts, min_frequency=min_frequency, limit_alphabet=limit_alphabet,
-        special_tokens=special_tokens, num_threads=num_threads, progress=progress, algorithm=algorithm,
-        word_counts=word_counts,
-    )
-    if bar is not None:
-        bar.close()
+        try:
+            word_counts = _count_words_native(texts, opts, num_threads)
+        finally:
+            if bar is not None:
+                bar.close()
+    if not word_counts:
+        raise empty_corpus(files, documents, "words")
+    vocab = _train_native(word_counts, vocab_size, opts, min_frequency=min_frequency,
+                          limit_alphabet=limit_alphabet, special_tokens=special_tokens, progress=progress,
+                          algorithm=algorithm)
     return WordPiece(vocab, lowercase=lowercase, strip_accents=strip_accents, special_tokens=special_tokens,
                      turkish_lowercase=turkish_lowercase)

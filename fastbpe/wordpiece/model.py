@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .._wordpiece import WordPieceCore as _WordPieceCore
-from ..checks import MAX_THREADS as _MAX_THREADS, check_num_threads as _check_num_threads
+from ..checks import MAX_THREADS as _MAX_THREADS, check_int, check_num_threads as _check_num_threads
 from ..reference import wordpiece as _ref
 from ..special import check_no_disallowed, resolve_special_sets
 
@@ -343,8 +343,7 @@ class WordPiece:
     def _budget(max_length, n_special: int):
         if max_length is None:
             return None
-        if not isinstance(max_length, int) or isinstance(max_length, bool):
-            raise TypeError(f"max_length must be an int or None, not {type(max_length).__name__}")
+        max_length = check_int("max_length", max_length)
         if max_length < n_special:
             raise ValueError(f"max_length={max_length} leaves no room for the {n_special} special tokens")
         return max_length - n_special
@@ -392,8 +391,7 @@ class WordPiece:
         """The truncation of one call: the tokenizer's, with ``max_length`` if given."""
         if max_length is None:
             return self._truncation
-        if not isinstance(max_length, int) or isinstance(max_length, bool):
-            raise TypeError(f"max_length must be an int or None, not {type(max_length).__name__}")
+        max_length = check_int("max_length", max_length)
         t = self._truncation
         if t is None:
             return _ref.Truncation(max_length)
