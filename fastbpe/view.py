@@ -1,0 +1,5 @@
+"""stub"""
+
+
+def add_command(sub, kit) -> None:
+    pass
