@@ -392,7 +392,7 @@ def corpus_lists(enc, counts: np.ndarray, per_file: dict, *, under: int = 1, top
                         inside[u] = (t, int(counts[t]))
     inside_rows = sorted(((c, u, t) for u, (t, c) in inside.items()), reverse=True)
     files = list(per_file)
-    tax = token_tax(per_file, files) if len(files) > 1 else None
+    tax = token_tax({f: {enc.name: s} for f, s in per_file.items()}, files) if len(files) > 1 else None
     total = int(counts.sum())
     return {
         "tokens_produced": total,
