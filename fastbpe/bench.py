@@ -125,6 +125,19 @@ def _hf_file(spec: str | None) -> Path | None:
     return p if p.is_file() and p.suffix == ".json" else None
 
 
+def _installed(module: str, label: str, absent: dict[str, str], hf_path: Path | None):
+    """A peer that reads tokenizer.json files: its module, or None with the reason in
+    ``absent``."""
+    mod = _optional(module)
+    if mod is None:
+        absent[label] = "not installed"
+    elif hf_path is None:
+        absent[label] = "needs a tokenizer.json file"
+    else:
+        return mod
+    return None
+
+
 def find_peers(tok, spec: str | None) -> tuple[list[Library], dict[str, str]]:
     """``(libraries, absent)``: the installed peers that can run ``tok``, and why each
     other one cannot (``{name: reason}``)."""
@@ -133,12 +146,8 @@ def find_peers(tok, spec: str | None) -> tuple[list[Library], dict[str, str]]:
     hf_path = _hf_file(spec)
     wordpiece = is_wordpiece(tok)
 
-    tokenizers = _optional("tokenizers")
-    if tokenizers is None:
-        absent["HF tokenizers"] = "not installed"
-    elif hf_path is None:
-        absent["HF tokenizers"] = "needs a tokenizer.json file"
-    else:
+    tokenizers = _installed("tokenizers", "HF tokenizers", absent, hf_path)
+    if tokenizers is not None:
         def make_hf(path=str(hf_path)):
             t = tokenizers.Tokenizer.from_file(path)
             t.no_truncation()
@@ -206,12 +215,8 @@ def find_peers(tok, spec: str | None) -> tuple[list[Library], dict[str, str]]:
         lib.batch["numpy"] = lambda e, docs, n: e.encode_batch(docs, n)
         peers.append(lib)
 
-    tokie = _optional("tokie")
-    if tokie is None:
-        absent["tokie"] = "not installed"
-    elif hf_path is None:
-        absent["tokie"] = "needs a tokenizer.json file"
-    else:
+    tokie = _installed("tokie", "tokie", absent, hf_path)
+    if tokie is not None:
         lib = Library("tokie", lambda path=str(hf_path): tokie.Tokenizer.from_json(path))
         lib.one["list"] = lambda e, d: e.encode(d, add_special_tokens=False).ids
         peers.append(lib)
