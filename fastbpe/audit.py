@@ -87,6 +87,9 @@ REPRESENTATIVE = (" ", "  ", "\n", "\t", "\r", "\u00a0", "a", "Z", "s", "t", "e"
                   "é", "É", "ß", "ǅ", "ʰ", "中", "あ", "ア", "ا", "д", "\u0301", "1", "１", "Ⅳ", "'", ".", "!",
                   "/", "_", "-", "😀", "\u200d")
 
+#: Rows of the corpus's ranked lists that the result (--json, --html) holds.
+HELD = 1000
+
 #: A UTF-8 lead byte for each length of a cut character, and filler continuation bytes.
 LEADS = {2: (0xC3, 0xD0, 0xD9), 3: (0xE3, 0xE4, 0xE2, 0xEA, 0xE1), 4: (0xF0,)}
 FILLERS = (0x80, 0x81, 0x9F, 0xA0, 0xA4, 0xBF)
@@ -273,7 +276,7 @@ def unreachable(enc, produced: np.ndarray | None = None, progress=None) -> dict:
             never_proven.append({"id": t, "token": label(b), "why": "its bytes as one chunk encode to other ids, "
                                  "and merges do not build it", "encodes_to": piece})
         elif produced is not None and t < len(produced) and produced[t]:
-            found.append({"id": t, "token": label(b), "proof": f"produced {int(produced[t])} times on the corpus"})
+            found.append({"id": t, "token": label(b), "proof": f"produced {int(produced[t]):,}x on the corpus"})
         else:
             need_search.append((t, b, merged))
     containing = _containing([b for _, b, _ in need_search if _text(b) is None], list(ranks))
@@ -429,10 +432,14 @@ def audit(enc, files: list[str] | None = None, *, under: int = 1, top: int = 50,
 
 
 # --------------------------------------------------------------------------- reports
-def _items(rows: list[dict], top: int, fmt) -> list[str]:
+def _items(rows: list[dict], top: int, fmt, total: int | None = None) -> list[str]:
+    """The first ``top`` rows, then how many more there are (``total``: of a list that
+    the result holds only the head of)."""
     out = [f"    {fmt(r)}" for r in rows[:top]]
-    if len(rows) > top:
-        out.append(f"    ... {len(rows) - top:,} more (--json or --html for all)")
+    total = len(rows) if total is None else total
+    if total > top:
+        held = "all" if len(rows) == total else f"the first {len(rows):,}"
+        out.append(f"    ... {total - top:,} more (--json or --html list {held})")
     return out
 
 
@@ -473,18 +480,24 @@ def format_report(a: dict, top: int = 20) -> str:
                       f"{c['distinct_produced']:,} distinct tokens produced; never produced: {c['never']['count']:,}"]
         lines.append(f"  fewest produced (under {c['rare']['under']}; fewest first, then longest): "
                      f"{c['rare']['count']:,}")
-        lines += _items(c["rare"]["ranked"], top, lambda r: f"{r['id']:>7}  {r['token']}  {r['count']}x")
+        lines += _items(c["rare"]["ranked"], top, lambda r: f"{r['id']:>7}  {r['token']}  {r['count']}x",
+                        c["rare"]["count"])
         lines.append(f"  only inside a longer token (never produced; its bytes inside a produced token): "
                      f"{c['only_inside']['count']:,}")
         lines += _items(c["only_inside"]["ranked"], top,
-                        lambda r: f"{r['id']:>7}  {r['token']}  inside {r['inside']} ({r['count']}x)")
+                        lambda r: f"{r['id']:>7}  {r['token']}  inside {r['inside']} ({r['count']}x)",
+                        c["only_inside"]["count"])
         if len(c["per_file"]) > 1:
             first = next(iter(c["per_file"]))
-            lines.append(f"  per file: tokens per byte, token tax against {os.path.basename(first)}")
+            lines.append(f"  per file: tokens per byte; token tax against {os.path.basename(first)} (tokens / its "
+                         "tokens, for parallel text) and per byte (tokens/byte / its tokens/byte)")
+            base = c["per_file"][first]["tokens_per_byte"]
             for f, s in c["per_file"].items():
-                tpb = f"{s['tokens_per_byte']:.3f}" if s["tokens_per_byte"] is not None else "n/a"
-                lines.append(f"    {os.path.basename(f)}: {s['tokens']:,} tokens, {tpb} tokens/byte, "
-                             f"tax {s['token_tax']:.2f}x")
+                tpb = s["tokens_per_byte"]
+                per_byte = f"{tpb / base:.2f}x" if tpb and base else "n/a"
+                lines.append(f"    {os.path.basename(f)}: {s['tokens']:,} tokens, "
+                             f"{'n/a' if tpb is None else format(tpb, '.3f')} tokens/byte, tax {s['token_tax']:.2f}x, "
+                             f"per byte {per_byte}")
     lines.append("")
     for key, title in (("not_utf8", "not valid UTF-8 alone"), ("whitespace", "whitespace only"),
                        ("hidden_characters", "holding control or invisible characters")):
@@ -587,7 +600,7 @@ def run(args, kit) -> int:
         bar = tqdm(total=len(enc.mergeable_ranks), unit="token", desc="audit", file=sys.stderr, leave=False)
     try:
         with kit.special_guard():
-            result = audit(enc, [str(f) for f in args.files], under=args.under, top=max(args.top, 50),
+            result = audit(enc, [str(f) for f in args.files], under=args.under, top=max(args.top, HELD),
                            num_threads=args.threads, errors=args.errors, progress=bar,
                            document_rule={"docs": args.docs, "field": args.field, "column": args.column},
                            **rule.kwargs())

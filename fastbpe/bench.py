@@ -52,6 +52,9 @@ from .reference import patterns
 
 KINDS = ("list", "numpy")
 
+#: Below this many timed bytes the header warns that fixed per-call costs dominate.
+SMALL = 100_000
+
 #: The pretokenizer gigatoken's ``from_tiktoken`` names for a split pattern.
 GIGATOKEN_SCHEMES = {patterns.GPT2: "gpt2", patterns.CL100K: "gpt4", patterns.O200K: "o200k"}
 
@@ -346,15 +349,27 @@ def run_bench(toks: dict[str, object], docs: list[str], *, threads: int | None =
 
 
 # --------------------------------------------------------------------------- output
+def _size(n: int) -> str:
+    """Bytes as the header says them.
+
+    >>> _size(2_345), _size(1_234_567)
+    ('2.3 KB', '1.23 MB')
+    """
+    return f"{n / 1e3:.1f} KB" if n < 1e6 else f"{n / 1e6:.2f} MB"
+
+
 def header(res: dict) -> list[str]:
     """What was measured, so that the table is read as it was made."""
     bpt = f"{res['bytes_per_token']:.2f}" if res["bytes_per_token"] else "n/a"
     threads = " and ".join(str(n) for n in res["threads"])
     lines = [f"{res['tokenizer']}: {res['documents']:,} documents; timed {res['timed_documents']:,} documents, "
-             f"{res['timed_bytes'] / 1e6:.2f} MB, {res['tokens']:,} tokens ({bpt} bytes/token); warm-up "
-             f"{res['warmup_bytes'] / 1e6:.2f} MB",
+             f"{_size(res['timed_bytes'])}, {res['tokens']:,} tokens ({bpt} bytes/token); warm-up "
+             f"{_size(res['warmup_bytes'])}",
              f"same documents, {res['kind']} output and threads ({threads}) for every library; 1 thread = one "
              f"call per document, more = one batch call; {res['clock']}, best of {res['repeat']}"]
+    if res["timed_bytes"] < SMALL:
+        lines.append(f"note: only {_size(res['timed_bytes'])} timed: a call's fixed costs (a first call's set-up, "
+                     "starting threads) weigh more than encoding; give MBs of text for speeds that hold")
     ok = [lib for lib in res["libraries"] if not any(k.startswith(lib + ",") for k in res["differs"])]
     lines.append("ids identical to fastbpe's on every document: " + ", ".join(ok))
     for what, d in (("DIFFERENT ids or failed, not timed", res["differs"]), ("no such call", res["no_call"]),
