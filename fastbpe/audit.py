@@ -485,7 +485,7 @@ def format_report(a: dict, top: int = 20) -> str:
         lines.append(f"  only inside a longer token (never produced; its bytes inside a produced token): "
                      f"{c['only_inside']['count']:,}")
         lines += _items(c["only_inside"]["ranked"], top,
-                        lambda r: f"{r['id']:>7}  {r['token']}  inside {r['inside']} ({r['count']}x)",
+                        lambda r: f"{r['id']:>7}  {r['token']}  inside {r['inside']} ({r['count']:,}x)",
                         c["only_inside"]["count"])
         if len(c["per_file"]) > 1:
             first = next(iter(c["per_file"]))
