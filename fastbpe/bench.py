@@ -309,6 +309,7 @@ def run_bench(toks: dict[str, object], docs: list[str], *, threads: int | None =
                "timed_bytes": n_bytes, "warmup_bytes": sum(len(d.encode("utf-8")) for d in warm),
                "tokens": n_tokens, "bytes_per_token": n_bytes / n_tokens if n_tokens else None,
                "kind": kind, "threads": modes, "repeat": repeat, "clock": "wall (time.perf_counter)",
+               "rayon_threads": os.environ.get("RAYON_NUM_THREADS"),
                "libraries": [lib.name for lib in libs], "rows": [], "differs": {}, "absent": dict(absent),
                "no_call": {}}
         for lib in libs:
@@ -367,6 +368,10 @@ def header(res: dict) -> list[str]:
              f"{_size(res['warmup_bytes'])}",
              f"same documents, {res['kind']} output and threads ({threads}) for every library; 1 thread = one "
              f"call per document, more = one batch call; {res['clock']}, best of {res['repeat']}"]
+    rust = [lib for lib in ("HF tokenizers", "gigatoken") if lib in res["libraries"]]
+    if rust and len(res["threads"]) > 1:  # their pools are sized once, from the environment
+        lines.append(f"{' and '.join(rust)} batch threads: RAYON_NUM_THREADS="
+                     f"{res['rayon_threads'] or 'unset (one per CPU)'}")
     if res["timed_bytes"] < SMALL:
         lines.append(f"note: only {_size(res['timed_bytes'])} timed: a call's fixed costs (a first call's set-up, "
                      "starting threads) weigh more than encoding; give MBs of text for speeds that hold")
