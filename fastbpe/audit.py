@@ -312,12 +312,12 @@ def unreachable(enc, produced: np.ndarray | None = None, progress=None) -> dict:
         "undecided": undecided,
         "reached_by_search": found,
         "not_from_own_text": {"count": len(own_text_fails),
-                              "examples": [{"id": t, "token": label(b), "encodes_to": enc.encode_ordinary(b.decode())}
-                                           for t, b in own_text_fails[:20]]},
+                              "tokens": [{"id": t, "token": label(b), "encodes_to": enc.encode_ordinary(b.decode())}
+                                           for t, b in own_text_fails]},
         "merge_only": {"count": len(merge_only),
-                       "examples": [{"id": t, "token": label(b),
+                       "tokens": [{"id": t, "token": label(b),
                                      "merges_give": [label(enc.decode_single_token_bytes(i)) for i in m]}
-                                    for t, b, m in merge_only[:20]]},
+                                    for t, b, m in merge_only]},
     }
 
 
@@ -464,11 +464,11 @@ def format_report(a: dict, top: int = 20) -> str:
                                                  f"({r['why']})")
     n = u["not_from_own_text"]
     lines.append(f"not from their own text (their text encodes to other ids): {n['count']:,}")
-    lines += _items(n["examples"], min(top, 5), lambda r: f"{r['id']:>7}  {r['token']} -> {_ids(r['encodes_to'])}")
+    lines += _items(n["tokens"], min(top, 5), lambda r: f"{r['id']:>7}  {r['token']} -> {_ids(r['encodes_to'])}")
     m = u["merge_only"]
     lines.append(f"merge-only (merges from single bytes do not build them; only a whole-chunk lookup gives them, "
                  f"so HF's ignore_merges: false never does): {m['count']:,}")
-    lines += _items(m["examples"], min(top, 5),
+    lines += _items(m["tokens"], min(top, 5),
                     lambda r: f"{r['id']:>7}  {r['token']} -> merges give {' '.join(r['merges_give'])}")
     if u["reached_by_search"]:
         lines.append(f"reached only from other text (found by the search or the corpus): "
@@ -525,30 +525,37 @@ def render_html(a: dict, limit: int = 1000) -> str:
              f"({len(u['proven']):,} proven, {len(u['by_split']):,} by the split pattern); undecided "
              f"{len(u['undecided']):,}.</p>"]
 
-    def table(title, rows, cols):
-        if not rows:
+    def table(title, rows, cols, total=None):
+        total = len(rows) if total is None else total
+        if not total:
             return f"<h2>{e(title)}: none</h2>"
         head = "".join(f"<th>{e(c)}</th>" for c, _ in cols)
         body = "".join("<tr>" + "".join(f'<td class="t">{e(str(get(r)))}</td>' for _, get in cols) + "</tr>"
                        for r in rows[:limit])
-        more = f"<p>... {len(rows) - limit:,} more</p>" if len(rows) > limit else ""
-        return f"<h2>{e(title)}: {len(rows):,}</h2><table><tr>{head}</tr>{body}</table>{more}"
+        shown = min(len(rows), limit)
+        more = f"<p>... {total - shown:,} more (the first {shown:,} are listed)</p>" if total > shown else ""
+        return f"<h2>{e(title)}: {total:,}</h2><table><tr>{head}</tr>{body}</table>{more}"
 
     why = [("id", lambda r: r["id"]), ("token", lambda r: r["token"]), ("encodes to", lambda r: _ids(r["encodes_to"])),
            ("why", lambda r: r["why"])]
     parts.append(table("unreachable, proven", u["proven"], why))
     parts.append(table("unreachable by the split pattern (checked)", u["by_split"], why))
     parts.append(table("undecided", u["undecided"], why))
-    parts.append(table("merge-only (HF's ignore_merges: false never gives them)", u["merge_only"]["examples"],
+    parts.append(table("not from their own text", u["not_from_own_text"]["tokens"],
+                       [("id", lambda r: r["id"]), ("token", lambda r: r["token"]),
+                        ("its text encodes to", lambda r: _ids(r["encodes_to"]))]))
+    parts.append(table("merge-only (HF's ignore_merges: false never gives them)", u["merge_only"]["tokens"],
                        [("id", lambda r: r["id"]), ("token", lambda r: r["token"]),
                         ("merges give", lambda r: " ".join(r["merges_give"]))]))
     if "corpus" in a:
         c = a["corpus"]
         parts.append(table(f"fewest produced on the corpus (under {c['rare']['under']})", c["rare"]["ranked"],
-                           [("id", lambda r: r["id"]), ("token", lambda r: r["token"]), ("times", lambda r: r["count"])]))
+                           [("id", lambda r: r["id"]), ("token", lambda r: r["token"]), ("times", lambda r: r["count"])],
+                           c["rare"]["count"]))
         parts.append(table("only inside a longer token", c["only_inside"]["ranked"],
                            [("id", lambda r: r["id"]), ("token", lambda r: r["token"]),
-                            ("inside", lambda r: r["inside"]), ("times", lambda r: r["count"])]))
+                            ("inside", lambda r: r["inside"]), ("times", lambda r: r["count"])],
+                           c["only_inside"]["count"]))
         rows = [{"file": f, **s} for f, s in c["per_file"].items()]
         parts.append(table("per file", rows, [("file", lambda r: r["file"]), ("tokens", lambda r: r["tokens"]),
                                               ("tokens/byte", lambda r: f"{r['tokens_per_byte']:.3f}"),

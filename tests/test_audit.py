@@ -48,7 +48,7 @@ def test_golden_counts_on_a_built_tokenizer(built):
     assert u["undecided"] == [] and u["count"] == 16
     assert u["rule"] == "whole-chunk lookup, then merges (tiktoken's rank rule)"
     assert u["not_from_own_text"]["count"] == 2
-    assert sorted(x["id"] for x in u["merge_only"]["examples"]) == sorted(
+    assert sorted(x["id"] for x in u["merge_only"]["tokens"]) == sorted(
         r[b] for b in (b"qxzj", b"zj5k", b"\xe4\xb8\xad\xe4"))
     # the proof of each: what its bytes encode to, and why
     a1 = next(x for x in u["by_split"] if x["id"] == r[b"a1"])
