@@ -71,6 +71,26 @@ def test_server_answers_and_refusals():
         view.ViewServer({"toy": get_toy_encoding()}, port=-1)
 
 
+def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c():
+    import signal
+    import subprocess
+    import sys
+
+    pkg_parent = os.path.dirname(os.path.dirname(fastbpe.__file__))
+    proc = subprocess.Popen([sys.executable, "-m", "fastbpe", "serve", "-t", "gpt2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=pkg_parent))
+    try:
+        line = proc.stdout.readline().decode()
+        assert line.startswith("fastbpe view: http://127.0.0.1:") and "(gpt2)" in line, proc.stderr.read()
+        url = line.split()[2]
+        assert post(url, b'{"text": "hi"}')[1]["tokenizers"][0]["segments"][0]["ids"] == [5303]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0 and b"stopped" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 # --------------------------------------------------------------------------- the browser
 def _driver():
     """A headless chromium driven by selenium, or pytest.skip naming what is missing."""
