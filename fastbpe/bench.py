@@ -5,10 +5,12 @@ Honest by construction (decisions, made once here):
 - **Peers** are found at run time; none is required. For a BPE ``Encoding``: tiktoken
   (any ranks + pattern, no added tokens), gigatoken (``from_tiktoken`` for the GPT-2 /
   cl100k / o200k patterns, ``from_json`` for a tokenizer.json), quicktok (its bundled
-  cl100k_base / o200k_base), HF ``tokenizers`` and tokie (a tokenizer.json file). For a
-  WordPiece tokenizer.json: HF ``tokenizers``. fastbpe reads no SentencePiece model, so
-  sentencepiece has nothing to compare with here. What is absent is listed with the
-  reason, never silently dropped.
+  cl100k_base / o200k_base), HF ``tokenizers`` and tokie (the tokenizer.json given, or
+  for a built-in name or a .tiktoken file one that fastbpe writes from the ranks: the
+  check of ids tells whether the conversion is exact). For a WordPiece tokenizer.json:
+  HF ``tokenizers``. fastbpe reads no SentencePiece model, so sentencepiece has nothing
+  to compare with here. What is absent is listed with the reason, never silently
+  dropped.
 - **Ids are checked before any timing**: every (library, threads) call runs once, on a
   fresh tokenizer, over every document, and must give fastbpe's ids for each document
   (special-token text is ordinary text, as ``encode_ordinary``; WordPiece without
@@ -69,6 +71,7 @@ class Library:
     make: Callable[[], object]
     one: dict[str, Callable | None] = field(default_factory=dict)
     batch: dict[str, Callable | None] = field(default_factory=dict)
+    note: str = ""  # how it got the vocabulary, when the header should say
 
 
 def ids_of(out) -> list[list[int]]:
@@ -141,13 +144,32 @@ def _installed(module: str, label: str, absent: dict[str, str], hf_path: Path | 
     return None
 
 
+def _written_hf_file(tok) -> Path | None:
+    """A tokenizer.json that fastbpe writes from ``tok``'s ranks, pattern and special
+    tokens, so that the tokenizer.json peers run a built-in or .tiktoken vocabulary too
+    (their ids are checked like any peer's); None when it cannot be written."""
+    import warnings
+
+    path = Path(tempfile.mkdtemp(prefix="fastbpe-bench-")) / f"{tok.name}.tokenizer.json"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a lossy file is no file
+            tok.save(path, format="hf")
+    except (ValueError, UserWarning):
+        return None
+    return path
+
+
 def find_peers(tok, spec: str | None) -> tuple[list[Library], dict[str, str]]:
     """``(libraries, absent)``: the installed peers that can run ``tok``, and why each
     other one cannot (``{name: reason}``)."""
     peers: list[Library] = []
     absent: dict[str, str] = {}
-    hf_path = _hf_file(spec)
+    given = hf_path = _hf_file(spec)
     wordpiece = is_wordpiece(tok)
+    if hf_path is None and not wordpiece:
+        hf_path = _written_hf_file(tok)
+    written = "a tokenizer.json fastbpe wrote from the ranks" if given is None and hf_path is not None else ""
 
     tokenizers = _installed("tokenizers", "HF tokenizers", absent, hf_path)
     if tokenizers is not None:
@@ -156,7 +178,7 @@ def find_peers(tok, spec: str | None) -> tuple[list[Library], dict[str, str]]:
             t.no_truncation()
             t.no_padding()
             return t
-        lib = Library("HF tokenizers", make_hf)
+        lib = Library("HF tokenizers", make_hf, note=written)
         lib.one["list"] = lambda e, d: e.encode(d, add_special_tokens=False).ids
         lib.batch["list"] = lambda e, docs, n: [x.ids for x in e.encode_batch(docs, add_special_tokens=False)]
         peers.append(lib)
@@ -184,16 +206,19 @@ def find_peers(tok, spec: str | None) -> tuple[list[Library], dict[str, str]]:
     scheme = GIGATOKEN_SCHEMES.get(tok.pat_str)
     if giga is None:
         absent["gigatoken"] = "not installed"
-    elif hf_path is None and scheme is None:
+    elif given is None and scheme is None:
         absent["gigatoken"] = "no gigatoken pretokenizer for this split pattern"
     else:
-        if hf_path is not None:
-            text = hf_path.read_text(encoding="utf-8")
+        if scheme is None:  # the user's tokenizer.json (gigatoken may or may not run its pattern)
+            text = given.read_text(encoding="utf-8")
             make_giga = lambda: giga.Tokenizer.from_json(text)  # noqa: E731
         else:
-            folder = tempfile.mkdtemp(prefix="fastbpe-bench-")
-            path = os.path.join(folder, f"{tok.name}.tiktoken")
-            tok.save(path, format="tiktoken")
+            import warnings
+
+            path = os.path.join(tempfile.mkdtemp(prefix="fastbpe-bench-"), f"{tok.name}.tiktoken")
+            with warnings.catch_warnings():  # the ranks alone: pattern and specials are passed below
+                warnings.simplefilter("ignore")
+                tok.save(path, format="tiktoken")
             make_giga = lambda: giga.Tokenizer.from_tiktoken(path, pretokenizer=scheme,  # noqa: E731
                                                              special_tokens=tok.special_tokens)
         lib = Library("gigatoken", make_giga)
@@ -220,7 +245,7 @@ def find_peers(tok, spec: str | None) -> tuple[list[Library], dict[str, str]]:
 
     tokie = _installed("tokie", "tokie", absent, hf_path)
     if tokie is not None:
-        lib = Library("tokie", lambda path=str(hf_path): tokie.Tokenizer.from_json(path))
+        lib = Library("tokie", lambda path=str(hf_path): tokie.Tokenizer.from_json(path), note=written)
         lib.one["list"] = lambda e, d: e.encode(d, add_special_tokens=False).ids
         peers.append(lib)
     return peers, absent
@@ -311,7 +336,7 @@ def run_bench(toks: dict[str, object], docs: list[str], *, threads: int | None =
                "kind": kind, "threads": modes, "repeat": repeat, "clock": "wall (time.perf_counter)",
                "rayon_threads": os.environ.get("RAYON_NUM_THREADS"),
                "libraries": [lib.name for lib in libs], "rows": [], "differs": {}, "absent": dict(absent),
-               "no_call": {}}
+               "no_call": {}, "notes": {lib.name: lib.note for lib in libs if lib.note}}
         for lib in libs:
             for n in modes:
                 fn = (lib.one if n == 1 else lib.batch).get(kind)
@@ -378,7 +403,7 @@ def header(res: dict) -> list[str]:
     ok = [lib for lib in res["libraries"] if not any(k.startswith(lib + ",") for k in res["differs"])]
     lines.append("ids identical to fastbpe's on every document: " + ", ".join(ok))
     for what, d in (("DIFFERENT ids or failed, not timed", res["differs"]), ("no such call", res["no_call"]),
-                    ("absent", res["absent"])):
+                    ("absent", res["absent"]), ("read", res["notes"])):
         if d:
             lines.append(f"{what}: " + "; ".join(f"{k} ({v})" for k, v in d.items()))
     return lines

@@ -38,6 +38,8 @@ def test_table_shape_every_library_threads_and_state():
     [res] = bench.run_bench({"gpt2": fastbpe.get_encoding("gpt2")}, DOCS, threads=2, specs={"gpt2": "gpt2"})
     libs = [lib for lib in res["libraries"] if not any(k.startswith(lib + ",") for k in res["differs"])]
     assert "tiktoken" in libs and res["threads"] == [1, 2]
+    # a built-in name reaches the tokenizer.json peers through a file fastbpe writes, said in the header
+    assert "HF tokenizers" in libs and res["notes"]["HF tokenizers"] == "a tokenizer.json fastbpe wrote from the ranks"
     assert [(r["library"], r["threads"], r["state"]) for r in res["rows"]] == [
         (lib, n, state) for lib in libs for n in (1, 2) for state in ("cold", "warm")]
     assert all(r["vs_tiktoken"] == 1.0 for r in res["rows"] if r["library"] == "tiktoken")
