@@ -243,6 +243,8 @@ def find_peers(tok, spec: str | None) -> tuple[list[Library], dict[str, str]]:
         lib.batch["numpy"] = lambda e, docs, n: e.encode_batch(docs, n)
         peers.append(lib)
 
+    if _optional("sentencepiece") is not None:
+        absent["sentencepiece"] = "fastbpe reads no SentencePiece model to compare with"
     tokie = _installed("tokie", "tokie", absent, hf_path)
     if tokie is not None:
         lib = Library("tokie", lambda path=str(hf_path): tokie.Tokenizer.from_json(path), note=written)
