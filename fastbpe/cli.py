@@ -11,6 +11,10 @@ decode     ids -> text, exactly the original bytes for a BPE round trip
 count      token counts of files and their total (a ``wc`` for tokens)
 show       the text with token boundaries coloured; ``--html FILE`` for a web page
 stats      bytes/token, tokens/word, [UNK] rate, token tax; tokenizers side by side
+bench      fastbpe against every installed peer on your files, ids checked first
+           (``fastbpe.bench``)
+audit      what a vocabulary holds that text never reaches (``fastbpe.audit``)
+view       a local web page: type text, see it tokenized side by side (``fastbpe.view``)
 =========  ==========================================================================
 
 Any ``TOKENIZER`` argument is a file (``.tiktoken``, ``tokenizer.json``, ``vocab.txt``,
@@ -50,6 +54,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 #: ``fastbpe demo`` defaults (MB of sources, vocabulary size): small enough to finish in
 #: well under a minute on 2 cores with the pure-Python trainer, larger when
@@ -835,6 +840,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_special_flags(st)
     add_corpus_flags(st)
     st.set_defaults(func=cmd_stats)
+
+    # bench, audit, view: each module holds its parser and runner; it sits below this
+    # layer, so the helpers every command shares are handed to it
+    from . import audit, bench, view
+
+    kit = SimpleNamespace(
+        tok_help=tok_help, load_tokenizer=load_tokenizer, tokenizer_name=tokenizer_name, corpus_of=corpus_of,
+        add_corpus_flags=add_corpus_flags, add_errors_flag=add_errors_flag, add_special_flags=add_special_flags,
+        special_rule=SpecialRule.from_args, special_guard=corpus_special_guard, positive=_positive,
+        safe=lambda text: cli_message(text, keep="\n"))
+    for tool in (bench, audit, view):
+        tool.add_command(sub, kit)
     return p
 
 

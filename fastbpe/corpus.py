@@ -125,9 +125,10 @@ def document_ids_batch(tok, texts: list[str], num_threads: int = 1, *, allowed_s
 
 
 def count_corpus(tok, corpus, *, num_threads: int = 1, errors: str = "strict", progress=None,
-                 **special) -> dict:
+                 on_ids=None, **special) -> dict:
     """``{"documents", "tokens", "bytes", "chars", "words", "unknown"}`` of a corpus (the
-    figures of ``count`` and ``stats``), streamed."""
+    figures of ``count`` and ``stats``), streamed; ``on_ids(ids)`` sees each block's ids
+    (``audit`` counts every token with it)."""
     unk_id = None
     if is_wordpiece(tok):
         unk_id = tok.token_to_id(getattr(tok, "unk_token", "[UNK]"))
@@ -136,6 +137,8 @@ def count_corpus(tok, corpus, *, num_threads: int = 1, errors: str = "strict", p
     prev_tail_word = False   # the last piece was open and ended inside a word
     for block in _io.documents.prefetch(corpus.blocks(cut=cutter(tok), errors=errors, progress=progress)):
         ids, _ = block_ids(tok, block, num_threads, **special)
+        if on_ids is not None:
+            on_ids(ids)
         pieces = block.pieces()
         out["tokens"] += len(ids)
         out["bytes"] += len(block.data)

@@ -167,7 +167,7 @@ def render_plain(segs: list[Segment], *, ids: bool = False) -> str:
 
 
 # --------------------------------------------------------------------------- HTML
-_CSS = """
+CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 h1 { font-size: 1.2em; }
 .summary { color: #555; }
@@ -182,14 +182,17 @@ h1 { font-size: 1.2em; }
 """
 
 
-def _hover(seg: Segment) -> str:
+def hover(seg: Segment) -> str:
+    """What hovering over a segment tells: each token's id and bytes (also ``fastbpe view``)."""
     parts = []
     for idx, piece in zip(seg.ids, seg.pieces):
         parts.append(f"id {idx}: bytes {piece.hex(' ')} {piece!r}")
     return "\n".join(parts)
 
 
-def _html_text(text: str) -> str:
+def html_text(text: str) -> str:
+    """``text`` as HTML with whitespace marked and hidden characters escaped (also
+    ``fastbpe view``)."""
     out = []
     for c in text:
         if c in VISIBLE:
@@ -210,8 +213,8 @@ def render_html(segs: list[Segment], *, title: str = "fastbpe tokens", summary: 
         cls = "t partial" if s.partial else "t"
         spans.append(
             f'<span class="{cls}" style="background:{HTML_BACKGROUNDS[i % len(HTML_BACKGROUNDS)]}" '
-            f'title="{html.escape(_hover(s), quote=True)}" data-ids="{" ".join(map(str, s.ids))}">'
-            f"{_html_text(s.text)}</span>"
+            f'title="{html.escape(hover(s), quote=True)}" data-ids="{" ".join(map(str, s.ids))}">'
+            f"{html_text(s.text)}</span>"
         )
     id_block = ""
     if ids:
@@ -219,7 +222,7 @@ def render_html(segs: list[Segment], *, title: str = "fastbpe tokens", summary: 
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         f"<h1>{html.escape(title)}</h1>\n"
         f'<p class="summary">{html.escape(summary)}</p>\n'
         f'<div class="tokens">{"".join(spans)}</div>\n'

@@ -161,15 +161,22 @@ def format_tax(tax: dict[str, dict[str, float]], names: list[str], files: list[s
 
 
 # --------------------------------------------------------------------------- plots
-def save_plots(stats, names: list[str], out_dir: str | os.PathLike, tax=None, tax_files=None) -> list[Path]:
-    """PNG bar charts (bytes/token and fertility per file; token tax). Needs matplotlib."""
+def pyplot(what: str):
+    """matplotlib's ``pyplot`` drawing to files (no window), or RuntimeError saying that
+    ``what`` needs matplotlib and how to install it."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise RuntimeError("--plot needs matplotlib: pip install matplotlib (or pip install 'fastbpe[bench]')") from None
+        raise RuntimeError(f"{what} needs matplotlib: pip install matplotlib (or pip install 'fastbpe[bench]')") from None
+    return plt
+
+
+def save_plots(stats, names: list[str], out_dir: str | os.PathLike, tax=None, tax_files=None) -> list[Path]:
+    """PNG bar charts (bytes/token and fertility per file; token tax). Needs matplotlib."""
+    plt = pyplot("--plot")
     import numpy as np
 
     out_dir = Path(out_dir)

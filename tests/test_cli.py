@@ -641,7 +641,9 @@ def test_errors_replace_wherever_the_message_suggests_it(tok, tmp_path):
     parser = __import__("fastbpe.cli", fromlist=["build_parser"]).build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     readers = {name for name, p in sub.choices.items() if any("--errors" in a.option_strings for a in p._actions)}
-    assert readers == {"train", "encode", "count", "show", "stats"}
+    assert readers == {"train", "encode", "count", "show", "stats", "bench", "audit"}
+    ok(run("bench", "-t", tok, "--errors", "replace", "--repeat", "1", "-q", bad))
+    ok(run("audit", "-t", tok, "--errors", "replace", "-q", bad))
 
 
 # --------------------------------------------------------------------------- the terminal
