@@ -75,8 +75,6 @@ import sys
 import unicodedata
 from collections import Counter
 
-import numpy as np
-
 from .checks import is_wordpiece
 from .reference.bpe import merge_bytes
 from .show import HIDDEN
@@ -234,6 +232,8 @@ def _gives_itself(enc, s: str, t: int) -> bool:
 
 def _containing(fragments: list[bytes], tokens: list[bytes], most: int = 8) -> dict[bytes, list[str]]:
     """For each byte fragment, up to ``most`` text tokens whose bytes hold it."""
+    import numpy as np  # here, not at the top: ``fastbpe --help`` loads no numpy
+
     texts = [tb for tb in tokens if _text(tb) is not None]
     joined = b"\x00".join(texts)
     starts = np.cumsum([0] + [len(tb) + 1 for tb in texts])
@@ -352,6 +352,8 @@ def vocabulary_lists(enc) -> dict:
 def corpus_counts(enc, files: list[str], *, num_threads: int = 1, errors: str = "strict", progress=None,
                   document_rule: dict | None = None, **special) -> tuple[np.ndarray, dict]:
     """``(counts of every id over all files, {file: stats.TextStats})``."""
+    import numpy as np
+
     from .corpus import count_corpus
     from .io import Corpus
     from .stats import TextStats
@@ -373,6 +375,8 @@ def corpus_counts(enc, files: list[str], *, num_threads: int = 1, errors: str = 
 def corpus_lists(enc, counts: np.ndarray, per_file: dict, *, under: int = 1, top: int = 50) -> dict:
     """Never / rarely produced tokens (ranked), tokens only inside longer ones, and the
     per-file tokens per byte and token tax."""
+    import numpy as np
+
     from .stats import token_tax
 
     ranks = enc.mergeable_ranks
