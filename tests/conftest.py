@@ -9,8 +9,8 @@ Where a vocabulary file comes from (decision), first found wins:
    ships (``fastbpe/vocab``, MIT); ``gpt2.tokenizer.json`` converted from gpt2's ranks by
    transformers' ``TikTokenConverter`` (the tool that made the shared file, byte for byte;
    not fastbpe's own writer, so that tests of our HF reader read a file we did not
-   write); BERT uncased unpacked from ``tests/data`` (Apache-2.0). Each is checked
-   against its sha256 when made;
+   write); BERT uncased unpacked from ``tests/data`` (Apache-2.0). An unpacked file is
+   checked against its sha256 as it is made, the converted one by test_vocab_sources.py;
 3. otherwise the test skips, naming the file. Only model-licensed files (Llama, Qwen,
    DeepSeek, Mistral) are in neither place, so a fresh clone runs every other test.
 
