@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-VOCABS = ["gpt2.tiktoken", "cl100k_base.tiktoken", "o200k_base.tiktoken", "bert-base-uncased/tokenizer.json"]
+VOCABS = ["gpt2.tiktoken", "cl100k_base.tiktoken", "o200k_base.tiktoken", "bert-base-uncased/vocab.txt",
+          "bert-base-uncased/tokenizer.json", "bert-base-uncased/tokenizer_config.json"]
 #: Commands of the README that are not snippets to run here, and why.
 NOT_RUN = {"pip": "installs the package (the tests use this checkout)", "pytest": "runs this very test suite"}
 
@@ -44,9 +45,8 @@ def shell_commands(block: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory, vocab_file):
-    vocab_dir = vocab_file(VOCABS[0]).parent
-    for name in VOCABS[1:]:
-        vocab_file(name)  # skip, saying which, when one is absent
+    paths = {name: vocab_file(name) for name in VOCABS}  # skip, saying which, when one is absent
+    vocab_dir = paths["gpt2.tiktoken"].parent  # FASTBPE_VOCAB_DIR, for get_encoding
     d = tmp_path_factory.mktemp("readme")
     text = ("Tokenizers turn text into ids. The quick brown fox jumps over the lazy dog.\n"
             "def greet(name):\n    return f'Hello, {name}!'\n") * 40
@@ -70,9 +70,10 @@ def workdir(tmp_path_factory, vocab_file):
     jsonl = "".join(json.dumps({"text": r, "id": i}) + "\n" for i, r in enumerate(rows)).encode()
     (d / "data" / "a.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(jsonl))
     pq.write_table(pa.table({"text": rows}), d / "data" / "b.parquet")
-    # the files the Python snippets load by name
-    shutil.copy(vocab_dir / "cl100k_base.tiktoken", d / "cl100k_base.tiktoken")
-    shutil.copytree(vocab_dir / "bert-base-uncased", d / "bert-base-uncased")
+    # the files the Python snippets load by name (cl100k_base.tiktoken, bert-base-uncased/)
+    for name in VOCABS:
+        (d / name).parent.mkdir(exist_ok=True)
+        shutil.copy(paths[name], d / name)
     return d, vocab_dir
 
 
