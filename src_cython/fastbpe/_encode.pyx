@@ -631,16 +631,19 @@ def _compile_pattern(str pat_str):
 
 
 def _native_pattern_id(str pat_str):
-    """The hand-written pre-tokenizer for tiktoken's exact pattern strings, else -1.
+    """The native pre-tokenizer of a pattern string, else -1 (the regex module).
 
-    Only exact strings: a short name such as "gpt2" is a (silly) custom regex here, as in
-    tiktoken.
+    tiktoken's exact pattern strings have hand-written splitters; any other pattern that
+    fastbpe.reference.split_program compiles (and that matches every character, as
+    tiktoken drops what it does not match) runs as a split program. Only exact strings:
+    a short name such as "gpt2" is a (silly) custom regex here, as in tiktoken.
     """
-    from fastbpe._pretokenize import pattern_id
+    from fastbpe._pretokenize import SPLIT_PROGRAM, pattern_id
     from fastbpe.reference import patterns
     if pat_str in (patterns.GPT2, patterns.CL100K, patterns.O200K):
         return pattern_id(pat_str)
-    return -1
+    pid = pattern_id(pat_str)
+    return pid if pid >= SPLIT_PROGRAM else -1
 
 
 cdef list _texts_list(object texts):

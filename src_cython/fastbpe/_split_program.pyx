@@ -1,0 +1,246 @@
+"""Split programs, natively: the matcher of ``fastbpe.reference.split_program``.
+
+``program_slot(pattern)`` compiles a split pattern with the reference compiler (which
+refuses what it cannot prove equal to ``regex``) and copies the program into C arrays
+in a slot of a process-wide table; ``program_chunk_end`` runs it. The matcher is the
+reference's ``_match`` / ``chunk_end`` line by line (Corollary 2 of that module: the
+same candidates in the same order), over the same tables (Corollary 1), so a program's
+chunks are ``regex.finditer``'s. Tests compare both with ``regex`` on every code point.
+
+Data: per program, each ASCII byte's atom set (one lookup), and for other code points
+a two-level table: ``stage1[cp >> 7]`` names a block of 128 class ids (uint8),
+``class_atoms[id]`` is the atom set (uint32 bits). Each branch starts with the atoms
+its first consumed char may be in, so the branches that cannot start on the char at p
+cost one AND each.
+"""
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t
+from libc.stdlib cimport calloc, malloc
+from libc.string cimport memcpy
+cimport numpy as cnp
+import numpy as np
+
+from fastbpe.reference import split_program as _ref
+
+cnp.import_array()
+
+cdef extern from "fbe_utf8_decode.h":
+    uint32_t fbe_decode_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                  Py_ssize_t* width) noexcept nogil
+
+# Item kinds: the reference's numbers.
+cdef enum:
+    K_RUN = 0
+    K_LITS = 1
+    K_AHEAD = 2
+    K_NOT_AHEAD = 3
+    K_DOLLAR = 4
+
+ctypedef struct Item:
+    int kind
+    uint32_t mask            # RUN, AHEAD, NOT_AHEAD: the atom's bit
+    int32_t lo, hi           # RUN: repetitions, hi -1 unbounded; LITS: lo 0 = optional
+    int possessive
+    int32_t lit_first, lit_count  # LITS: alternatives lits[lit_first : lit_first + lit_count]
+
+ctypedef struct Lit:
+    int32_t first, length    # its chars' atom bits: lit_masks[first : first + length]
+
+ctypedef struct Branch:
+    uint32_t first_mask      # the atoms its first consumed char may be in
+    int32_t item_first, item_count
+
+ctypedef struct Prog:
+    uint32_t ascii[128]
+    uint32_t class_atoms[256]
+    uint16_t* stage1         # 0x110000 >> 7 entries
+    uint8_t* stage2          # 128 class ids per block
+    int n_branches
+    Branch* branches
+    Item* items
+    Lit* lits
+    uint32_t* lit_masks
+
+cdef Prog* _programs[PROGRAM_SLOTS]
+cdef int _n_programs = 0
+#: pattern -> (slot or -1, tiles)
+_slots = {}
+
+
+cdef inline uint32_t _atoms_at(const Prog* g, const unsigned char* t, Py_ssize_t i,
+                               Py_ssize_t end, Py_ssize_t* w) noexcept nogil:
+    """The atom set of the char at byte i; its byte length to w."""
+    cdef unsigned char b = t[i]
+    cdef uint32_t cp
+    if b < 0x80:
+        w[0] = 1
+        return g.ascii[b]
+    cp = fbe_decode_multibyte(t, i, end, w)
+    if cp > 0x10FFFF:
+        return 0
+    return g.class_atoms[g.stage2[(<Py_ssize_t>g.stage1[cp >> 7] << 7) | (cp & 127)]]
+
+
+cdef Py_ssize_t _match(const Prog* g, const Item* it, int n, const unsigned char* t,
+                       Py_ssize_t p, Py_ssize_t end) noexcept nogil:
+    """End of the first match of the n items from `it` at p, or -1 (the reference's
+    _match: greedy runs give back one char at a time, possessive ones never)."""
+    cdef Py_ssize_t q, w, r
+    cdef int32_t count, j, a
+    cdef const Lit* lit
+    cdef bint ok
+    if n == 0:
+        return p
+    if it.kind == K_RUN:
+        q = p
+        count = 0
+        while q < end and count != it.hi:
+            if not (_atoms_at(g, t, q, end, &w) & it.mask):
+                break
+            q += w
+            count += 1
+        if count < it.lo:
+            return -1
+        if n == 1:
+            return q
+        if it.possessive:
+            return _match(g, it + 1, n - 1, t, q, end)
+        while True:
+            r = _match(g, it + 1, n - 1, t, q, end)
+            if r >= 0:
+                return r
+            if count == it.lo or q <= p:
+                return -1
+            q -= 1  # back one char: the run's chars are whole UTF-8 sequences
+            while q > p and (t[q] & 0xC0) == 0x80:
+                q -= 1
+            count -= 1
+    if it.kind == K_LITS:
+        for j in range(it.lit_count):
+            lit = &g.lits[it.lit_first + j]
+            q = p
+            ok = True
+            for a in range(lit.length):
+                if q >= end or not (_atoms_at(g, t, q, end, &w) & g.lit_masks[lit.first + a]):
+                    ok = False
+                    break
+                q += w
+            if ok:
+                r = _match(g, it + 1, n - 1, t, q, end)
+                if r >= 0 or it.possessive:
+                    return r
+        if it.lo == 0:
+            return _match(g, it + 1, n - 1, t, p, end)
+        return -1
+    if it.kind == K_DOLLAR:
+        ok = p == end or (p == end - 1 and t[p] == 10)
+    else:
+        ok = p < end and (_atoms_at(g, t, p, end, &w) & it.mask) != 0
+        if it.kind == K_NOT_AHEAD:
+            ok = not ok
+    return _match(g, it + 1, n - 1, t, p, end) if ok else -1
+
+
+cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_t start,
+                                  Py_ssize_t end) noexcept nogil:
+    cdef const Prog* g = _programs[slot]
+    cdef const Branch* br
+    cdef Py_ssize_t q = start, w, r
+    cdef uint32_t m
+    cdef int b
+    while q < end:
+        m = _atoms_at(g, text, q, end, &w)
+        for b in range(g.n_branches):
+            br = &g.branches[b]
+            if br.first_mask & m:
+                r = _match(g, g.items + br.item_first, br.item_count, text, q, end)
+                if r > q:
+                    return r if q == start else q
+        q += w
+    return end
+
+
+# ---------------------------------------------------------------------------------------
+# Registration (with the GIL).
+
+cdef void* _copy(arr, Py_ssize_t itemsize) except NULL:
+    cdef cnp.ndarray a = np.ascontiguousarray(arr)
+    cdef Py_ssize_t size = a.shape[0] * itemsize
+    cdef void* out = malloc(size if size else 1)
+    if out == NULL:
+        raise MemoryError()
+    memcpy(out, a.data, size)
+    return out
+
+
+cdef Prog* _build(prog) except NULL:
+    """The C form of a reference Program (never freed: a slot lives as long as the
+    process)."""
+    stage1, stage2, class_atoms, ascii_atoms = _ref.class_tables(prog.atoms)
+    items, lits, lit_masks, branches = [], [], [], []
+    for first, branch in zip(prog.first_masks(), prog.branches):
+        branches.append((first, len(items), len(branch)))
+        for it in branch:
+            items.append((it.kind, (1 << it.atom) if it.atom >= 0 else 0, it.lo, it.hi,
+                          int(it.possessive), len(lits), len(it.lits)))
+            for lit in it.lits:
+                lits.append((len(lit_masks), len(lit)))
+                lit_masks.extend(1 << a for a in lit)
+    cdef Prog* g = <Prog*>calloc(1, sizeof(Prog))
+    if g == NULL:
+        raise MemoryError()
+    cdef int k
+    for k in range(128):
+        g.ascii[k] = ascii_atoms[k]
+    for k in range(len(class_atoms)):
+        g.class_atoms[k] = class_atoms[k]
+    g.stage1 = <uint16_t*>_copy(stage1.astype(np.uint16), 2)
+    g.stage2 = <uint8_t*>_copy(stage2.astype(np.uint8), 1)
+    g.lit_masks = <uint32_t*>_copy(np.array(lit_masks, dtype=np.uint32), 4)
+    g.items = <Item*>calloc(len(items) + 1, sizeof(Item))
+    g.lits = <Lit*>calloc(len(lits) + 1, sizeof(Lit))
+    g.branches = <Branch*>calloc(len(branches) + 1, sizeof(Branch))
+    if g.items == NULL or g.lits == NULL or g.branches == NULL:
+        raise MemoryError()
+    for k, (kind, mask, lo, hi, poss, lit_first, lit_count) in enumerate(items):
+        g.items[k].kind = kind
+        g.items[k].mask = mask
+        g.items[k].lo = lo
+        g.items[k].hi = hi
+        g.items[k].possessive = poss
+        g.items[k].lit_first = lit_first
+        g.items[k].lit_count = lit_count
+    for k, (first, length) in enumerate(lits):
+        g.lits[k].first = first
+        g.lits[k].length = length
+    for k, (first_mask, item_first, item_count) in enumerate(branches):
+        g.branches[k].first_mask = first_mask
+        g.branches[k].item_first = item_first
+        g.branches[k].item_count = item_count
+    g.n_branches = len(branches)
+    return g
+
+
+def program_slot(str pattern, bint gaps=False):
+    """The slot of pattern's program, or -1 when it runs on ``regex``: the compiler
+    refuses it, the table is full, or it does not tile and ``gaps`` is false (tiktoken
+    drops unmatched text; only HF's Isolated Split keeps it as chunks).
+
+    >>> program_slot(r"\\p{L}+?")
+    -1
+    """
+    global _n_programs
+    entry = _slots.get(pattern)
+    if entry is None:
+        try:
+            prog = _ref.compile_program(pattern)
+        except ValueError:  # Unsupported, or not a regex at all (callers' regex says why)
+            entry = (-1, False)
+        else:
+            if _n_programs == PROGRAM_SLOTS:
+                return -1  # slots are never freed: this pattern stays on regex
+            _programs[_n_programs] = _build(prog)
+            entry = (_n_programs, prog.tiles)
+            _n_programs += 1
+        _slots[pattern] = entry
+    slot, tiles = entry
+    return slot if (tiles or gaps) else -1
