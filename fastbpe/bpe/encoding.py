@@ -26,8 +26,11 @@ from ..special import check_no_disallowed, resolve_special_sets
 try:  # the native core lands with the encoder issue; until then the reference serves
     from .._encode import CoreBPE as NativeCoreBPE
     from .._encode import ranks_are_plain as _ranks_are_plain
+    from .._encode import _native_pattern_id
+    from .._pretokenize import split_engine as _split_engine
 except ImportError:  # pragma: no cover
     NativeCoreBPE = _ranks_are_plain = None
+    _native_pattern_id, _split_engine = (lambda pat_str: -1), (lambda pid: "regex")
 
 _UINT32 = np.dtype(np.uint32)
 
@@ -108,6 +111,18 @@ class Encoding:
         # 2. build the core once
         # added tokens are matched in text by the core's special-token split, always allowed
         self._core_bpe = _make_core(self._mergeable_ranks, {**self._special_tokens, **added_tokens}, pat_str)
+
+    @property
+    def _split_engine(self) -> str:
+        """What splits text for this encoding: "builtin:gpt2" / "builtin:cl100k" /
+        "builtin:o200k" (hand-written), "program" (a compiled split program,
+        ``fastbpe.reference.split_program``) or "regex" (the ``regex`` module). For
+        tests and benchmarks.
+
+        >>> get_toy_encoding()._split_engine
+        'builtin:cl100k'
+        """
+        return _split_engine(_native_pattern_id(self._pat_str))
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"

@@ -86,6 +86,8 @@ UNBOUNDED = -1
 #: At most this many atoms (bits of a uint32 mask) and distinct atom sets (class ids).
 MAX_ATOMS = 32
 MAX_CLASSES = 256
+#: At most this many branches (the native matcher indexes them with a byte).
+MAX_BRANCHES = 255
 #: Code points per block of the two-level class table.
 BLOCK = 128
 
@@ -416,6 +418,8 @@ def compile_program(pattern: str) -> Program:
         items = _items(nodes, atoms, pattern)
         _check_branch(items, pattern)
         compiled.append(tuple(items))
+    if len(compiled) > MAX_BRANCHES:
+        raise Unsupported(f"split pattern {pattern!r}: more than {MAX_BRANCHES} branches")
     _, _, class_atoms, _ = class_tables(tuple(atoms.texts))
     tiles = all(any(_covers(b, int(m)) for b in compiled) for m in class_atoms)
     return Program(pattern, tuple(atoms.texts), tuple(compiled), tiles)

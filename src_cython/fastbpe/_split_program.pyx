@@ -23,6 +23,12 @@ from fastbpe.reference import split_program as _ref
 
 cnp.import_array()
 
+# Word-at-a-time ASCII runs: a RUN whose atom's ASCII members are one byte range
+# (letters with case folded, digits, a space) skips 8 ASCII bytes a step.
+cdef extern from "fbe_ascii_run.h":
+    Py_ssize_t fbpe_ascii_range_end(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                    unsigned lo, unsigned hi, unsigned fold) nogil
+
 cdef extern from "fbe_utf8_decode.h":
     uint32_t fbe_decode_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
                                   Py_ssize_t* width) noexcept nogil
@@ -40,10 +46,22 @@ ctypedef struct Item:
     uint32_t mask            # RUN, AHEAD, NOT_AHEAD: the atom's bit
     int32_t lo, hi           # RUN: repetitions, hi -1 unbounded; LITS: lo 0 = optional
     int possessive
+    int ascii_range          # RUN: its ASCII members are the bytes b with
+    unsigned rlo, rhi, rfold #   rlo <= (b | rfold) <= rhi (fbpe_ascii_range_end)
+    int rest_never_fails     # every later item of its branch has min 0 and consumes
     int32_t lit_first, lit_count  # LITS: alternatives lits[lit_first : lit_first + lit_count]
 
 ctypedef struct Lit:
     int32_t first, length    # its chars' atom bits: lit_masks[first : first + length]
+
+ctypedef struct Shortcut:
+    # How a chunk starting on an ASCII byte b may skip the branch loop (see _shortcuts).
+    int kind                 # 0 none; SC_RUN; SC_PREFIX
+    int32_t item, n          # the items to match from (at p, or at p + 1 for SC_PREFIX)
+
+cdef enum:
+    SC_RUN = 1
+    SC_PREFIX = 2
 
 ctypedef struct Branch:
     uint32_t first_mask      # the atoms its first consumed char may be in
@@ -51,6 +69,8 @@ ctypedef struct Branch:
 
 ctypedef struct Prog:
     uint32_t ascii[128]
+    uint8_t first_branch[128]  # per ASCII byte: the first branch that may start on it
+    Shortcut shortcut[128]
     uint32_t class_atoms[256]
     uint16_t* stage1         # 0x110000 >> 7 entries
     uint8_t* stage2          # 128 class ids per block
@@ -80,11 +100,35 @@ cdef inline uint32_t _atoms_at(const Prog* g, const unsigned char* t, Py_ssize_t
     return g.class_atoms[g.stage2[(<Py_ssize_t>g.stage1[cp >> 7] << 7) | (cp & 127)]]
 
 
+cdef inline Py_ssize_t _run(const Prog* g, const Item* it, const unsigned char* t,
+                           Py_ssize_t q, Py_ssize_t end) noexcept nogil:
+    """End of the run of it's atom from q (no maximum)."""
+    cdef Py_ssize_t w
+    cdef unsigned char b
+    cdef uint32_t mask = it.mask
+    while q < end:
+        b = t[q]
+        if b < 0x80:
+            if it.ascii_range:
+                q = fbpe_ascii_range_end(t, q, end, it.rlo, it.rhi, it.rfold)
+                if q >= end or t[q] < 0x80:
+                    return q
+                continue
+            if not (g.ascii[b] & mask):
+                return q
+            q += 1
+        else:
+            if not (_atoms_at(g, t, q, end, &w) & mask):
+                return q
+            q += w
+    return q
+
+
 cdef Py_ssize_t _match(const Prog* g, const Item* it, int n, const unsigned char* t,
                        Py_ssize_t p, Py_ssize_t end) noexcept nogil:
     """End of the first match of the n items from `it` at p, or -1 (the reference's
     _match: greedy runs give back one char at a time, possessive ones never)."""
-    cdef Py_ssize_t q, w, r
+    cdef Py_ssize_t q, w, r, qmin
     cdef int32_t count, j, a
     cdef const Lit* lit
     cdef bint ok
@@ -93,27 +137,31 @@ cdef Py_ssize_t _match(const Prog* g, const Item* it, int n, const unsigned char
     if it.kind == K_RUN:
         q = p
         count = 0
-        while q < end and count != it.hi:
-            if not (_atoms_at(g, t, q, end, &w) & it.mask):
-                break
+        while count < it.lo:
+            if q >= end or not (_atoms_at(g, t, q, end, &w) & it.mask):
+                return -1
             q += w
             count += 1
-        if count < it.lo:
-            return -1
+        qmin = q  # backtracking gives back down to lo chars
+        if it.hi < 0:
+            q = _run(g, it, t, q, end)
+        else:
+            while q < end and count < it.hi:
+                if not (_atoms_at(g, t, q, end, &w) & it.mask):
+                    break
+                q += w
+                count += 1
         if n == 1:
             return q
         if it.possessive:
             return _match(g, it + 1, n - 1, t, q, end)
         while True:
             r = _match(g, it + 1, n - 1, t, q, end)
-            if r >= 0:
+            if r >= 0 or q <= qmin:
                 return r
-            if count == it.lo or q <= p:
-                return -1
             q -= 1  # back one char: the run's chars are whole UTF-8 sequences
-            while q > p and (t[q] & 0xC0) == 0x80:
+            while q > qmin and (t[q] & 0xC0) == 0x80:
                 q -= 1
-            count -= 1
     if it.kind == K_LITS:
         for j in range(it.lit_count):
             lit = &g.lits[it.lit_first + j]
@@ -144,12 +192,35 @@ cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_
                                   Py_ssize_t end) noexcept nogil:
     cdef const Prog* g = _programs[slot]
     cdef const Branch* br
+    cdef const Item* it
+    cdef const Shortcut* sc
     cdef Py_ssize_t q = start, w, r
     cdef uint32_t m
-    cdef int b
+    cdef int b, n
+    if text[start] < 0x80:
+        sc = &g.shortcut[text[start]]
+        if sc.kind == SC_RUN:
+            it = g.items + sc.item
+            if sc.n == 1 and it.hi < 0:  # the byte and the rest of the run
+                return _run(g, it, text, start + 1, end)
+            return _match(g, it, sc.n, text, start, end)
+        if sc.kind == SC_PREFIX and start + 1 < end:
+            # The branch's optional prefix takes the byte; the match is its first
+            # candidate when what follows certainly matches: items forced empty by the
+            # next char, then a run of it whose rest cannot fail.
+            m = _atoms_at(g, text, start + 1, end, &w)
+            it = g.items + sc.item
+            n = sc.n
+            while n > 0 and it.kind == K_RUN and it.lo == 0 and not (it.mask & m):
+                it += 1
+                n -= 1
+            if n > 0 and it.kind == K_RUN and it.lo == 1 and (it.mask & m) and it.rest_never_fails:
+                if n == 1 and it.hi < 0:
+                    return _run(g, it, text, start + 1 + w, end)
+                return _match(g, it, n, text, start + 1, end)
     while q < end:
         m = _atoms_at(g, text, q, end, &w)
-        for b in range(g.n_branches):
+        for b in range(g.first_branch[text[q]] if text[q] < 0x80 else 0, g.n_branches):
             br = &g.branches[b]
             if br.first_mask & m:
                 r = _match(g, g.items + br.item_first, br.item_count, text, q, end)
@@ -179,9 +250,10 @@ cdef Prog* _build(prog) except NULL:
     items, lits, lit_masks, branches = [], [], [], []
     for first, branch in zip(prog.first_masks(), prog.branches):
         branches.append((first, len(items), len(branch)))
-        for it in branch:
-            items.append((it.kind, (1 << it.atom) if it.atom >= 0 else 0, it.lo, it.hi,
-                          int(it.possessive), len(lits), len(it.lits)))
+        for j, it in enumerate(branch):
+            items.append((it.kind, all(r.never_fails for r in branch[j + 1:]), (1 << it.atom) if it.atom >= 0 else 0, it.lo, it.hi,
+                          int(it.possessive), len(lits), len(it.lits),
+                          _ascii_range(ascii_atoms, it) if it.kind == K_RUN else None))
             for lit in it.lits:
                 lits.append((len(lit_masks), len(lit)))
                 lit_masks.extend(1 << a for a in lit)
@@ -201,7 +273,11 @@ cdef Prog* _build(prog) except NULL:
     g.branches = <Branch*>calloc(len(branches) + 1, sizeof(Branch))
     if g.items == NULL or g.lits == NULL or g.branches == NULL:
         raise MemoryError()
-    for k, (kind, mask, lo, hi, poss, lit_first, lit_count) in enumerate(items):
+    for k, (kind, rest_ok, mask, lo, hi, poss, lit_first, lit_count, rng) in enumerate(items):
+        g.items[k].rest_never_fails = rest_ok
+        if rng is not None:
+            g.items[k].ascii_range = 1
+            g.items[k].rlo, g.items[k].rhi, g.items[k].rfold = rng
         g.items[k].kind = kind
         g.items[k].mask = mask
         g.items[k].lo = lo
@@ -217,7 +293,58 @@ cdef Prog* _build(prog) except NULL:
         g.branches[k].item_first = item_first
         g.branches[k].item_count = item_count
     g.n_branches = len(branches)
+    for k in range(128):
+        g.first_branch[k] = next((b for b, (first, _, _) in enumerate(branches)
+                                  if first & ascii_atoms[k]), len(branches))
+        kind, item, n = _shortcut(prog, g.first_branch[k], int(ascii_atoms[k]))
+        g.shortcut[k].kind = kind
+        g.shortcut[k].item = branches[g.first_branch[k]][1] + item if kind else 0
+        g.shortcut[k].n = n
     return g
+
+
+def _shortcut(prog, branch, atoms):
+    """For a chunk starting on an ASCII char with atom set `atoms`, whose first possible
+    branch is `branch` (no earlier one can start on it):
+
+    SC_RUN, k, n: the leading items before k are runs with min 0 the char is not in
+    (they match nothing, with nothing to give back) and item k is a run with min 1 that
+    holds the char, followed by items that cannot fail: the branch certainly matches,
+    and its match is items[k:]'s at p.
+    SC_PREFIX, 1, n: item 0 is an optional one-char run holding the char (a prefix);
+    the match is the prefix and items[1:]'s match at p + 1 whenever the caller sees that
+    items[1:] certainly match there (the same test at p + 1, at run time).
+    (0, 0, 0): neither; the branch loop decides.
+    """
+    if branch >= len(prog.branches):
+        return 0, 0, 0
+    items = prog.branches[branch]
+    k = 0
+    while k < len(items) and items[k].kind == K_RUN and items[k].lo == 0 \
+            and not atoms >> items[k].atom & 1:
+        k += 1
+    if k < len(items):
+        it = items[k]
+        if (it.kind == K_RUN and it.lo == 1 and atoms >> it.atom & 1
+                and all(r.never_fails for r in items[k + 1:])):
+            return SC_RUN, k, len(items) - k
+    it = items[0]
+    if it.kind == K_RUN and it.lo == 0 and it.hi == 1 and atoms >> it.atom & 1 and len(items) > 1:
+        return SC_PREFIX, 1, len(items) - 1
+    return 0, 0, 0
+
+
+def _ascii_range(ascii_atoms, item):
+    """(lo, hi, fold) when the ASCII members of item's atom are the bytes b with
+    lo <= (b | fold) <= hi, else None."""
+    members = [b for b in range(128) if ascii_atoms[b] >> item.atom & 1]
+    for fold in (0, 0x20):
+        folded = [b | fold for b in members]
+        if folded:
+            lo, hi = min(folded), max(folded)
+            if members == [b for b in range(128) if lo <= (b | fold) <= hi]:
+                return lo, hi, fold
+    return None
 
 
 def program_slot(str pattern, bint gaps=False):
