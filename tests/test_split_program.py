@@ -8,7 +8,9 @@ and on long runs; what the compiler refuses stays on ``regex``.
 """
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -214,3 +216,68 @@ def test_compile_errors():
     assert P.pattern_id("(a") == -1  # the caller's regex.compile names the error
     with pytest.raises(ValueError, match="gaps=True"):
         S.split(S.compile_program(DEEPSEEK_DIGITS), "a1")
+
+
+# ---------------------------------------------------------------------------------------
+# The encoder and the trainer take programs, and never cut a program's text at newlines
+# (the cut rule is proved for tiktoken's patterns only).
+
+VOCAB = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", Path(__file__).resolve().parents[2] / "shared" / "vocab"))
+
+# Chunks that span a newline: a cut after "\n" would change them.
+ACROSS_NEWLINES = r"\n\p{L}+|[^\n]+|\n"
+
+
+def _ranks(name: str) -> dict:
+    path = VOCAB / f"{name}.tiktoken"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (see /work/shared/vocab/README.md)")
+    import tiktoken.load
+    return tiktoken.load.load_tiktoken_bpe(str(path))
+
+
+GOLDEN = ["Hello world's 2024 ÉTÉ ǅx", "  x\n\n  y  \r\n", "def f(x):\n    return x**2  # ok\n",
+          "你好，世界！カタカナ 12345", "I'LL can't 'VE", "a  \n  ", "ﬁ½٣\u0301\u00a0\t!"]
+
+
+@pytest.mark.parametrize("family, pattern", [("cl100k_base", LLAMA3), ("cl100k_base", QWEN),
+                                             ("o200k_base", TEKKEN)])
+def test_encoding_runs_programs_with_tiktoken_ids(family, pattern):
+    import tiktoken
+    import fastbpe
+    ranks = _ranks(family)
+    enc = fastbpe.Encoding("p", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    ref = tiktoken.Encoding("p", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    assert enc._split_engine == "program"
+    for text in GOLDEN + ["".join(GOLDEN) * 50]:
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(text), text[:40]
+    assert enc.encode_batch(GOLDEN, num_threads=2) == [ref.encode_ordinary(t) for t in GOLDEN]
+
+
+def test_long_texts_of_a_program_are_not_cut():
+    import tiktoken
+    import fastbpe
+    ranks = _ranks("gpt2")
+    enc = fastbpe.Encoding("p", pat_str=ACROSS_NEWLINES, mergeable_ranks=ranks, special_tokens={})
+    ref = tiktoken.Encoding("p", pat_str=ACROSS_NEWLINES, mergeable_ranks=ranks, special_tokens={})
+    assert enc._split_engine == "program" and not P.cuts_hold(P.pattern_id(ACROSS_NEWLINES))
+    text = "ab\ncd ef\n" * 30_000
+    want = ref.encode_ordinary(text)
+    assert enc.encode_ordinary(text) == want
+    assert enc.encode_batch([text, text[:5000]], num_threads=2) == [want, ref.encode_ordinary(text[:5000])]
+
+
+def test_trainer_counts_programs_natively(monkeypatch):
+    from collections import Counter
+    from fastbpe.bpe import counting
+
+    def no_regex(*args, **kwargs):
+        raise AssertionError("counted with regex")
+
+    monkeypatch.setattr(counting, "_count_regex", no_regex)
+    docs = GOLDEN + ["ab\ncd ef\n" * 150_000]  # over a block: cut only if the rule held
+    for pattern in (LLAMA3, ACROSS_NEWLINES):
+        want = Counter()
+        for doc in docs:
+            want.update(c.encode() for c in regex.findall(pattern, doc))
+        assert counting.count_documents(docs, pattern, [], num_threads=2) == dict(want)

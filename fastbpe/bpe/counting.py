@@ -34,6 +34,7 @@ from collections.abc import Iterable
 
 from .._train import _ChunkTable, _NativeCounter, _merge_tables, _table_from_counts
 from .. import io as _io
+from .._pretokenize import cuts_hold as _cuts_hold
 from .._pretokenize import pattern_id as _pattern_id
 from ..checks import check_num_threads
 from ..reference import bpe as _ref
@@ -61,8 +62,8 @@ def _check_specials(special_tokens):
 
 def _cutter(pid, specials):
     """The cutter of a native pattern (long documents are counted in pieces, Corollaries
-    1-3 of ``reference.documents``); a custom regex is never cut."""
-    return _io.BPECut(specials) if pid >= 0 else None
+    1-3 of ``reference.documents``); a split program or a regex is never cut."""
+    return _io.BPECut(specials) if _cuts_hold(pid) else None
 
 
 def _blocks(source, errors, cut, progress):

@@ -119,8 +119,8 @@ class Encoding:
         ``fastbpe.reference.split_program``) or "regex" (the ``regex`` module). For
         tests and benchmarks.
 
-        >>> get_toy_encoding()._split_engine
-        'builtin:cl100k'
+        >>> get_toy_encoding()._split_engine  # its pattern is \\S+|\\s+
+        'program'
         """
         return _split_engine(_native_pattern_id(self._pat_str))
 

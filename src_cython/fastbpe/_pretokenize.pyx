@@ -553,6 +553,18 @@ def split_engine(int pid):
     return "builtin:" + {SPLIT_GPT2: "gpt2", SPLIT_CL100K: "cl100k", SPLIT_O200K: "o200k"}[pid]
 
 
+def cuts_hold(int pid):
+    """Whether text split by pid may be cut after a newline (``_jobs.next_cut``,
+    ``fastbpe.io.BPECut``; Corollaries 1-3 of ``fastbpe.reference.documents``) with the
+    same chunks: proved for the hand-written splitters' patterns only, so a split
+    program (or regex) never has its texts cut.
+
+    >>> cuts_hold(SPLIT_O200K), cuts_hold(pattern_id(r"\\S+|\\s+"))
+    (True, False)
+    """
+    return 0 <= pid < SPLIT_PROGRAM
+
+
 cdef int _require_pattern(pattern, bint gaps=False) except -1:
     cdef int pid = pattern_id(pattern, gaps)
     if pid < 0:
