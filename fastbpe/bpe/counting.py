@@ -4,11 +4,15 @@
 ``fastbpe.io.Corpus.resolve(...)`` (``fastbpe.reference.documents`` has the rules). The
 work is split in two:
 
-* the built-in patterns (names or their exact strings) run on the native pre-tokenizer
-  and chunk table of ``fastbpe._train`` (``_NativeCounter``, one per thread, then
-  ``_merge_tables``), fed blocks of ``fastbpe.io`` through a bounded queue; long documents
-  are cut where the counts cannot change (Corollaries 1-3 of ``reference.documents``);
-* a custom regex runs the ``regex`` module in worker processes (the GIL would serialise
+* a pattern with a native pre-tokenizer (``_pretokenize.pattern_id``: the built-in
+  patterns by name or exact string, hand-written; any other pattern that
+  ``reference.split_program`` compiles and that matches every character, as a split
+  program) runs on it and the chunk table of ``fastbpe._train`` (``_NativeCounter``, one
+  per thread, then ``_merge_tables``), fed blocks of ``fastbpe.io`` through a bounded
+  queue; long documents of the built-in patterns are cut where the counts cannot change
+  (Corollaries 1-3 of ``reference.documents``, proved for those patterns only:
+  ``_pretokenize.cuts_hold``);
+* any other regex runs the ``regex`` module in worker processes (the GIL would serialise
   threads), each counting whole documents into one ``Counter`` sent back once at the end.
 
 Start method of the worker processes (the package's only process pool; ``encode_files``
