@@ -281,3 +281,55 @@ def test_trainer_counts_programs_natively(monkeypatch):
         for doc in docs:
             want.update(c.encode() for c in regex.findall(pattern, doc))
         assert counting.count_documents(docs, pattern, [], num_threads=2) == dict(want)
+
+
+# ---------------------------------------------------------------------------------------
+# Sequences of Isolated splits (Corollary 5): DeepSeek's three, StarCoder's Digits
+# (individual digits: each \p{N} alone) before ByteLevel's GPT-2 regex.
+
+HF_GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+SEQUENCES = {
+    "deepseek": (DEEPSEEK_DIGITS, DEEPSEEK_CJK, DEEPSEEK_MAIN),
+    "starcoder": (r"\p{N}", HF_GPT2),
+    "cjk-then-llama3": (DEEPSEEK_CJK, LLAMA3),
+}
+
+
+def test_deepseek_file_has_these_splits():
+    path = VOCAB / "deepseek-v4" / "tokenizer.json"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (see /work/shared/vocab/README.md)")
+    import json
+    steps = json.loads(path.read_text(encoding="utf-8"))["pre_tokenizer"]["pretokenizers"]
+    assert tuple(s["pattern"]["Regex"] for s in steps if s["type"] == "Split") == SEQUENCES["deepseek"]
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_sequence_code_points_in_context(name):
+    patterns = SEQUENCES[name]
+    assert P.split_engine(P.pattern_id(patterns)) == "program"
+    chars = sorted(set().union(*(representatives(S.compile_program(p)) for p in patterns)))
+    for context in CONTEXTS + ["{c}12345", "中{c}か1"]:
+        text = "".join(context.format(c=c) for c in chars)
+        got, want = P.split(text, patterns), S.split_sequence(patterns, text)
+        if got != want:
+            k = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+            raise AssertionError(f"{name} {context!r}: chunk {k}: {got[k]!r} != {want[k]!r}")
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_sequence_generated_text(text):
+    for name, patterns in SEQUENCES.items():
+        assert P.split(text, patterns) == S.split_sequence(patterns, text), name
+
+
+def test_sequences_refused():
+    for patterns in [(r"\p{N}{1,3}", r"\p{N}"),          # would split inside a group
+                     (r"\p{N}+|x", r"\p{L}+"),            # an outer level of two branches
+                     (r"\p{N}{2,3}", r"\p{L}+")]:
+        with pytest.raises(S.Unsupported):
+            S.compile_sequence(patterns)
+        assert P.pattern_id(patterns) == -1
+    with pytest.raises(TypeError):
+        S.compile_sequence([r"\p{N}"])

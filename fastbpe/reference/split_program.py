@@ -536,3 +536,85 @@ def split(prog: Program, text: str, gaps: bool = False) -> list[str]:
         out.append(text[p:e])
         p = e
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Sequences of splits (HF's Sequence of Split pre-tokenizers, behaviour Isolated): each
+# piece of one level is split by the next; unmatched text is kept (gaps).
+
+def split_sequence(patterns: tuple, text: str) -> list[str]:
+    """The definition: level by level, each piece split by the next pattern with its
+    gaps kept (``regex`` per piece, as HF runs each Split on each piece).
+
+    >>> split_sequence((r"\\p{N}{1,3}", r"\\p{L}+|\\s+"), "ab 12345c")
+    ['ab', ' ', '123', '45', 'c']
+    """
+    pieces = [text]
+    for pattern in patterns:
+        out = []
+        for piece in pieces:
+            last = 0
+            for m in regex.finditer(pattern, piece):
+                if m.start() > last:
+                    out.append(piece[last:m.start()])
+                out.append(m.group())
+                last = m.end()
+            if last < len(piece):
+                out.append(piece[last:])
+        pieces = out
+    return pieces
+
+
+def outer_level(prog: Program) -> tuple[int, int]:
+    """(atom, k) when prog is one run ``X+`` (k = UNBOUNDED) or ``X{1,k}``: a level
+    whose piece around a position is found from that position alone (Corollary 5).
+
+    >>> outer_level(compile_program(r"\\p{N}{1,3}"))
+    (0, 3)
+    """
+    if len(prog.branches) == 1 and len(prog.branches[0]) == 1:
+        it = prog.branches[0][0]
+        if it.kind == RUN and it.lo == 1:
+            return it.atom, it.hi
+    raise Unsupported(f"split pattern {prog.pattern!r}: a level before the last of a "
+                      "sequence must be one run X+ or X{1,k}")
+
+
+def _never_inside(outer: Program, inner: Program) -> bool:
+    """Can no branch of inner match inside a string of outer's run atom? (each branch
+    needs a char of an atom that shares no code point with it)"""
+    x = outer.atoms[0]
+    for items in inner.branches:
+        needed = [inner.atoms[it.atom] for it in items if it.kind == RUN and it.lo >= 1]
+        if not any(not (class_tables((x, a))[2] == 3).any() for a in needed):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def compile_sequence(patterns: tuple) -> tuple:
+    """The programs of a sequence of Isolated splits that runs natively from any chunk
+    start alone, or ``Unsupported``.
+
+    Corollary 5 (sequences). Let every level but the last be ``X+`` or ``X{1,k}``. A
+    final chunk starting at p lies in one piece of each level. For ``X+`` that piece,
+    from p on, is the rest of the run of X chars (p in X) or of non-X chars (p not in
+    X): its end is found from p alone. For ``X{1,k}`` the same holds when p starts a
+    group of k: true when k is 1, and true when no later level can match inside a string
+    of X chars (each of its branches needs an atom disjoint from X), since then every
+    group is one final chunk. The last level then runs from p to the innermost end (its
+    ``$`` and lookaheads see the piece end, as ``regex`` on the piece does).
+
+    >>> [p.pattern for p in compile_sequence((r"\\p{N}{1,3}", r"\\p{L}+|\\P{L}"))]
+    ['\\\\p{N}{1,3}', '\\\\p{L}+|\\\\P{L}']
+    """
+    if not isinstance(patterns, tuple) or not patterns or \
+            not all(isinstance(p, str) for p in patterns):
+        raise TypeError("patterns must be a non-empty tuple of str")
+    progs = tuple(compile_program(p) for p in patterns)
+    for k, prog in enumerate(progs[:-1]):
+        _, hi = outer_level(prog)
+        if hi not in (1, UNBOUNDED) and not all(_never_inside(prog, q) for q in progs[k + 1:]):
+            raise Unsupported(f"split pattern {prog.pattern!r}: a later split may match "
+                              "inside its groups")
+    return progs
