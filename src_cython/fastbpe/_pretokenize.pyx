@@ -39,6 +39,7 @@ import numpy as np
 
 from fastbpe._split_program cimport program_chunk_end
 from fastbpe._split_program import program_slot as _program_slot
+from fastbpe._split_program import sequence_slot as _sequence_slot
 from fastbpe.reference import patterns as _patterns
 
 cnp.import_array()
@@ -521,13 +522,17 @@ def pattern_id(pat_str, gaps=False):
     short names); SPLIT_PROGRAM + a slot for a pattern that compiles to a split program
     (``fastbpe.reference.split_program``). A program that does not match every character
     is used only with ``gaps`` (unmatched text kept as chunks, HF's Isolated Split):
-    tiktoken drops that text, which a native chunk end cannot express.
+    tiktoken drops that text, which a native chunk end cannot express. A tuple of
+    patterns is HF's Sequence of Isolated Splits (``compile_sequence``; gaps kept).
 
     >>> pattern_id("cl100k_base")
     1
     >>> pattern_id(r"\\p{N}+| ?[^\\p{N}]+") >= SPLIT_PROGRAM
     True
     """
+    if isinstance(pat_str, tuple):
+        slot = _sequence_slot(pat_str)
+        return SPLIT_PROGRAM + slot if slot >= 0 else -1
     if not isinstance(pat_str, str):
         raise TypeError(f"pattern must be a str, not {type(pat_str).__name__}")
     pid = _EXACT.get(pat_str)

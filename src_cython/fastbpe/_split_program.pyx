@@ -33,6 +33,9 @@ cdef extern from "fbe_utf8_decode.h":
     uint32_t fbe_decode_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
                                   Py_ssize_t* width) noexcept nogil
 
+cdef enum:
+    MAX_OUTER = 8
+
 # Item kinds: the reference's numbers.
 cdef enum:
     K_RUN = 0
@@ -71,6 +74,12 @@ ctypedef struct Prog:
     uint32_t ascii[128]
     uint8_t first_branch[128]  # per ASCII byte: the first branch that may start on it
     Shortcut shortcut[128]
+    # A sequence of splits (compile_sequence): the levels before this one, outermost
+    # first, each one run X+ / X{1,k} of its own tables (Corollary 5).
+    int n_outer
+    void* outer[MAX_OUTER]   # const Prog*
+    uint32_t outer_mask[MAX_OUTER]
+    int32_t outer_k[MAX_OUTER]  # -1: unbounded
     uint32_t class_atoms[256]
     uint16_t* stage1         # 0x110000 >> 7 entries
     uint8_t* stage2          # 128 class ids per block
@@ -188,6 +197,33 @@ cdef Py_ssize_t _match(const Prog* g, const Item* it, int n, const unsigned char
     return _match(g, it + 1, n - 1, t, p, end) if ok else -1
 
 
+cdef Py_ssize_t _outer_end(const Prog* g, const unsigned char* t, Py_ssize_t p,
+                           Py_ssize_t end) noexcept nogil:
+    """The end of the innermost piece that holds p, through the outer levels: each
+    level's piece from p is the rest of the run of its X (at most k chars), or of
+    non-X chars (Corollary 5 of fastbpe.reference.split_program)."""
+    cdef const Prog* o
+    cdef Py_ssize_t q, w
+    cdef uint32_t mask
+    cdef int32_t count, k
+    cdef int i
+    for i in range(g.n_outer):
+        o = <const Prog*>g.outer[i]
+        mask = g.outer_mask[i]
+        k = g.outer_k[i]
+        q = p
+        if _atoms_at(o, t, q, end, &w) & mask:
+            count = 0
+            while q < end and count != k and (_atoms_at(o, t, q, end, &w) & mask):
+                q += w
+                count += 1
+        else:
+            while q < end and not (_atoms_at(o, t, q, end, &w) & mask):
+                q += w
+        end = q
+    return end
+
+
 cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_t start,
                                   Py_ssize_t end) noexcept nogil:
     cdef const Prog* g = _programs[slot]
@@ -197,6 +233,8 @@ cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_
     cdef Py_ssize_t q = start, w, r
     cdef uint32_t m
     cdef int b, n
+    if g.n_outer:
+        end = _outer_end(g, text, start, end)
     if text[start] < 0x80:
         sc = &g.shortcut[text[start]]
         if sc.kind == SC_RUN:
@@ -347,6 +385,44 @@ def _ascii_range(ascii_atoms, item):
     return None
 
 
+cdef int _new_slot(Prog* g) except -1:
+    global _n_programs
+    if _n_programs == PROGRAM_SLOTS:
+        return -1  # slots are never freed: the pattern stays on regex
+    _programs[_n_programs] = g
+    _n_programs += 1
+    return _n_programs - 1
+
+
+def sequence_slot(tuple patterns):
+    """The slot of a sequence of Isolated splits (HF's Sequence of Split, text between
+    matches kept), or -1 when it runs on ``regex`` (``compile_sequence`` refuses it).
+
+    >>> sequence_slot((r"\\p{N}{1,3}", r"\\p{L}+|\\P{L}")) >= 0
+    True
+    """
+    entry = _slots.get(patterns)
+    if entry is None:
+        try:
+            progs = _ref.compile_sequence(patterns)
+        except ValueError:
+            entry = (-1, False)
+        else:
+            n = len(progs) - 1  # the last level's index (no negative indexing here)
+            if n > MAX_OUTER:
+                return -1
+            g = _build(progs[n])
+            for i, prog in enumerate(progs[:n]):
+                atom, k = _ref.outer_level(prog)
+                g.outer[i] = _build(prog)
+                g.outer_mask[i] = 1 << atom
+                g.outer_k[i] = k
+            g.n_outer = n
+            entry = (_new_slot(g), True)
+        _slots[patterns] = entry
+    return entry[0]
+
+
 def program_slot(str pattern, bint gaps=False):
     """The slot of pattern's program, or -1 when it runs on ``regex``: the compiler
     refuses it, the table is full, or it does not tile and ``gaps`` is false (tiktoken
@@ -355,7 +431,6 @@ def program_slot(str pattern, bint gaps=False):
     >>> program_slot(r"\\p{L}+?")
     -1
     """
-    global _n_programs
     entry = _slots.get(pattern)
     if entry is None:
         try:
@@ -363,11 +438,7 @@ def program_slot(str pattern, bint gaps=False):
         except ValueError:  # Unsupported, or not a regex at all (callers' regex says why)
             entry = (-1, False)
         else:
-            if _n_programs == PROGRAM_SLOTS:
-                return -1  # slots are never freed: this pattern stays on regex
-            _programs[_n_programs] = _build(prog)
-            entry = (_n_programs, prog.tiles)
-            _n_programs += 1
+            entry = (_new_slot(_build(prog)), prog.tiles)
         _slots[pattern] = entry
     slot, tiles = entry
     return slot if (tiles or gaps) else -1
