@@ -51,17 +51,7 @@ MODELS = {
 }
 
 
-def regex_chunks(pattern: str, text: str) -> list[str]:
-    """regex.finditer's matches, and the text between them as chunks (Isolated)."""
-    out, last = [], 0
-    for m in regex.finditer(pattern, text):
-        if m.start() > last:
-            out.append(text[last:m.start()])
-        out.append(m.group())
-        last = m.end()
-    if last < len(text):
-        out.append(text[last:])
-    return out
+regex_chunks = S.split_isolated  # regex.finditer's matches and the text between them
 
 
 def native_chunks(pattern: str, text: str) -> list[str]:

@@ -79,6 +79,8 @@ from dataclasses import dataclass
 import numpy as np
 import regex
 
+from .patterns import compile_pattern
+
 #: Item kinds (the native matcher uses the same numbers).
 RUN, LITS, AHEAD, NOT_AHEAD, DOLLAR = range(5)
 #: ``Item.hi`` for an unbounded repetition.
@@ -402,12 +404,7 @@ def compile_program(pattern: str) -> Program:
     ...
     fastbpe.reference.split_program.Unsupported: split pattern '\\\\p{L}+?': a lazy quantifier at offset 6
     """
-    if not isinstance(pattern, str):
-        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
-    try:
-        regex.compile(pattern)
-    except regex.error as exc:
-        raise ValueError(f"invalid split pattern {pattern!r}: {exc}") from None
+    compile_pattern(pattern)  # TypeError / ValueError naming the pattern
     parser = _Parser(pattern)
     branches = parser.alternation(False)
     if parser.i != len(pattern):
@@ -542,6 +539,23 @@ def split(prog: Program, text: str, gaps: bool = False) -> list[str]:
 # Sequences of splits (HF's Sequence of Split pre-tokenizers, behaviour Isolated): each
 # piece of one level is split by the next; unmatched text is kept (gaps).
 
+def split_isolated(pattern: str, text: str) -> list[str]:
+    """``regex.finditer``'s matches and the text between them (HF's Split, Isolated).
+
+    >>> split_isolated(r"\\p{N}+", "ab12c")
+    ['ab', '12', 'c']
+    """
+    out, last = [], 0
+    for m in regex.finditer(pattern, text):
+        if m.start() > last:
+            out.append(text[last:m.start()])
+        out.append(m.group())
+        last = m.end()
+    if last < len(text):
+        out.append(text[last:])
+    return out
+
+
 def split_sequence(patterns: tuple, text: str) -> list[str]:
     """The definition: level by level, each piece split by the next pattern with its
     gaps kept (``regex`` per piece, as HF runs each Split on each piece).
@@ -551,17 +565,7 @@ def split_sequence(patterns: tuple, text: str) -> list[str]:
     """
     pieces = [text]
     for pattern in patterns:
-        out = []
-        for piece in pieces:
-            last = 0
-            for m in regex.finditer(pattern, piece):
-                if m.start() > last:
-                    out.append(piece[last:m.start()])
-                out.append(m.group())
-                last = m.end()
-            if last < len(piece):
-                out.append(piece[last:])
-        pieces = out
+        pieces = [chunk for piece in pieces for chunk in split_isolated(pattern, piece)]
     return pieces
 
 
@@ -605,8 +609,8 @@ def compile_sequence(patterns: tuple) -> tuple:
     group is one final chunk. The last level then runs from p to the innermost end (its
     ``$`` and lookaheads see the piece end, as ``regex`` on the piece does).
 
-    >>> [p.pattern for p in compile_sequence((r"\\p{N}{1,3}", r"\\p{L}+|\\P{L}"))]
-    ['\\\\p{N}{1,3}', '\\\\p{L}+|\\\\P{L}']
+    >>> [p.pattern for p in compile_sequence((r"\\p{N}{1,3}", r"\\p{L}+|\\s+"))]
+    ['\\\\p{N}{1,3}', '\\\\p{L}+|\\\\s+']
     """
     if not isinstance(patterns, tuple) or not patterns or \
             not all(isinstance(p, str) for p in patterns):

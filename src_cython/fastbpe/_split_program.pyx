@@ -398,8 +398,10 @@ def sequence_slot(tuple patterns):
     """The slot of a sequence of Isolated splits (HF's Sequence of Split, text between
     matches kept), or -1 when it runs on ``regex`` (``compile_sequence`` refuses it).
 
-    >>> sequence_slot((r"\\p{N}{1,3}", r"\\p{L}+|\\P{L}")) >= 0
+    >>> sequence_slot((r"\\p{N}{1,3}", r"\\p{L}+|\\s+")) >= 0
     True
+    >>> sequence_slot((r"\\p{N}{1,3}", r"\\p{L}+|\\P{L}"))  # \\P{L} splits "123"
+    -1
     """
     entry = _slots.get(patterns)
     if entry is None:
