@@ -27,6 +27,12 @@ stays at the scalar splitter's speed less ~7%: a window with a three-byte char i
 first 20 bytes is told from one compare of 32 bytes and left to the scalar splitter
 (``fbpe_win_refill`` says why GPT-2's three-byte rules do not run there).
 
+Any other pattern that ``fastbpe.reference.split_program`` compiles (Llama 3's, Qwen's,
+Tekken's, DeepSeek's splits, ...) runs as a split program (``_split_program``) behind
+the same ``next_chunk_end``, with id ``SPLIT_PROGRAM + slot`` from ``pattern_id``; a
+tuple of patterns is a sequence of Isolated splits. ``split_engine`` names the engine.
+Only the hand-written patterns' texts may be cut at newlines (``cuts_hold``).
+
 Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is one
 "other" code point (category Cs), split exactly as ``regex`` splits it; chunks decode
 back with "surrogatepass". No error is raised.
