@@ -323,3 +323,15 @@ def test_sequences_refused():
         assert P.pattern_id(patterns) == -1
     with pytest.raises(TypeError):
         S.compile_sequence([r"\p{N}"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40))
+def test_matcher_survives_malformed_utf8(data):
+    # Valid UTF-8 is the contract; bad bytes must still not crash, hang or read past the
+    # end: every chunk is at least one byte.
+    for pattern in [LLAMA3, TEKKEN, DEEPSEEK_MAIN, SEQUENCES["deepseek"]]:
+        pid = P.pattern_id(pattern, gaps=True) if isinstance(pattern, str) else P.pattern_id(pattern)
+        count = P._count_chunks(data, pid)
+        assert (count == 0) == (len(data) == 0)
+        assert count <= len(data)
