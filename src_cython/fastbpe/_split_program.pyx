@@ -61,6 +61,7 @@ ctypedef struct Shortcut:
     # How a chunk starting on an ASCII byte b may skip the branch loop (see _shortcuts).
     int kind                 # 0 none; SC_RUN; SC_PREFIX
     int32_t item, n          # the items to match from (at p, or at p + 1 for SC_PREFIX)
+    int fails_unless         # SC_PREFIX: the branch fails when the shortcut's test does
 
 cdef enum:
     SC_RUN = 1
@@ -232,7 +233,7 @@ cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_
     cdef const Shortcut* sc
     cdef Py_ssize_t q = start, w, r
     cdef uint32_t m
-    cdef int b, n
+    cdef int b, n, first = -1
     if g.n_outer:
         end = _outer_end(g, text, start, end)
     if text[start] < 0x80:
@@ -256,15 +257,20 @@ cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_
                 if n == 1 and it.hi < 0:
                     return _run(g, it, text, start + 1 + w, end)
                 return _match(g, it, n, text, start + 1, end)
+            if sc.fails_unless:
+                first = g.first_branch[text[start]] + 1
     while q < end:
         m = _atoms_at(g, text, q, end, &w)
-        for b in range(g.first_branch[text[q]] if text[q] < 0x80 else 0, g.n_branches):
+        if first < 0:
+            first = g.first_branch[text[q]] if text[q] < 0x80 else 0
+        for b in range(first, g.n_branches):
             br = &g.branches[b]
             if br.first_mask & m:
                 r = _match(g, g.items + br.item_first, br.item_count, text, q, end)
                 if r > q:
                     return r if q == start else q
         q += w
+        first = -1
     return end
 
 
@@ -335,10 +341,23 @@ cdef Prog* _build(prog) except NULL:
         g.first_branch[k] = next((b for b, (first, _, _) in enumerate(branches)
                                   if first & ascii_atoms[k]), len(branches))
         kind, item, n = _shortcut(prog, g.first_branch[k], int(ascii_atoms[k]))
+        g.shortcut[k].fails_unless = kind == SC_PREFIX and _fails_unless(
+            prog.branches[g.first_branch[k]], int(ascii_atoms[k]))
         g.shortcut[k].kind = kind
         g.shortcut[k].item = branches[g.first_branch[k]][1] + item if kind else 0
         g.shortcut[k].n = n
     return g
+
+
+def _fails_unless(items, atoms):
+    """For an SC_PREFIX branch and a first char with atom set `atoms`: does the branch
+    fail whenever the shortcut's test fails? True when items[1] is a run with min 1 that
+    does not hold the char, followed by items that cannot fail: with the prefix, the
+    match needs the next char in items[1] (the test); without it, the char itself, which
+    is not."""
+    it = items[1]
+    return (it.kind == K_RUN and it.lo == 1 and not atoms >> it.atom & 1
+            and all(r.never_fails for r in items[2:]))
 
 
 def _shortcut(prog, branch, atoms):
