@@ -52,8 +52,9 @@ def cutter(tok):
     if is_wordpiece(tok):
         return _io.WordPieceCut(tok.special_tokens_set)
     from ._encode import _native_pattern_id
+    from ._pretokenize import cuts_hold
 
-    if _native_pattern_id(tok._pat_str) >= 0:
+    if cuts_hold(_native_pattern_id(tok._pat_str)):
         return _io.BPECut(tok.special_tokens_set)
     return None
 

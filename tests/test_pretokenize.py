@@ -433,8 +433,13 @@ def test_pattern_id():
     for name, pid in [("gpt2", 0), ("r50k_base", 0), ("cl100k", 1), ("cl100k_base", 1),
                       ("o200k", 2), ("o200k_base", 2)]:
         assert P.pattern_id(name) == pid
-    assert P.pattern_id(R.GPT2 + "|x") == -1
-    assert P.pattern_id(r"\w+") == -1
+    # any other pattern: a split program when it compiles and matches every character
+    assert P.pattern_id(R.GPT2 + "|x") >= P.SPLIT_PROGRAM
+    assert P.split_engine(P.pattern_id(R.GPT2 + "|x")) == "program"
+    assert P.pattern_id(r"\w+") == -1  # leaves text unmatched: tiktoken drops it
+    assert P.pattern_id(r"\w+", gaps=True) >= P.SPLIT_PROGRAM
+    assert P.pattern_id(r"\w+?|\W") == -1  # lazy: not compiled
+    assert P.split_engine(-1) == "regex"
     with pytest.raises(TypeError):
         P.pattern_id(3)
 

@@ -4,11 +4,15 @@
 ``fastbpe.io.Corpus.resolve(...)`` (``fastbpe.reference.documents`` has the rules). The
 work is split in two:
 
-* the built-in patterns (names or their exact strings) run on the native pre-tokenizer
-  and chunk table of ``fastbpe._train`` (``_NativeCounter``, one per thread, then
-  ``_merge_tables``), fed blocks of ``fastbpe.io`` through a bounded queue; long documents
-  are cut where the counts cannot change (Corollaries 1-3 of ``reference.documents``);
-* a custom regex runs the ``regex`` module in worker processes (the GIL would serialise
+* a pattern with a native pre-tokenizer (``_pretokenize.pattern_id``: the built-in
+  patterns by name or exact string, hand-written; any other pattern that
+  ``reference.split_program`` compiles and that matches every character, as a split
+  program) runs on it and the chunk table of ``fastbpe._train`` (``_NativeCounter``, one
+  per thread, then ``_merge_tables``), fed blocks of ``fastbpe.io`` through a bounded
+  queue; long documents of the built-in patterns are cut where the counts cannot change
+  (Corollaries 1-3 of ``reference.documents``, proved for those patterns only:
+  ``_pretokenize.cuts_hold``);
+* any other regex runs the ``regex`` module in worker processes (the GIL would serialise
   threads), each counting whole documents into one ``Counter`` sent back once at the end.
 
 Start method of the worker processes (the package's only process pool; ``encode_files``
@@ -34,6 +38,7 @@ from collections.abc import Iterable
 
 from .._train import _ChunkTable, _NativeCounter, _merge_tables, _table_from_counts
 from .. import io as _io
+from .._pretokenize import cuts_hold as _cuts_hold
 from .._pretokenize import pattern_id as _pattern_id
 from ..checks import check_num_threads
 from ..reference import bpe as _ref
@@ -61,8 +66,8 @@ def _check_specials(special_tokens):
 
 def _cutter(pid, specials):
     """The cutter of a native pattern (long documents are counted in pieces, Corollaries
-    1-3 of ``reference.documents``); a custom regex is never cut."""
-    return _io.BPECut(specials) if pid >= 0 else None
+    1-3 of ``reference.documents``); a split program or a regex is never cut."""
+    return _io.BPECut(specials) if _cuts_hold(pid) else None
 
 
 def _blocks(source, errors, cut, progress):

@@ -122,6 +122,21 @@ class Encoding:
         # added tokens are matched in text by the core's special-token split, always allowed
         self._core_bpe = _make_core(self._mergeable_ranks, {**self._special_tokens, **added_tokens}, pat_str)
 
+    @property
+    def _split_engine(self) -> str:
+        """What splits text for this encoding: "builtin:gpt2" / "builtin:cl100k" /
+        "builtin:o200k" (hand-written), "program" (a compiled split program,
+        ``fastbpe.reference.split_program``) or "regex" (the ``regex`` module). For
+        tests and benchmarks.
+
+        >>> get_toy_encoding()._split_engine  # its pattern is \\S+|\\s+
+        'program'
+        """
+        native = _native.load()
+        from .._pretokenize import split_engine
+
+        return split_engine(native._native_pattern_id(self._pat_str))
+
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
 

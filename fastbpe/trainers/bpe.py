@@ -4,8 +4,10 @@ Two phases, both native (``fastbpe._train``, driven by ``fastbpe.bpe.counting`` 
 phase 1; ``reference.bpe`` holds the rules both follow and the tests compare them):
 
 1. read and count: stream the documents (``fastbpe.io``) in blocks, split them by the
-   pattern (native pre-tokenizers for the built-in patterns, on ``num_threads`` threads;
-   ``regex`` in worker processes for a custom one) and count unique chunks;
+   pattern (native pre-tokenizers on ``num_threads`` threads: hand-written for the
+   built-in patterns, a split program for any other that ``reference.split_program``
+   compiles, such as Llama 3's or Qwen's; ``regex`` in worker processes for the rest)
+   and count unique chunks;
 2. merge: learn merges over the unique chunks until ``vocab_size`` is reached
    (incremental pair counts, lazy max-heap). Its tables are sized by the corpus, not by
    ``vocab_size``: a corpus makes at most sum(len(chunk) - 1) merges, so asking 10**8

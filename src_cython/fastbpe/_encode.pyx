@@ -60,6 +60,7 @@ from fastbpe._vocab cimport Vocab, vocab_build, vocab_clear, vocab_free, vocab_r
 from fastbpe._chunk_cache import _equal_short
 from fastbpe._idlists import _IMMORTAL_REFCNT, _set_id_int_top_up, _shared_int_address
 from fastbpe._jobs import _cut_points
+from fastbpe._pretokenize import cuts_hold as _cuts_hold
 from fastbpe._jobs import _utf8_of as _jobs_utf8_of
 from fastbpe._out import _output_pool_bytes
 from fastbpe._runner import MAX_THREADS, _batch_threads
@@ -135,6 +136,7 @@ cdef class CoreBPE:
     cdef readonly str pat_str
     cdef object regex_pat
     cdef int pattern_id             # native pre-tokenizer, or -1 for the regex module
+    cdef bint may_cut               # long texts may be cut at newlines (_pretokenize.cuts_hold)
     cdef Py_ssize_t n_mergeable
     cdef uint32_t max_token_id
     cdef DecodeTable table          # id -> bytes (mergeable tokens, then specials)
@@ -208,6 +210,7 @@ cdef class CoreBPE:
         self.pat_str = pat_str
         self.regex_pat = _compile_pattern(pat_str)
         self.pattern_id = _native_pattern_id(pat_str)
+        self.may_cut = _cuts_hold(self.pattern_id)
         self.special_tokens = dict(special_tokens)
         cdef Py_ssize_t n = len(lengths), i
         self.n_mergeable = n
@@ -309,7 +312,7 @@ cdef class CoreBPE:
             for t in range(n_texts):
                 total += utf8_len if utf8 != NULL else len(<str>texts[t])
             num_threads = <int>batch_threads(num_threads, total, &tuning)
-        if (num_threads > 1 and result != ONE_LIST and self.pattern_id >= 0
+        if (num_threads > 1 and result != ONE_LIST and self.may_cut
                 and not specials_hold_newline(&ss)
                 and not (needles is not None and specials_hold_newline(&needles.ss))):
             target = max(tuning.piece_min, total // (num_threads * tuning.pieces_per_thread))
@@ -631,16 +634,19 @@ def _compile_pattern(str pat_str):
 
 
 def _native_pattern_id(str pat_str):
-    """The hand-written pre-tokenizer for tiktoken's exact pattern strings, else -1.
+    """The native pre-tokenizer of a pattern string, else -1 (the regex module).
 
-    Only exact strings: a short name such as "gpt2" is a (silly) custom regex here, as in
-    tiktoken.
+    tiktoken's exact pattern strings have hand-written splitters; any other pattern that
+    fastbpe.reference.split_program compiles (and that matches every character, as
+    tiktoken drops what it does not match) runs as a split program. Only exact strings:
+    a short name such as "gpt2" is a (silly) custom regex here, as in tiktoken.
     """
-    from fastbpe._pretokenize import pattern_id
+    from fastbpe._pretokenize import SPLIT_PROGRAM, pattern_id
     from fastbpe.reference import patterns
     if pat_str in (patterns.GPT2, patterns.CL100K, patterns.O200K):
         return pattern_id(pat_str)
-    return -1
+    pid = pattern_id(pat_str)
+    return pid if pid >= SPLIT_PROGRAM else -1
 
 
 cdef list _texts_list(object texts):

@@ -7,6 +7,9 @@ cdef enum:
     SPLIT_GPT2 = 0
     SPLIT_CL100K = 1
     SPLIT_O200K = 2
+    # SPLIT_PROGRAM + slot: a compiled split program (_split_program.pxd), for any other
+    # pattern the compiler of fastbpe.reference.split_program proves it handles.
+    SPLIT_PROGRAM = 16
 
 # text[start:end] is valid UTF-8; `end` is the end of the segment (regex `$`).
 # Returns the end (> start) of the chunk that starts at `start`. Thread-safe.

@@ -27,6 +27,12 @@ stays at the scalar splitter's speed less ~7%: a window with a three-byte char i
 first 20 bytes is told from one compare of 32 bytes and left to the scalar splitter
 (``fbpe_win_refill`` says why GPT-2's three-byte rules do not run there).
 
+Any other pattern that ``fastbpe.reference.split_program`` compiles (Llama 3's, Qwen's,
+Tekken's, DeepSeek's splits, ...) runs as a split program (``_split_program``) behind
+the same ``next_chunk_end``, with id ``SPLIT_PROGRAM + slot`` from ``pattern_id``; a
+tuple of patterns is a sequence of Isolated splits. ``split_engine`` names the engine.
+Only the hand-written patterns' texts may be cut at newlines (``cuts_hold``).
+
 Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is one
 "other" code point (category Cs), split exactly as ``regex`` splits it; chunks decode
 back with "surrogatepass". No error is raised.
@@ -37,6 +43,9 @@ from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
+from fastbpe._split_program cimport program_chunk_end
+from fastbpe._split_program import program_slot as _program_slot
+from fastbpe._split_program import sequence_slot as _sequence_slot
 from fastbpe.reference import patterns as _patterns
 
 cnp.import_array()
@@ -94,27 +103,11 @@ cdef enum:
 # Decoding. text[start:end] is UTF-8 by contract; still, no read ever goes past `end`
 # even on malformed bytes (a bad byte is one "other" char), so bad input cannot crash.
 
-cdef inline uint32_t _decode_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
-                                       Py_ssize_t* width) noexcept nogil:
-    """Code point of the multi-byte sequence at i (t[i] >= 0x80), its length to width.
-
-    A malformed or truncated sequence is one byte decoding to 0xFFFFFFFF, which has no
-    class bits and folds to nothing (and UTF-8 input never has one).
-    """
-    cdef unsigned char b = t[i]
-    cdef Py_ssize_t avail = end - i
-    if 0xC0 <= b < 0xE0 and avail >= 2:
-        width[0] = 2
-        return ((b & 0x1F) << 6) | (t[i + 1] & 0x3F)
-    if 0xE0 <= b < 0xF0 and avail >= 3:
-        width[0] = 3
-        return ((b & 0x0F) << 12) | ((t[i + 1] & 0x3F) << 6) | (t[i + 2] & 0x3F)
-    if 0xF0 <= b < 0xF8 and avail >= 4:
-        width[0] = 4
-        return (((b & 0x07) << 18) | ((t[i + 1] & 0x3F) << 12) | ((t[i + 2] & 0x3F) << 6)
-                | (t[i + 3] & 0x3F))
-    width[0] = 1
-    return 0xFFFFFFFFu
+cdef extern from "fbe_utf8_decode.h":
+    # Code point of the multi-byte sequence at i (t[i] >= 0x80), its length to width;
+    # a malformed lead is one byte decoding to 0xFFFFFFFF (no class bits, no fold).
+    uint32_t _decode_multibyte "fbe_decode_multibyte"(
+        const unsigned char* t, Py_ssize_t i, Py_ssize_t end, Py_ssize_t* width) noexcept nogil
 
 
 cdef uint16_t _class_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
@@ -489,8 +482,9 @@ cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_
     """End (> start) of the chunk of text[start:end] that starts at start.
 
     text[start:end] is UTF-8 and `end` is where regex's `$` matches (the end of the
-    segment). pattern is SPLIT_GPT2, SPLIT_CL100K or SPLIT_O200K (any other value splits
-    as GPT-2). Pure function of its arguments: safe to call from many threads.
+    segment). pattern is SPLIT_GPT2, SPLIT_CL100K, SPLIT_O200K or SPLIT_PROGRAM + a slot
+    of _split_program (any other value splits as GPT-2). Pure function of its arguments:
+    safe to call from many threads.
     """
     if start >= end:  # outside the contract; never read text[end]
         return end
@@ -498,6 +492,8 @@ cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_
         return _cl100k(text, start, end)
     if pattern == SPLIT_O200K:
         return _o200k(text, start, end)
+    if pattern >= SPLIT_PROGRAM:
+        return program_chunk_end(pattern - SPLIT_PROGRAM, text, start, end)
     return _gpt2(text, start, end)
 
 
@@ -514,7 +510,7 @@ cdef Py_ssize_t split_refill(FbpeWin* win, int pattern, const unsigned char* tex
 
 # The SPLIT_* ids as Python ints too (the enum itself lives in the .pxd for cimport).
 globals().update(SPLIT_GPT2=<int>SPLIT_GPT2, SPLIT_CL100K=<int>SPLIT_CL100K,
-                 SPLIT_O200K=<int>SPLIT_O200K)
+                 SPLIT_O200K=<int>SPLIT_O200K, SPLIT_PROGRAM=<int>SPLIT_PROGRAM)
 
 _SHORT_NAMES = {
     "gpt2": SPLIT_GPT2, "r50k": SPLIT_GPT2, "r50k_base": SPLIT_GPT2,
@@ -525,27 +521,69 @@ _EXACT = {_patterns.GPT2: SPLIT_GPT2, _patterns.CL100K: SPLIT_CL100K,
           _patterns.O200K: SPLIT_O200K}
 
 
-def pattern_id(pat_str):
-    """SPLIT_GPT2/SPLIT_CL100K/SPLIT_O200K for a supported pattern or short name, else -1.
+def pattern_id(pat_str, gaps=False):
+    """The native pre-tokenizer of a pattern or short name, else -1 (``regex``).
+
+    SPLIT_GPT2/SPLIT_CL100K/SPLIT_O200K for the hand-written ones (exact strings or
+    short names); SPLIT_PROGRAM + a slot for a pattern that compiles to a split program
+    (``fastbpe.reference.split_program``). A program that does not match every character
+    is used only with ``gaps`` (unmatched text kept as chunks, HF's Isolated Split):
+    tiktoken drops that text, which a native chunk end cannot express. A tuple of
+    patterns is HF's Sequence of Isolated Splits (``compile_sequence``; gaps kept).
 
     >>> pattern_id("cl100k_base")
     1
+    >>> pattern_id(r"\\p{N}+| ?[^\\p{N}]+") >= SPLIT_PROGRAM
+    True
     """
+    if isinstance(pat_str, tuple):
+        slot = _sequence_slot(pat_str)
+        return SPLIT_PROGRAM + slot if slot >= 0 else -1
     if not isinstance(pat_str, str):
         raise TypeError(f"pattern must be a str, not {type(pat_str).__name__}")
     pid = _EXACT.get(pat_str)
     if pid is None:
-        pid = _SHORT_NAMES.get(pat_str, -1)
+        pid = _SHORT_NAMES.get(pat_str)
+    if pid is None:
+        slot = _program_slot(pat_str, gaps)
+        pid = SPLIT_PROGRAM + slot if slot >= 0 else -1
     return pid
 
 
-cdef int _require_pattern(pattern) except -1:
-    cdef int pid = pattern_id(pattern)
+def split_engine(int pid):
+    """What splits for a pattern_id: "builtin:gpt2", "builtin:cl100k", "builtin:o200k",
+    "program" or "regex" (pid -1), for tests and benchmarks.
+
+    >>> split_engine(pattern_id("o200k"))
+    'builtin:o200k'
+    """
+    if pid < 0:
+        return "regex"
+    if pid >= SPLIT_PROGRAM:
+        return "program"
+    return "builtin:" + {SPLIT_GPT2: "gpt2", SPLIT_CL100K: "cl100k", SPLIT_O200K: "o200k"}[pid]
+
+
+def cuts_hold(int pid):
+    """Whether text split by pid may be cut after a newline (``_jobs.next_cut``,
+    ``fastbpe.io.BPECut``; Corollaries 1-3 of ``fastbpe.reference.documents``) with the
+    same chunks: proved for the hand-written splitters' patterns only, so a split
+    program (or regex) never has its texts cut.
+
+    >>> cuts_hold(SPLIT_O200K), cuts_hold(pattern_id(r"\\S+|\\s+"))
+    (True, False)
+    """
+    return 0 <= pid < SPLIT_PROGRAM
+
+
+cdef int _require_pattern(pattern, bint gaps=False) except -1:
+    cdef int pid = pattern_id(pattern, gaps)
     if pid < 0:
         raise ValueError(
-            f"no native pre-tokenizer for pattern {pattern!r}; supported: the exact "
+            f"no native pre-tokenizer for pattern {pattern!r}: it is not one of the "
             "GPT-2, cl100k_base and o200k_base pattern strings or the names "
-            f"{sorted(_SHORT_NAMES)}"
+            f"{sorted(_SHORT_NAMES)}, and fastbpe.reference.split_program does not "
+            "compile it (or it leaves text unmatched and gaps=False)"
         )
     return pid
 
@@ -639,12 +677,12 @@ cdef cnp.ndarray _offsets(int pid, bytes data):
         free(ends)
 
 
-def split_offsets(data, pattern):
+def split_offsets(data, pattern, *, gaps=False):
     """Byte offsets where the chunks of UTF-8 ``data`` end (int64 array, last == len).
 
     ``data`` is bytes or bytearray holding UTF-8 (lone surrogates encoded with
     "surrogatepass" are accepted, as ``split`` produces them); malformed UTF-8 raises
-    UnicodeDecodeError (a ValueError) naming the position.
+    UnicodeDecodeError (a ValueError) naming the position. ``gaps``: see pattern_id.
 
     >>> split_offsets(b"Hello world", "gpt2").tolist()
     [5, 11]
@@ -653,7 +691,7 @@ def split_offsets(data, pattern):
         data = bytes(data)
     elif not isinstance(data, bytes):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
-    cdef int pid = _require_pattern(pattern)
+    cdef int pid = _require_pattern(pattern, gaps)
     cdef const unsigned char* t = <bytes>data
     cdef Py_ssize_t bad, n = len(data)
     with nogil:
@@ -664,19 +702,21 @@ def split_offsets(data, pattern):
     return _offsets(pid, data)
 
 
-def split(text, pattern):
+def split(text, pattern, *, gaps=False):
     """Split ``text`` into pre-tokenization chunks, exactly as ``regex.findall`` would.
 
     ``pattern`` is one of the exact pattern strings or a short name ("gpt2",
     "cl100k_base", "o200k_base", ...). Lone surrogates are kept and split like any
-    other symbol, as regex does.
+    other symbol, as regex does. Any other pattern that compiles to a split program
+    (``pattern_id``) splits natively too; with ``gaps``, text no branch matches is kept
+    as chunks, as HF's Split (Isolated) keeps it.
 
     >>> split("Hello world!!", "gpt2")
     ['Hello', ' world', '!!']
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
-    cdef int pid = _require_pattern(pattern)
+    cdef int pid = _require_pattern(pattern, gaps)
     cdef bytes data = (<str>text).encode("utf-8", "surrogatepass")
     cdef cnp.ndarray ends = _offsets(pid, data)
     cdef list out = []

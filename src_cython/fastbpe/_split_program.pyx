@@ -1,0 +1,465 @@
+"""Split programs, natively: the matcher of ``fastbpe.reference.split_program``.
+
+``program_slot(pattern)`` compiles a split pattern with the reference compiler (which
+refuses what it cannot prove equal to ``regex``) and copies the program into C arrays
+in a slot of a process-wide table; ``program_chunk_end`` runs it. The matcher is the
+reference's ``_match`` / ``chunk_end`` line by line (Corollary 2 of that module: the
+same candidates in the same order), over the same tables (Corollary 1), so a program's
+chunks are ``regex.finditer``'s. Tests compare both with ``regex`` on every code point.
+
+Data: per program, each ASCII byte's atom set (one lookup), and for other code points
+a two-level table: ``stage1[cp >> 7]`` names a block of 128 class ids (uint8),
+``class_atoms[id]`` is the atom set (uint32 bits). Each branch starts with the atoms
+its first consumed char may be in, so the branches that cannot start on the char at p
+cost one AND each.
+"""
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t
+from libc.stdlib cimport calloc, malloc
+from libc.string cimport memcpy
+cimport numpy as cnp
+import numpy as np
+
+from fastbpe.reference import split_program as _ref
+
+cnp.import_array()
+
+# Word-at-a-time ASCII runs: a RUN whose atom's ASCII members are one byte range
+# (letters with case folded, digits, a space) skips 8 ASCII bytes a step.
+cdef extern from "fbe_ascii_run.h":
+    Py_ssize_t fbpe_ascii_range_end(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                    unsigned lo, unsigned hi, unsigned fold) nogil
+
+cdef extern from "fbe_utf8_decode.h":
+    uint32_t fbe_decode_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                  Py_ssize_t* width) noexcept nogil
+
+cdef enum:
+    MAX_OUTER = 8
+
+# Item kinds: the reference's numbers.
+cdef enum:
+    K_RUN = 0
+    K_LITS = 1
+    K_AHEAD = 2
+    K_NOT_AHEAD = 3
+    K_DOLLAR = 4
+
+ctypedef struct Item:
+    int kind
+    uint32_t mask            # RUN, AHEAD, NOT_AHEAD: the atom's bit
+    int32_t lo, hi           # RUN: repetitions, hi -1 unbounded; LITS: lo 0 = optional
+    int possessive
+    int ascii_range          # RUN: its ASCII members are the bytes b with
+    unsigned rlo, rhi, rfold #   rlo <= (b | rfold) <= rhi (fbpe_ascii_range_end)
+    int rest_never_fails     # every later item of its branch has min 0 and consumes
+    int32_t lit_first, lit_count  # LITS: alternatives lits[lit_first : lit_first + lit_count]
+
+ctypedef struct Lit:
+    int32_t first, length    # its chars' atom bits: lit_masks[first : first + length]
+
+ctypedef struct Shortcut:
+    # How a chunk starting on an ASCII byte b may skip the branch loop (see _shortcuts).
+    int kind                 # 0 none; SC_RUN; SC_PREFIX
+    int32_t item, n          # the items to match from (at p, or at p + 1 for SC_PREFIX)
+    int fails_unless         # SC_PREFIX: the branch fails when the shortcut's test does
+
+cdef enum:
+    SC_RUN = 1
+    SC_PREFIX = 2
+
+ctypedef struct Branch:
+    uint32_t first_mask      # the atoms its first consumed char may be in
+    int32_t item_first, item_count
+
+ctypedef struct Prog:
+    uint32_t ascii[128]
+    uint8_t first_branch[128]  # per ASCII byte: the first branch that may start on it
+    Shortcut shortcut[128]
+    # A sequence of splits (compile_sequence): the levels before this one, outermost
+    # first, each one run X+ / X{1,k} of its own tables (Corollary 5).
+    int n_outer
+    void* outer[MAX_OUTER]   # const Prog*
+    uint32_t outer_mask[MAX_OUTER]
+    int32_t outer_k[MAX_OUTER]  # -1: unbounded
+    uint32_t class_atoms[256]
+    uint16_t* stage1         # 0x110000 >> 7 entries
+    uint8_t* stage2          # 128 class ids per block
+    int n_branches
+    Branch* branches
+    Item* items
+    Lit* lits
+    uint32_t* lit_masks
+
+cdef Prog* _programs[PROGRAM_SLOTS]
+cdef int _n_programs = 0
+#: pattern -> (slot or -1, tiles)
+_slots = {}
+
+
+cdef inline uint32_t _atoms_at(const Prog* g, const unsigned char* t, Py_ssize_t i,
+                               Py_ssize_t end, Py_ssize_t* w) noexcept nogil:
+    """The atom set of the char at byte i; its byte length to w."""
+    cdef unsigned char b = t[i]
+    cdef uint32_t cp
+    if b < 0x80:
+        w[0] = 1
+        return g.ascii[b]
+    cp = fbe_decode_multibyte(t, i, end, w)
+    if cp > 0x10FFFF:
+        return 0
+    return g.class_atoms[g.stage2[(<Py_ssize_t>g.stage1[cp >> 7] << 7) | (cp & 127)]]
+
+
+cdef inline Py_ssize_t _run(const Prog* g, const Item* it, const unsigned char* t,
+                           Py_ssize_t q, Py_ssize_t end) noexcept nogil:
+    """End of the run of it's atom from q (no maximum)."""
+    cdef Py_ssize_t w
+    cdef unsigned char b
+    cdef uint32_t mask = it.mask
+    while q < end:
+        b = t[q]
+        if b < 0x80:
+            if it.ascii_range:
+                q = fbpe_ascii_range_end(t, q, end, it.rlo, it.rhi, it.rfold)
+                if q >= end or t[q] < 0x80:
+                    return q
+                continue
+            if not (g.ascii[b] & mask):
+                return q
+            q += 1
+        else:
+            if not (_atoms_at(g, t, q, end, &w) & mask):
+                return q
+            q += w
+    return q
+
+
+cdef Py_ssize_t _match(const Prog* g, const Item* it, int n, const unsigned char* t,
+                       Py_ssize_t p, Py_ssize_t end) noexcept nogil:
+    """End of the first match of the n items from `it` at p, or -1 (the reference's
+    _match: greedy runs give back one char at a time, possessive ones never)."""
+    cdef Py_ssize_t q, w, r, qmin
+    cdef int32_t count, j, a
+    cdef const Lit* lit
+    cdef bint ok
+    if n == 0:
+        return p
+    if it.kind == K_RUN:
+        q = p
+        count = 0
+        while count < it.lo:
+            if q >= end or not (_atoms_at(g, t, q, end, &w) & it.mask):
+                return -1
+            q += w
+            count += 1
+        qmin = q  # backtracking gives back down to lo chars
+        if it.hi < 0:
+            q = _run(g, it, t, q, end)
+        else:
+            while q < end and count < it.hi:
+                if not (_atoms_at(g, t, q, end, &w) & it.mask):
+                    break
+                q += w
+                count += 1
+        if n == 1:
+            return q
+        if it.possessive:
+            return _match(g, it + 1, n - 1, t, q, end)
+        while True:
+            r = _match(g, it + 1, n - 1, t, q, end)
+            if r >= 0 or q <= qmin:
+                return r
+            q -= 1  # back one char: the run's chars are whole UTF-8 sequences
+            while q > qmin and (t[q] & 0xC0) == 0x80:
+                q -= 1
+    if it.kind == K_LITS:
+        for j in range(it.lit_count):
+            lit = &g.lits[it.lit_first + j]
+            q = p
+            ok = True
+            for a in range(lit.length):
+                if q >= end or not (_atoms_at(g, t, q, end, &w) & g.lit_masks[lit.first + a]):
+                    ok = False
+                    break
+                q += w
+            if ok:
+                r = _match(g, it + 1, n - 1, t, q, end)
+                if r >= 0 or it.possessive:
+                    return r
+        if it.lo == 0:
+            return _match(g, it + 1, n - 1, t, p, end)
+        return -1
+    if it.kind == K_DOLLAR:
+        ok = p == end or (p == end - 1 and t[p] == 10)
+    else:
+        ok = p < end and (_atoms_at(g, t, p, end, &w) & it.mask) != 0
+        if it.kind == K_NOT_AHEAD:
+            ok = not ok
+    return _match(g, it + 1, n - 1, t, p, end) if ok else -1
+
+
+cdef Py_ssize_t _outer_end(const Prog* g, const unsigned char* t, Py_ssize_t p,
+                           Py_ssize_t end) noexcept nogil:
+    """The end of the innermost piece that holds p, through the outer levels: each
+    level's piece from p is the rest of the run of its X (at most k chars), or of
+    non-X chars (Corollary 5 of fastbpe.reference.split_program)."""
+    cdef const Prog* o
+    cdef Py_ssize_t q, w
+    cdef uint32_t mask
+    cdef int32_t count, k
+    cdef int i
+    for i in range(g.n_outer):
+        o = <const Prog*>g.outer[i]
+        mask = g.outer_mask[i]
+        k = g.outer_k[i]
+        q = p
+        if _atoms_at(o, t, q, end, &w) & mask:
+            count = 0
+            while q < end and count != k and (_atoms_at(o, t, q, end, &w) & mask):
+                q += w
+                count += 1
+        else:
+            while q < end and not (_atoms_at(o, t, q, end, &w) & mask):
+                q += w
+        end = q
+    return end
+
+
+cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_t start,
+                                  Py_ssize_t end) noexcept nogil:
+    cdef const Prog* g = _programs[slot]
+    cdef const Branch* br
+    cdef const Item* it
+    cdef const Shortcut* sc
+    cdef Py_ssize_t q = start, w, r
+    cdef uint32_t m
+    cdef int b, n, first = -1
+    if g.n_outer:
+        end = _outer_end(g, text, start, end)
+    if text[start] < 0x80:
+        sc = &g.shortcut[text[start]]
+        if sc.kind == SC_RUN:
+            it = g.items + sc.item
+            if sc.n == 1 and it.hi < 0:  # the byte and the rest of the run
+                return _run(g, it, text, start + 1, end)
+            return _match(g, it, sc.n, text, start, end)
+        if sc.kind == SC_PREFIX and start + 1 < end:
+            # The branch's optional prefix takes the byte; the match is its first
+            # candidate when what follows certainly matches: items forced empty by the
+            # next char, then a run of it whose rest cannot fail.
+            m = _atoms_at(g, text, start + 1, end, &w)
+            it = g.items + sc.item
+            n = sc.n
+            while n > 0 and it.kind == K_RUN and it.lo == 0 and not (it.mask & m):
+                it += 1
+                n -= 1
+            if n > 0 and it.kind == K_RUN and it.lo == 1 and (it.mask & m) and it.rest_never_fails:
+                if n == 1 and it.hi < 0:
+                    return _run(g, it, text, start + 1 + w, end)
+                return _match(g, it, n, text, start + 1, end)
+            if sc.fails_unless:
+                first = g.first_branch[text[start]] + 1
+    while q < end:
+        m = _atoms_at(g, text, q, end, &w)
+        if first < 0:
+            first = g.first_branch[text[q]] if text[q] < 0x80 else 0
+        for b in range(first, g.n_branches):
+            br = &g.branches[b]
+            if br.first_mask & m:
+                r = _match(g, g.items + br.item_first, br.item_count, text, q, end)
+                if r > q:
+                    return r if q == start else q
+        q += w
+        first = -1
+    return end
+
+
+# ---------------------------------------------------------------------------------------
+# Registration (with the GIL).
+
+cdef void* _copy(arr, Py_ssize_t itemsize) except NULL:
+    cdef cnp.ndarray a = np.ascontiguousarray(arr)
+    cdef Py_ssize_t size = a.shape[0] * itemsize
+    cdef void* out = malloc(size if size else 1)
+    if out == NULL:
+        raise MemoryError()
+    memcpy(out, a.data, size)
+    return out
+
+
+cdef Prog* _build(prog) except NULL:
+    """The C form of a reference Program (never freed: a slot lives as long as the
+    process)."""
+    stage1, stage2, class_atoms, ascii_atoms = _ref.class_tables(prog.atoms)
+    items, lits, lit_masks, branches = [], [], [], []
+    for first, branch in zip(prog.first_masks(), prog.branches):
+        branches.append((first, len(items), len(branch)))
+        for j, it in enumerate(branch):
+            items.append((it.kind, all(r.never_fails for r in branch[j + 1:]), (1 << it.atom) if it.atom >= 0 else 0, it.lo, it.hi,
+                          int(it.possessive), len(lits), len(it.lits),
+                          _ascii_range(ascii_atoms, it) if it.kind == K_RUN else None))
+            for lit in it.lits:
+                lits.append((len(lit_masks), len(lit)))
+                lit_masks.extend(1 << a for a in lit)
+    cdef Prog* g = <Prog*>calloc(1, sizeof(Prog))
+    if g == NULL:
+        raise MemoryError()
+    cdef int k
+    for k in range(128):
+        g.ascii[k] = ascii_atoms[k]
+    for k in range(len(class_atoms)):
+        g.class_atoms[k] = class_atoms[k]
+    g.stage1 = <uint16_t*>_copy(stage1.astype(np.uint16), 2)
+    g.stage2 = <uint8_t*>_copy(stage2.astype(np.uint8), 1)
+    g.lit_masks = <uint32_t*>_copy(np.array(lit_masks, dtype=np.uint32), 4)
+    g.items = <Item*>calloc(len(items) + 1, sizeof(Item))
+    g.lits = <Lit*>calloc(len(lits) + 1, sizeof(Lit))
+    g.branches = <Branch*>calloc(len(branches) + 1, sizeof(Branch))
+    if g.items == NULL or g.lits == NULL or g.branches == NULL:
+        raise MemoryError()
+    for k, (kind, rest_ok, mask, lo, hi, poss, lit_first, lit_count, rng) in enumerate(items):
+        g.items[k].rest_never_fails = rest_ok
+        if rng is not None:
+            g.items[k].ascii_range = 1
+            g.items[k].rlo, g.items[k].rhi, g.items[k].rfold = rng
+        g.items[k].kind = kind
+        g.items[k].mask = mask
+        g.items[k].lo = lo
+        g.items[k].hi = hi
+        g.items[k].possessive = poss
+        g.items[k].lit_first = lit_first
+        g.items[k].lit_count = lit_count
+    for k, (first, length) in enumerate(lits):
+        g.lits[k].first = first
+        g.lits[k].length = length
+    for k, (first_mask, item_first, item_count) in enumerate(branches):
+        g.branches[k].first_mask = first_mask
+        g.branches[k].item_first = item_first
+        g.branches[k].item_count = item_count
+    g.n_branches = len(branches)
+    for k in range(128):
+        g.first_branch[k] = next((b for b, (first, _, _) in enumerate(branches)
+                                  if first & ascii_atoms[k]), len(branches))
+        kind, item, n = _shortcut(prog, g.first_branch[k], int(ascii_atoms[k]))
+        g.shortcut[k].fails_unless = kind == SC_PREFIX and _fails_unless(
+            prog.branches[g.first_branch[k]], int(ascii_atoms[k]))
+        g.shortcut[k].kind = kind
+        g.shortcut[k].item = branches[g.first_branch[k]][1] + item if kind else 0
+        g.shortcut[k].n = n
+    return g
+
+
+def _fails_unless(items, atoms):
+    """For an SC_PREFIX branch and a first char with atom set `atoms`: does the branch
+    fail whenever the shortcut's test fails? True when items[1] is a run with min 1 that
+    does not hold the char, followed by items that cannot fail: with the prefix, the
+    match needs the next char in items[1] (the test); without it, the char itself, which
+    is not."""
+    it = items[1]
+    return (it.kind == K_RUN and it.lo == 1 and not atoms >> it.atom & 1
+            and all(r.never_fails for r in items[2:]))
+
+
+def _shortcut(prog, branch, atoms):
+    """For a chunk starting on an ASCII char with atom set `atoms`, whose first possible
+    branch is `branch` (no earlier one can start on it):
+
+    SC_RUN, k, n: the leading items before k are runs with min 0 the char is not in
+    (they match nothing, with nothing to give back) and item k is a run with min 1 that
+    holds the char, followed by items that cannot fail: the branch certainly matches,
+    and its match is items[k:]'s at p.
+    SC_PREFIX, 1, n: item 0 is an optional one-char run holding the char (a prefix);
+    the match is the prefix and items[1:]'s match at p + 1 whenever the caller sees that
+    items[1:] certainly match there (the same test at p + 1, at run time).
+    (0, 0, 0): neither; the branch loop decides.
+    """
+    if branch >= len(prog.branches):
+        return 0, 0, 0
+    items = prog.branches[branch]
+    k = 0
+    while k < len(items) and items[k].kind == K_RUN and items[k].lo == 0 \
+            and not atoms >> items[k].atom & 1:
+        k += 1
+    if k < len(items):
+        it = items[k]
+        if (it.kind == K_RUN and it.lo == 1 and atoms >> it.atom & 1
+                and all(r.never_fails for r in items[k + 1:])):
+            return SC_RUN, k, len(items) - k
+    it = items[0]
+    if it.kind == K_RUN and it.lo == 0 and it.hi == 1 and atoms >> it.atom & 1 and len(items) > 1:
+        return SC_PREFIX, 1, len(items) - 1
+    return 0, 0, 0
+
+
+def _ascii_range(ascii_atoms, item):
+    """(lo, hi, fold) when the ASCII members of item's atom are the bytes b with
+    lo <= (b | fold) <= hi, else None."""
+    members = [b for b in range(128) if ascii_atoms[b] >> item.atom & 1]
+    for fold in (0, 0x20):
+        folded = [b | fold for b in members]
+        if folded:
+            lo, hi = min(folded), max(folded)
+            if members == [b for b in range(128) if lo <= (b | fold) <= hi]:
+                return lo, hi, fold
+    return None
+
+
+cdef int _new_slot(Prog* g) except -1:
+    global _n_programs
+    if _n_programs == PROGRAM_SLOTS:
+        return -1  # slots are never freed: the pattern stays on regex
+    _programs[_n_programs] = g
+    _n_programs += 1
+    return _n_programs - 1
+
+
+def sequence_slot(tuple patterns):
+    """The slot of a sequence of Isolated splits (HF's Sequence of Split, text between
+    matches kept), or -1 when it runs on ``regex`` (``compile_sequence`` refuses it).
+
+    >>> sequence_slot((r"\\p{N}{1,3}", r"\\p{L}+|\\s+")) >= 0
+    True
+    >>> sequence_slot((r"\\p{N}{1,3}", r"\\p{L}+|\\P{L}"))  # \\P{L} splits "123"
+    -1
+    """
+    entry = _slots.get(patterns)
+    if entry is None:
+        try:
+            progs = _ref.compile_sequence(patterns)
+        except ValueError:
+            entry = (-1, False)
+        else:
+            n = len(progs) - 1  # the last level's index (no negative indexing here)
+            if n > MAX_OUTER:
+                return -1
+            g = _build(progs[n])
+            for i, prog in enumerate(progs[:n]):
+                atom, k = _ref.outer_level(prog)
+                g.outer[i] = _build(prog)
+                g.outer_mask[i] = 1 << atom
+                g.outer_k[i] = k
+            g.n_outer = n
+            entry = (_new_slot(g), True)
+        _slots[patterns] = entry
+    return entry[0]
+
+
+def program_slot(str pattern, bint gaps=False):
+    """The slot of pattern's program, or -1 when it runs on ``regex``: the compiler
+    refuses it, the table is full, or it does not tile and ``gaps`` is false (tiktoken
+    drops unmatched text; only HF's Isolated Split keeps it as chunks).
+
+    >>> program_slot(r"\\p{L}+?")
+    -1
+    """
+    entry = _slots.get(pattern)
+    if entry is None:
+        try:
+            prog = _ref.compile_program(pattern)
+        except ValueError:  # Unsupported, or not a regex at all (callers' regex says why)
+            entry = (-1, False)
+        else:
+            entry = (_new_slot(_build(prog)), prog.tiles)
+        _slots[pattern] = entry
+    slot, tiles = entry
+    return slot if (tiles or gaps) else -1
