@@ -25,12 +25,16 @@ from .reference import patterns
 
 
 def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | None = None,
-         special_tokens: dict[str, int] | None = None, name: str | None = None):
+         special_tokens: dict[str, int] | None = None, name: str | None = None, model: str | None = None):
     """Load a tokenizer file; returns an ``Encoding`` (BPE) or a ``WordPiece``.
 
-    ``.tiktoken`` files hold no split pattern or special tokens: the three public OpenAI
-    files are recognised by their sha256; for others pass ``pat_str`` (default: the
-    cl100k pattern) and ``special_tokens``.
+    ``.tiktoken`` files (and Meta's tiktoken-format ``tokenizer.model``) hold no split
+    pattern or special tokens. The public OpenAI files and Meta's Llama 3 / Llama 4
+    files are recognised by their sha256; any other needs ``pat_str`` (a pattern or a
+    short name such as ``"cl100k"``, with ``special_tokens``) or ``model`` (one of
+    ``fastbpe.formats.open_models.OPEN_MODELS``: ``"llama3"``, ``"llama4"``, ``"qwen"``,
+    which gives its pattern and special tokens). There is no default pattern: a guessed
+    one encodes differently from the model, silently.
     """
     if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
@@ -40,11 +44,23 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
     if path.is_dir() and format in (None, "hf") and (path / "tokenizer.json").exists():
         path = path / "tokenizer.json"  # a transformers folder
     fmt = format or (_format_from_path(path) if not path.is_dir() else "gpt2")
+    if model is not None and fmt != "tiktoken":
+        raise ValueError(f"model= names the meaning of a rank file (.tiktoken); {path} is read as {fmt!r}")
     if fmt == "tiktoken":
+        from .formats.open_models import OPEN_MODELS, open_model
         from .formats.tiktoken_bpe import read_tiktoken
 
         ranks, known = read_tiktoken(path)
-        k_name, k_pat, k_special = known if known else (path.name.removesuffix(".tiktoken"), patterns.CL100K, {})
+        if model is not None:
+            chosen = open_model(model)
+            known = (model, chosen.pat_str, chosen.special_tokens(len(ranks)))
+        if known is None and pat_str is None:
+            raise ValueError(
+                f"{path}: a rank file holds no split pattern and this one is not a file fastbpe knows; pass "
+                f"pat_str= (and special_tokens=), or model= one of {sorted(OPEN_MODELS)} "
+                "(loading it with another model's pattern would encode differently, silently)"
+            )
+        k_name, k_pat, k_special = known if known else (path.name.removesuffix(".tiktoken"), None, {})
         return Encoding(
             name or k_name,
             pat_str=patterns.resolve_pattern(pat_str) if pat_str else k_pat,
@@ -79,3 +95,4 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
 
         return WordPiece.from_file(path)
     raise ValueError(f"unknown format {fmt!r}")
+
