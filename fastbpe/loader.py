@@ -78,11 +78,13 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             return WordPiece.from_file(path)
         if model_type != "BPE":
             raise ValueError(f"{path}: unsupported tokenizer model {model_type!r} (expected BPE or WordPiece)")
-        from .formats.hf_bpe import from_hf_json
+        from .bpe.hf import HFEncoding
+        from .formats.hf_pipeline import read_pipeline
 
-        ranks, pat, specials, added = from_hf_json(data, str(path))
-        return Encoding(name or path.stem, pat_str=pat, mergeable_ranks=ranks,
-                        special_tokens=specials if special_tokens is None else special_tokens, added_tokens=added)
+        if special_tokens is not None or pat_str is not None:
+            raise ValueError(f"{path}: a tokenizer.json states its own pattern and special tokens; "
+                             "pat_str= and special_tokens= are for rank files")
+        return HFEncoding(name or path.stem, read_pipeline(data, str(path)))
     if fmt == "gpt2":
         from .formats.gpt2_files import read_gpt2_files
 
