@@ -384,7 +384,9 @@ def find_added(text: str, tokens: dict[str, dict]) -> list[tuple[int, int, str]]
     """
     if not tokens or not text:
         return []
-    alternation = _alternation(frozenset(tokens))
+    alternation, firsts = _alternation(tokens)
+    if len(firsts) <= 8 and not any(c in text for c in firsts):
+        return []   # no token can start anywhere (cheaper than the search of many alternatives)
     out, taken = [], 0
     pos = 0
     while (m := alternation.search(text, pos)) is not None:
@@ -411,10 +413,19 @@ _WORD_END = regex.compile(r"\w$")
 _WORD_START = regex.compile(r"\w")
 
 
-@functools.lru_cache(maxsize=16)
-def _alternation(tokens: frozenset[str]) -> regex.Pattern:
-    """Leftmost, then longest: alternatives longest first."""
-    return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
+class AddedTokens(dict):
+    """Added tokens to match (text to match -> entry), keeping the regex that finds
+    them: leftmost, then longest (alternatives longest first), and the set of their
+    first characters (a text holding none of them holds no token)."""
+
+    @functools.cached_property
+    def alternation(self) -> tuple[regex.Pattern, frozenset[str]]:
+        ordered = sorted(self, key=lambda t: (-len(t), t))
+        return regex.compile("|".join(regex.escape(t) for t in ordered)), frozenset(t[0] for t in self)
+
+
+def _alternation(tokens: dict) -> tuple[regex.Pattern, frozenset[str]]:
+    return (tokens if isinstance(tokens, AddedTokens) else AddedTokens(tokens)).alternation
 
 
 def split_added(text: str, raw_tokens: dict[str, dict], normalized_tokens: dict[str, dict], normalizer: dict | None) -> list[tuple[str, str | None]]:
@@ -583,8 +594,8 @@ def encode(text: str, pipeline: dict, vocab: dict[str, int], merges: dict, added
     ...        "rstrip": False, "single_word": False}, 3)})
     [2, 3, 0]
     """
-    raw = {c: e for c, (e, _) in added.items() if not e["normalized"]}
-    normalized = {normalize(pipeline["normalizer"], c): e for c, (e, _) in added.items() if e["normalized"]}
+    raw = AddedTokens((c, e) for c, (e, _) in added.items() if not e["normalized"])
+    normalized = AddedTokens((normalize(pipeline["normalizer"], c), e) for c, (e, _) in added.items() if e["normalized"])
     ids: list[int] = []
     for piece, token in split_added(text, raw, normalized, pipeline["normalizer"]):
         if token is not None:
