@@ -19,8 +19,8 @@ from typing import NamedTuple
 import regex
 
 from ..reference import hf
-from ._hfjson import added_token_ids, check_added_tokens, check_vocab, expect, field, model_of, show
-from .hf_bpe import _ONIGURUMA_FORMS, _merge_parts
+from ._hfjson import added_token_ids, check_added_tokens, check_vocab, expect, field, key_path, model_of, show
+from .hf_bpe import _ONIGURUMA_FORMS, _merge_parts, unicode_to_bytes
 
 _BEHAVIORS = ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous")
 
@@ -210,7 +210,7 @@ def check_model(model: dict, source: str) -> tuple[dict, dict[str, int], list[tu
     if field(model, "type", str, "model", source, default=None) != "BPE":
         raise ValueError(f"{source}: model.type {show(model.get('type'))} is not BPE")
     if field(model, "dropout", (int, float, None), "model", source, default=None) not in (None, 0, 0.0):
-        _refuse(source, "model.dropout", "dropout (it makes encoding random)")
+        raise ValueError(f"{source}: model.dropout makes encoding random; fastbpe encodes deterministically")
     vocab = check_vocab(field(model, "vocab", dict, "model", source), "model.vocab", source)
     options = {
         "unk_token": field(model, "unk_token", (str, None), "model", source, default=None),
@@ -273,6 +273,13 @@ def read_pipeline(data: dict, source: str = "<json>") -> HFPipeline:
     if missing:
         raise ValueError(f"{source}: model.vocab lacks {len(missing)} byte-level characters (e.g. byte {missing[0]}); not a byte-level BPE")
     entries = check_added_tokens(data, source)
+    contents = {e["content"] for e in entries}
+    alphabet = unicode_to_bytes()
+    for text in vocab:
+        if text not in contents and not all(c in alphabet for c in text):
+            c = next(c for c in text if c not in alphabet)
+            raise ValueError(f"{source}: {key_path('model.vocab', text, bracket=True)}: token {text!r} has character {c!r} "
+                             "outside the byte-level alphabet, and no added token is that text")
     for entry, idx in zip(entries, added_token_ids(entries, vocab, source)):
         entry["id"] = idx
     seen: dict[str, int] = {}
