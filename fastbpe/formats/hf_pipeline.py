@@ -59,7 +59,7 @@ def _kind(obj, where: str, source: str) -> str:
 def _check_regex(text: str, where: str, source: str) -> str:
     """A pattern as the ``regex`` module must run it to split as HF's Oniguruma does."""
     text = _ONIGURUMA_FORMS.get(text, text)
-    if text not in _ONIGURUMA_FORMS.values() and regex.search(r"\}\+", text):
+    if text not in _ONIGURUMA_FORMS.values() and regex.search(r"(?<!\\)\{\d+(?:,\d*)?\}\+", text):
         _refuse(source, where, f"the counted repeat '{{n,m}}+' in {show(text)} (Oniguruma reads it as a repeated group)")
     try:
         regex.compile(text)
@@ -83,6 +83,14 @@ def _flag(obj: dict, key: str, where: str, source: str, default: bool) -> bool:
 
 # --------------------------------------------------------------------------- components
 def check_normalizer(obj, where: str, source: str) -> dict | None:
+    """A normalizer object as ``reference.hf.normalize`` takes it, defaults filled in.
+
+    >>> check_normalizer({"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Strip"}]}, "normalizer", "t.json")
+    {'type': 'Sequence', 'normalizers': [{'type': 'NFC'}, {'type': 'Strip', 'strip_left': True, 'strip_right': True}]}
+    >>> check_normalizer({"type": "Precompiled"}, "normalizer", "t.json")
+    Traceback (most recent call last):
+    ValueError: t.json: normalizer: normalizer "Precompiled" for BPE is not supported
+    """
     if obj is None:
         return None
     kind = _kind(obj, where, source)
