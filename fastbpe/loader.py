@@ -71,6 +71,13 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
         from .formats._hfjson import field, model_of, read_json
 
         data = read_json(path)
+        from .formats.tekken import is_tekken, read_tekken_json
+
+        if is_tekken(data):
+            if special_tokens is not None or pat_str is not None:
+                raise ValueError(f"{path}: a Tekken file states its own pattern and special tokens")
+            ranks, pat, specials = read_tekken_json(data, str(path))
+            return Encoding(name or path.stem, pat_str=pat, mergeable_ranks=ranks, special_tokens=specials)
         model_type = field(model_of(data, str(path)), "type", str, "model", str(path), default=None)
         if model_type == "WordPiece":
             from .wordpiece import WordPiece
