@@ -121,32 +121,20 @@ DECODERS = {
 }
 
 
-@pytest.mark.parametrize("name", PRE_TOKENIZERS)
-def test_pre_tokenizers_equal_hf(base, tmp_path, name):
+def _components(base: dict) -> dict:
+    ids = {e["content"]: e["id"] for e in base["added_tokens"]}
+    return {"pre_tokenizer": PRE_TOKENIZERS, "normalizer": NORMALIZERS, "decoder": DECODERS,
+            "post_processor": post_processors(ids["<s>"], ids["</s>"])}
+
+
+CASES = [(kind, name) for kind, names in [("pre_tokenizer", PRE_TOKENIZERS), ("normalizer", NORMALIZERS),
+                                          ("decoder", DECODERS), ("post_processor", POST_PROCESSORS)] for name in names]
+
+
+@pytest.mark.parametrize("kind, name", CASES, ids=[f"{k}-{n}" for k, n in CASES])
+def test_components_equal_hf(base, tmp_path, kind, name):
     doc = copy.deepcopy(base)
-    doc["pre_tokenizer"] = PRE_TOKENIZERS[name]
-    _same(*_pair(doc, tmp_path))
-
-
-@pytest.mark.parametrize("name", NORMALIZERS)
-def test_normalizers_equal_hf(base, tmp_path, name):
-    doc = copy.deepcopy(base)
-    doc["normalizer"] = NORMALIZERS[name]
-    _same(*_pair(doc, tmp_path))
-
-
-@pytest.mark.parametrize("name", POST_PROCESSORS)
-def test_post_processors_equal_hf(base, tmp_path, name):
-    doc = copy.deepcopy(base)
-    ids = {e["content"]: e["id"] for e in doc["added_tokens"]}
-    doc["post_processor"] = post_processors(ids["<s>"], ids["</s>"])[name]
-    _same(*_pair(doc, tmp_path))
-
-
-@pytest.mark.parametrize("name", DECODERS)
-def test_decoders_equal_hf(base, tmp_path, name):
-    doc = copy.deepcopy(base)
-    doc["decoder"] = DECODERS[name]
+    doc[kind] = _components(base)[kind][name]
     _same(*_pair(doc, tmp_path))
 
 

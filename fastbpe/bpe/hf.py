@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..formats.hf_bpe import _merges_of, str_to_token, token_to_str, unicode_to_bytes
+from ..formats.hf_bpe import _may_overlap, _merges_of, str_to_token, token_to_str, unicode_to_bytes
 from ..formats.hf_pipeline import HFPipeline
 from ..reference import hf
 from ..reference import patterns
@@ -243,10 +243,6 @@ def _single_total_split(pre: dict | None) -> str | None:
         return None
     regex_text = split["pattern"].get("Regex")
     return regex_text if regex_text in _TOTAL_PATTERNS else None
-
-
-def _may_overlap(a: str, b: str) -> bool:
-    return a in b or b in a or any(a.endswith(b[:k]) or b.endswith(a[:k]) for k in range(1, min(len(a), len(b))))
 
 
 # --------------------------------------------------------------------------- the pipeline engine

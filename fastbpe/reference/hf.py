@@ -143,23 +143,19 @@ def split_by_behavior(text: str, runs: list[tuple[int, int, bool]], behavior: st
             else:
                 spans.append([s, e])
             previous = m
-    elif behavior == "MergedWithPrevious":
+    elif behavior in ("MergedWithPrevious", "MergedWithNext"):
+        # a match that follows a gap joins the piece before it (or, walking backwards,
+        # after it); a match after a match stands alone, as in HF's fold
+        forward = behavior == "MergedWithPrevious"
         previous = False
-        for s, e, m in runs:
+        for s, e, m in (runs if forward else reversed(runs)):
             if m and not previous and spans:
-                spans[-1][1] = e
+                spans[-1][1 if forward else 0] = e if forward else s
             else:
                 spans.append([s, e])
             previous = m
-    elif behavior == "MergedWithNext":
-        previous = False
-        for s, e, m in reversed(runs):
-            if m and not previous and spans:
-                spans[-1][0] = s
-            else:
-                spans.append([s, e])
-            previous = m
-        spans.reverse()
+        if not forward:
+            spans.reverse()
     else:
         raise ValueError(f"split behavior {behavior!r} is not implemented")
     return [text[s:e] for s, e in spans if e > s]
