@@ -27,13 +27,14 @@ rule with a per-word cache): exact, and slower. ``enc.engine`` says which
 """
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..formats.hf_bpe import _may_overlap, _merges_of, str_to_token, token_to_str, unicode_to_bytes
-from ..formats.hf_pipeline import HFPipeline
+from ..formats.hf_pipeline import HFPipeline, not_byte_level
 from ..reference import hf
 from ..reference import patterns
 from ..reference.core import CoreBPE as ReferenceCoreBPE
@@ -180,20 +181,24 @@ def _ids_of(p: HFPipeline) -> tuple[dict[bytes, int], dict[str, int], dict[str, 
     """(ranks, special tokens, other added tokens) for the ``Encoding`` underneath: every
     byte-level vocabulary entry is an id's bytes, except an added token's own entry
     (its id decodes to its content) unless merges build that token too."""
-    produced = {a + b for a, b in p.merges} if p.added else set()
+    by_id = {i: t for t, i in p.vocab.items()} if p.added else {}
+    produced = {by_id[new] for _, _, new in p.merge_ids} if p.added else set()
     added_texts = {e["content"] for e in p.added}
-    ranks: dict[bytes, int] = {}
     table = unicode_to_bytes()
-    for text, idx in p.vocab.items():
-        if text in added_texts and text not in produced and not (len(text) == 1 and text in table):
-            continue
-        if all(c in table for c in text):
-            ranks[str_to_token(text)] = idx
-        elif text not in added_texts:
-            raise ValueError(f"model.vocab[{text!r}] (id {idx}) is not byte-level text and no added token; fastbpe cannot decode it as HF does")
+    skip = set(not_byte_level(p.vocab))   # added tokens' own entries (hf_pipeline checks)
+    skip |= {t for t in added_texts if t in p.vocab and t not in produced and not (len(t) == 1 and t in table)}
+    to_bytes = _to_latin1()
+    ranks = {text.translate(to_bytes).encode("latin-1"): idx for text, idx in p.vocab.items() if text not in skip}
     specials = {e["content"]: e["id"] for e in p.added if e["special"]}
     added = {e["content"]: e["id"] for e in p.added if not e["special"]}
     return ranks, specials, added
+
+
+@functools.lru_cache(maxsize=1)
+def _to_latin1() -> dict[int, str]:
+    """``str.translate`` table: each ByteLevel character to the character of its byte,
+    so ``.encode("latin-1")`` gives the token's bytes."""
+    return str.maketrans({c: chr(b) for b, c in enumerate(hf._byte_chars())})
 
 
 def _display_pattern(pre: dict | None) -> str:
@@ -258,7 +263,6 @@ class PipelineCore(ReferenceCoreBPE):
         self._entries = {e["content"]: e for e in pipeline.added}
         self._ids = {e["content"]: e["id"] for e in pipeline.added}
         self._vocab = pipeline.vocab
-        self._merges = hf.merge_table(pipeline.merges, pipeline.vocab, pipeline.model["continuing_subword_prefix"])
         self._cache: dict[str, list[int]] = {}
         self._matchers: dict[frozenset, tuple[dict, dict]] = {}
         model = pipeline.model
@@ -273,14 +277,10 @@ class PipelineCore(ReferenceCoreBPE):
         vocab, chars = pipeline.vocab, hf._byte_chars()
         whole = None
         if model["ignore_merges"]:
-            table = unicode_to_bytes()
-            whole = {str_to_token(t): i for t, i in vocab.items() if all(c in table for c in t)}
-        merges = self._merges
-        self._native_words = _MergeList(
-            [vocab[c] for c in chars], [a for a, _ in merges], [b for _, b in merges],
-            [new for _, new in merges.values()], whole, _CACHE_WORDS,
-        ) if _in_rank_order(merges) else _MergeList(
-            [vocab[c] for c in chars], *_by_rank(merges), whole, _CACHE_WORDS)
+            strange, to_bytes = set(not_byte_level(vocab)), _to_latin1()
+            whole = {t.translate(to_bytes).encode("latin-1"): i for t, i in vocab.items() if t not in strange}
+        lefts, rights, news = (list(col) for col in zip(*pipeline.merge_ids)) if pipeline.merge_ids else ([], [], [])
+        self._native_words = _MergeList([vocab[c] for c in chars], lefts, rights, news, whole, _CACHE_WORDS)
         self._split = _raw_splitter(pipeline.pre_tokenizer)
         self._words = self._native_words.encode_pieces
 
@@ -332,6 +332,11 @@ class PipelineCore(ReferenceCoreBPE):
     def byte_pair_encode(self, piece: bytes) -> list[int]:
         return self.encode_single_piece(piece)
 
+    @functools.cached_property
+    def _merges(self) -> dict:
+        """The merge table of the Python words (``reference.hf.merge_table``)."""
+        return {(a, b): (rank, new) for rank, (a, b, new) in enumerate(self._p.merge_ids)}
+
     def _matcher(self, allowed) -> tuple[dict, dict]:
         """The added tokens to match on raw and on normalized text: the non-special
         ones, and the allowed special ones (cached by the set ``Encoding`` passes, whose
@@ -380,20 +385,6 @@ class PipelineCore(ReferenceCoreBPE):
 
     def __reduce__(self):  # pragma: no cover - HFEncoding pickles itself
         raise TypeError("PipelineCore is pickled with its HFEncoding")
-
-
-def _in_rank_order(merges: dict) -> bool:
-    return all(rank == i for i, (rank, _) in enumerate(merges.values()))
-
-
-def _by_rank(merges: dict) -> tuple[list[int], list[int], list[int]]:
-    """``merge_table``'s pairs as three lists in rank order, a rank with no pair (its
-    pair was listed again later) filled by a pair no word has (it never merges)."""
-    top = max((rank for rank, _ in merges.values()), default=-1) + 1
-    lefts, rights, new_ids = [2**32 - 2] * top, [2**32 - 2] * top, [0] * top
-    for (a, b), (rank, new) in merges.items():
-        lefts[rank], rights[rank], new_ids[rank] = a, b, new
-    return lefts, rights, new_ids
 
 
 def _raw_splitter(pre: dict):

@@ -35,6 +35,7 @@ class HFPipeline(NamedTuple):
     model: dict                         # the model's options (no vocab or merges)
     vocab: dict[str, int]
     merges: list[tuple[str, str]]
+    merge_ids: list[tuple[int, int, int]]   # (left, right, new) id of each merge, in order
     added: list[dict]                   # added_tokens entries, with HF's id in "id"
 
     def as_json(self) -> dict:
@@ -45,6 +46,19 @@ class HFPipeline(NamedTuple):
             "model": {**self.model, "type": "BPE", "vocab": self.vocab, "merges": [list(m) for m in self.merges]},
             "added_tokens": self.added,
         }
+
+
+def not_byte_level(texts) -> list[str]:
+    """The texts with a character outside the ByteLevel alphabet (checked once for all
+    texts' characters together: a vocabulary is usually all byte-level).
+
+    >>> not_byte_level(["Ġa", "b", "▁c"])
+    ['▁c']
+    """
+    alphabet = unicode_to_bytes()
+    texts = list(texts)
+    strange = set("".join(texts)) - alphabet.keys()
+    return [t for t in texts if not strange.isdisjoint(t)] if strange else []
 
 
 def _refuse(source: str, where: str, what: str):
@@ -213,8 +227,9 @@ def check_decoder(obj, where: str, source: str) -> dict | None:
     _refuse(source, where, f"decoder {show(kind)}")
 
 
-def check_model(model: dict, source: str) -> tuple[dict, dict[str, int], list[tuple[str, str]]]:
-    """(options, vocab, merges) of a BPE model object, every value checked."""
+def check_model(model: dict, source: str) -> tuple[dict, dict[str, int], list[tuple[str, str]], list[tuple[int, int, int]]]:
+    """(options, vocab, merges, merge ids) of a BPE model object, every value checked;
+    merge ids are ``(left id, right id, new id)`` in the file's order."""
     if field(model, "type", str, "model", source, default=None) != "BPE":
         raise ValueError(f"{source}: model.type {show(model.get('type'))} is not BPE")
     if field(model, "dropout", (int, float, None), "model", source, default=None) not in (None, 0, 0.0):
@@ -232,19 +247,22 @@ def check_model(model: dict, source: str) -> tuple[dict, dict[str, int], list[tu
         raise ValueError(f"{source}: model.unk_token {show(options['unk_token'])} is not in model.vocab")
     prefix = options["continuing_subword_prefix"] or ""
     raw = field(model, "merges", list, "model", source, default=[])
-    # the common forms in bulk; the first bad merge is named by the loop below
-    if all(type(m) is str for m in raw):
-        merges = [tuple(m.split(" ")) for m in raw]
-    elif all(type(m) is list for m in raw):
-        merges = [tuple(m) for m in raw]
-    else:
-        merges = []
+    # the common forms in bulk: the lookups are the checks (the loop below names the
+    # first bad merge)
     cut = len(prefix)
-    if len(merges) == len(raw) and all(
-        len(m) == 2 and m[0] in vocab and m[1] in vocab and m[1].startswith(prefix) and m[0] + m[1][cut:] in vocab
-        for m in merges
-    ):
-        return options, vocab, merges
+    try:
+        if all(type(m) is str for m in raw):
+            merges = [tuple(m.split(" ")) for m in raw]
+        elif all(type(m) is list for m in raw):
+            merges = [tuple(m) for m in raw]
+        else:
+            raise KeyError
+        if prefix and not all(b.startswith(prefix) for _, b in merges):
+            raise KeyError
+        merge_ids = [(vocab[a], vocab[b], vocab[a + b[cut:]]) for a, b in merges]
+        return options, vocab, merges, merge_ids
+    except (KeyError, ValueError, TypeError):
+        pass
     merges = []
     for n, merge in enumerate(raw):
         where = f"model.merges[{n}]"
@@ -257,7 +275,7 @@ def check_model(model: dict, source: str) -> tuple[dict, dict[str, int], list[tu
         if a + b[cut:] not in vocab:
             raise ValueError(f"{source}: {where} ({a!r}, {b!r}) makes a token that is not in model.vocab")
         merges.append((a, b))
-    return options, vocab, merges
+    return options, vocab, merges, [(vocab[a], vocab[b], vocab[a + b[cut:]]) for a, b in merges]
 
 
 def read_pipeline(data: dict, source: str = "<json>") -> HFPipeline:
@@ -267,13 +285,13 @@ def read_pipeline(data: dict, source: str = "<json>") -> HFPipeline:
     for key in ("truncation", "padding"):
         if data.get(key) is not None:
             _refuse(source, key, f"{key} (encode would cut or pad; fastbpe returns every id)")
-    options, vocab, merges = check_model(model_of(data, source), source)
+    options, vocab, merges, merge_ids = check_model(model_of(data, source), source)
     pipeline = HFPipeline(
         normalizer=check_normalizer(data.get("normalizer"), "normalizer", source),
         pre_tokenizer=check_pre_tokenizer(data.get("pre_tokenizer"), "pre_tokenizer", source),
         post_processor=check_post_processor(data.get("post_processor"), "post_processor", source),
         decoder=check_decoder(data.get("decoder"), "decoder", source),
-        model=options, vocab=vocab, merges=merges, added=[],
+        model=options, vocab=vocab, merges=merges, merge_ids=merge_ids, added=[],
     )
     if not _has_byte_level(pipeline.pre_tokenizer):
         _refuse(source, "pre_tokenizer", "a BPE without a ByteLevel pre-tokenizer (not byte-level BPE)")
@@ -283,8 +301,8 @@ def read_pipeline(data: dict, source: str = "<json>") -> HFPipeline:
     entries = check_added_tokens(data, source)
     contents = {e["content"] for e in entries}
     alphabet = unicode_to_bytes()
-    for text in vocab:
-        if text not in contents and not all(c in alphabet for c in text):
+    for text in not_byte_level(vocab):
+        if text not in contents:
             c = next(c for c in text if c not in alphabet)
             raise ValueError(f"{source}: {key_path('model.vocab', text, bracket=True)}: token {text!r} has character {c!r} "
                              "outside the byte-level alphabet, and no added token is that text")
