@@ -129,3 +129,19 @@ def test_pickle_round_trip(vocab_file):
     ours, _, _ = _load(vocab_file, "qwen3/tokenizer.json")
     back = pickle.loads(pickle.dumps(ours))
     assert back.encode(DOCS[5], allowed_special="all") == ours.encode(DOCS[5], allowed_special="all")
+
+
+def test_save_keeps_the_pipeline(vocab_file, tmp_path):
+    """A save writes the file's pipeline back (never a rank-rule file with other ids);
+    ranks-only formats refuse a pipeline they cannot hold."""
+    ours, hf, _ = _load(vocab_file, "deepseek-v4/tokenizer.json")
+    ours.save(tmp_path / "t.json")
+    back, theirs = fastbpe.load(tmp_path / "t.json"), tokenizers.Tokenizer.from_file(str(tmp_path / "t.json"))
+    for doc in DOCS[:40]:
+        want = hf.encode(doc).ids
+        assert theirs.encode(doc).ids == want
+        assert back.encode(doc, allowed_special="all", add_special_tokens=True) == want
+    with pytest.raises(ValueError, match="holds ranks and a split pattern"):
+        ours.save(tmp_path / "t.tiktoken")
+    ours.save(tmp_path / "folder", transformers=True)
+    assert (tmp_path / "folder" / "tokenizer.json").read_text(encoding="utf-8") == (tmp_path / "t.json").read_text(encoding="utf-8")

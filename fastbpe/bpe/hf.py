@@ -140,9 +140,42 @@ class HFEncoding(Encoding):
     def _encode_only_native_bpe(self, text: str) -> list[int]:
         return self.encode_ordinary(text) if self.engine == "pipeline" else super()._encode_only_native_bpe(text)
 
+    # ------------------------------------------------------------------ files
+    def save(self, path, format: str | None = None, *, lossy: bool = False, transformers: bool = False) -> None:
+        """As ``Encoding.save``; a tokenizer.json (or a transformers folder) holds the
+        file's whole pipeline, as read. A ranks-only format cannot hold a pipeline that
+        the rank rule does not reproduce: ValueError unless ``lossy=True``."""
+        from pathlib import Path
+
+        from ..formats import _format_from_path
+        from ..formats.hf_pipeline import pipeline_json
+        from ..formats.transformers_files import TOKENIZER_JSON, transformers_folder, write_transformers_config
+        from ..io.atomic import atomic_write_text
+
+        path = Path(path)
+        folder = transformers or (format in (None, "hf") and path.is_dir())
+        fmt = "hf" if folder else format or _format_from_path(path)
+        if fmt == "hf":
+            if folder:
+                target = transformers_folder(path)
+                atomic_write_text(target / TOKENIZER_JSON, pipeline_json(self._pipeline))
+                write_transformers_config(target, self.special_tokens, "bpe", self.added_tokens)
+            else:
+                atomic_write_text(path, pipeline_json(self._pipeline))
+            return
+        if self.engine == "pipeline" and not lossy:
+            raise ValueError(
+                f"a {fmt} file holds ranks and a split pattern, which give other ids than {self.name!r} "
+                "(HF's pipeline: its normalizer, pre-tokenizers or merge list); save as tokenizer.json, "
+                "or pass lossy=True to save the ranks anyway"
+            )
+        super().save(path, format=format, lossy=lossy, transformers=transformers)
+
     # ------------------------------------------------------------------ pickling
     def __reduce_ex__(self, protocol):
-        return (_rebuild, (self.name, self._pipeline.as_json()))
+        from ..formats.hf_pipeline import pipeline_json
+
+        return (_rebuild, (self.name, pipeline_json(self._pipeline)))
 
     # ------------------------------------------------------------------ helpers
     def _post(self, ids: list[int]) -> list[int]:
@@ -165,10 +198,12 @@ class HFEncoding(Encoding):
             return self.__vocab_by_id
 
 
-def _rebuild(name: str, doc: dict) -> HFEncoding:
+def _rebuild(name: str, text: str) -> HFEncoding:
+    import json
+
     from ..formats.hf_pipeline import read_pipeline
 
-    return HFEncoding(name, read_pipeline(doc, name))
+    return HFEncoding(name, read_pipeline(json.loads(text), name))
 
 
 def _flag(value) -> bool:

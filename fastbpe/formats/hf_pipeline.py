@@ -14,13 +14,14 @@ though ``reference.hf`` states their model rule too.
 """
 from __future__ import annotations
 
+import json
 from typing import NamedTuple
 
 import regex
 
 from ..reference import hf
 from ._hfjson import added_token_ids, check_added_tokens, check_vocab, expect, field, key_path, model_of, show
-from .hf_bpe import _ONIGURUMA_FORMS, _merge_parts, unicode_to_bytes
+from .hf_bpe import _ONIGURUMA_FORMS, _merge_parts, dumps_tokenizer_json, to_oniguruma, unicode_to_bytes
 
 _BEHAVIORS = ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous")
 
@@ -37,15 +38,6 @@ class HFPipeline(NamedTuple):
     merges: list[tuple[str, str]]
     merge_ids: list[tuple[int, int, int]]   # (left, right, new) id of each merge, in order
     added: list[dict]                   # added_tokens entries, with HF's id in "id"
-
-    def as_json(self) -> dict:
-        """The parts as a tokenizer.json holds them (what pickling stores)."""
-        return {
-            "normalizer": self.normalizer, "pre_tokenizer": self.pre_tokenizer,
-            "post_processor": self.post_processor, "decoder": self.decoder,
-            "model": {**self.model, "type": "BPE", "vocab": self.vocab, "merges": [list(m) for m in self.merges]},
-            "added_tokens": self.added,
-        }
 
 
 def not_byte_level(texts) -> list[str]:
@@ -172,12 +164,12 @@ def check_post_processor(obj, where: str, source: str) -> dict | None:
         return None
     kind = _kind(obj, where, source)
     if kind == "ByteLevel":
-        return {"type": kind}
+        return {**obj, "type": kind}
     if kind in ("BertProcessing", "RobertaProcessing"):
-        return {"type": kind, "sep": _special_pair(obj, "sep", where, source), "cls": _special_pair(obj, "cls", where, source)}
+        return {**obj, "type": kind, "sep": _special_pair(obj, "sep", where, source), "cls": _special_pair(obj, "cls", where, source)}
     if kind == "Sequence":
         steps = field(obj, "processors", list, where, source)
-        return {"type": kind, "processors": [check_post_processor(s, f"{where}.processors[{i}]", source) for i, s in enumerate(steps)]}
+        return {**obj, "type": kind, "processors": [check_post_processor(s, f"{where}.processors[{i}]", source) for i, s in enumerate(steps)]}
     if kind == "TemplateProcessing":
         specials = field(obj, "special_tokens", dict, where, source)
         for name, entry in specials.items():
@@ -200,7 +192,7 @@ def check_post_processor(obj, where: str, source: str) -> dict | None:
                     raise ValueError(f"{source}: {here}.SpecialToken.id {show(name)} is not in {where}.special_tokens")
             else:
                 raise ValueError(f"{source}: {here} must be a Sequence or a SpecialToken, got {show(item)}")
-        return {"type": kind, "single": single, "special_tokens": specials}
+        return {**obj, "type": kind, "single": single, "special_tokens": specials}
     _refuse(source, where, f"post-processor {show(kind)}")
 
 
@@ -209,11 +201,11 @@ def check_decoder(obj, where: str, source: str) -> dict | None:
         return None
     kind = _kind(obj, where, source)
     if kind in ("ByteLevel", "Fuse", "ByteFallback"):
-        return {"type": kind}
+        return {**obj, "type": kind}
     if kind == "Replace":
-        return {"type": kind, "pattern": _pattern(obj, where, source), "content": field(obj, "content", str, where, source)}
+        return {**obj, "type": kind, "pattern": _pattern(obj, where, source), "content": field(obj, "content", str, where, source)}
     if kind == "Strip":
-        out = {"type": kind, "content": field(obj, "content", str, where, source)}
+        out = {**obj, "type": kind, "content": field(obj, "content", str, where, source)}
         if len(out["content"]) != 1:
             raise ValueError(f"{source}: {where}.content must be one character, got {show(out['content'])}")
         for key in ("start", "stop"):
@@ -223,7 +215,7 @@ def check_decoder(obj, where: str, source: str) -> dict | None:
         return out
     if kind == "Sequence":
         steps = field(obj, "decoders", list, where, source)
-        return {"type": kind, "decoders": [check_decoder(s, f"{where}.decoders[{i}]", source) for i, s in enumerate(steps)]}
+        return {**obj, "type": kind, "decoders": [check_decoder(s, f"{where}.decoders[{i}]", source) for i, s in enumerate(steps)]}
     _refuse(source, where, f"decoder {show(kind)}")
 
 
@@ -314,3 +306,31 @@ def read_pipeline(data: dict, source: str = "<json>") -> HFPipeline:
             raise ValueError(f"{source}: added_tokens[{n}] {show(entry['content'])} is listed twice")
         seen[entry["content"]] = entry["id"]
     return pipeline._replace(added=entries)
+
+
+def _as_oniguruma(obj):
+    """A component with every ``{"Regex": ...}`` as HF must read it (``to_oniguruma``)."""
+    if isinstance(obj, dict):
+        return {k: (to_oniguruma(v) if k == "Regex" and isinstance(v, str) else _as_oniguruma(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_as_oniguruma(v) for v in obj]
+    return obj
+
+
+def pipeline_json(pipeline: HFPipeline) -> str:
+    """The tokenizer.json text of a pipeline: what ``read_pipeline`` read, so HF and
+    fastbpe read the same meaning back.
+
+    >>> p = HFPipeline(None, {"type": "ByteLevel"}, None, None, {"ignore_merges": False}, {"a": 0}, [], [], [])
+    >>> json.loads(pipeline_json(p))["model"]["type"]
+    'BPE'
+    """
+    doc = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{k: e[k] for k in ("id", "content", "single_word", "lstrip", "rstrip", "normalized", "special")}
+                         for e in pipeline.added],
+        **_as_oniguruma({k: getattr(pipeline, k) for k in ("normalizer", "pre_tokenizer", "post_processor", "decoder")}),
+        "model": {"type": "BPE", "dropout": None, **pipeline.model, "vocab": pipeline.vocab,
+                  "merges": [list(m) for m in pipeline.merges]},
+    }
+    return dumps_tokenizer_json(doc)
