@@ -238,15 +238,20 @@ def _to_latin1() -> dict[int, str]:
 
 def _display_pattern(pre: dict | None) -> str:
     """``pat_str`` of a pipeline file: its first Split regex, else ByteLevel's (for
-    display only: the pipeline, not this pattern, splits)."""
+    display only: the pipeline, not this pattern, splits). A built-in pattern is
+    wrapped in a group, the same regex under another name: code that takes a built-in
+    pattern as a promise of how text splits (``corpus.cutter`` cuts long documents where
+    every built-in pattern splits) must not take it from a pipeline."""
     stack = [pre] if pre else []
+    found = patterns.GPT2
     while stack:
         step = stack.pop(0)
         if step["type"] == "Sequence":
             stack[:0] = step["pretokenizers"]
         elif step["type"] == "Split" and "Regex" in step["pattern"]:
-            return step["pattern"]["Regex"]
-    return patterns.GPT2
+            found = step["pattern"]["Regex"]
+            break
+    return f"(?:{found})" if found in _TOTAL_PATTERNS else found
 
 
 def _rank_engine_pattern(p: HFPipeline, ranks: dict[bytes, int]) -> str | None:
