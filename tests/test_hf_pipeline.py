@@ -48,10 +48,19 @@ def _pair(doc: dict, tmp_path, name="t.json"):
     return fastbpe.load(path), tokenizers.Tokenizer.from_file(str(path))
 
 
+def _reference(ours, text: str, add_special_tokens: bool = False) -> list[int]:
+    """``reference.hf.encode`` of the same file: the pure-Python twin of ``HFEncoding``."""
+    p = ours.pipeline
+    pipeline = {"normalizer": p.normalizer, "pre_tokenizer": p.pre_tokenizer, "model": p.model, "post_processor": p.post_processor}
+    merges = ref.merge_table(p.merges, p.vocab, p.model["continuing_subword_prefix"])
+    return ref.encode(text, pipeline, p.vocab, merges, {e["content"]: (e, e["id"]) for e in p.added}, add_special_tokens)
+
+
 def _same(ours, theirs, texts=TEXTS):
     for text in texts:
         want = theirs.encode(text, add_special_tokens=False).ids
-        assert ours.encode(text, allowed_special="all") == want, text
+        assert ours.encode(text, allowed_special="all") == want == _reference(ours, text), text
+        assert _reference(ours, text, True) == theirs.encode(text).ids, text
         assert ours.encode(text, allowed_special="all", add_special_tokens=True) == theirs.encode(text).ids, text
         assert ours.hf_decode(want) == theirs.decode(want), text
         assert ours.hf_decode(want, skip_special_tokens=False) == theirs.decode(want, skip_special_tokens=False), text

@@ -145,3 +145,19 @@ def test_save_keeps_the_pipeline(vocab_file, tmp_path):
         ours.save(tmp_path / "t.tiktoken")
     ours.save(tmp_path / "folder", transformers=True)
     assert (tmp_path / "folder" / "tokenizer.json").read_text(encoding="utf-8") == (tmp_path / "t.json").read_text(encoding="utf-8")
+
+
+def test_runs_of_one_unit_equal_hf(vocab_file):
+    """Runs of a repeated unit are where merge orders could differ (two overlapping
+    pairs that make the same token): HF's order by merge rank, kept by both engines
+    (GPT-2's converted file runs on the rank rule)."""
+    units = [" ", "a", "-", "=", "\n", "ab", "0", ".", "*", "中", "\t", "aa"]
+    texts = [p + u * n + s for u in units for n in range(1, 40) for p in ("", "x", " ") for s in ("", " ")]
+    for name in FILES + ["gpt2.tokenizer.json"]:
+        if name.startswith("gpt2"):
+            ours, hf = fastbpe.load(vocab_file(name)), tokenizers.Tokenizer.from_file(str(vocab_file(name)))
+            assert ours.engine == "rank"
+        else:
+            ours, hf, _ = _load(vocab_file, name)
+        want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+        assert ours.encode_ordinary_batch(texts) == want, name

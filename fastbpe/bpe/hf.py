@@ -137,6 +137,11 @@ class HFEncoding(Encoding):
             return super().encode_with_unstable(text, **kwargs)
         raise ValueError(f"{self.name}: encode_with_unstable follows tiktoken's rank rule, which this file's pipeline does not")
 
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        if self.engine == "rank":
+            return super()._encode_bytes(text)
+        raise ValueError(f"{self.name}: _encode_bytes follows tiktoken's rank rule, which this file's pipeline does not")
+
     def _encode_only_native_bpe(self, text: str) -> list[int]:
         return self.encode_ordinary(text) if self.engine == "pipeline" else super()._encode_only_native_bpe(text)
 
