@@ -95,6 +95,9 @@ NORMALIZERS = {
     "replace": {"type": "Replace", "pattern": {"String": " "}, "content": "_"},
     "replace-regex": {"type": "Replace", "pattern": {"Regex": r"\d+"}, "content": "#"},
     "prepend": {"type": "Prepend", "prepend": "▁"},
+    "bert": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None, "lowercase": True},
+    "bert-cased": {"type": "BertNormalizer", "clean_text": False, "handle_chinese_chars": False, "strip_accents": True,
+                   "lowercase": False},
     "empty-sequence": {"type": "Sequence", "normalizers": []},
     "sequence": {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}, {"type": "Strip", "strip_left": False, "strip_right": True}]},
 }

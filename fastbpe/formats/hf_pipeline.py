@@ -112,6 +112,11 @@ def check_normalizer(obj, where: str, source: str) -> dict | None:
         return {"type": kind, "pattern": _pattern(obj, where, source), "content": field(obj, "content", str, where, source)}
     if kind == "Prepend":
         return {"type": kind, "prepend": field(obj, "prepend", str, where, source)}
+    if kind == "BertNormalizer":
+        return {"type": kind, "clean_text": _flag(obj, "clean_text", where, source, True),
+                "handle_chinese_chars": _flag(obj, "handle_chinese_chars", where, source, True),
+                "strip_accents": field(obj, "strip_accents", (bool, None), where, source, default=None),
+                "lowercase": _flag(obj, "lowercase", where, source, True)}
     _refuse(source, where, f"normalizer {show(kind)} for BPE")
 
 

@@ -12,7 +12,7 @@ objects and refuses what is not implemented here, naming the JSON path):
    ``single_word`` skips a match with a word character (``\\w``) right before or after
    it; ``lstrip`` / ``rstrip`` make the match swallow the whitespace before / after it.
 2. **Normalizer** (``normalize``): NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace,
-   Prepend, Sequence.
+   Prepend, BertNormalizer (``reference.wordpiece.normalize``), Sequence.
 3. **Pre-tokenizer** (``pre_tokenize``): Split, ByteLevel, Digits, Punctuation,
    Whitespace, WhitespaceSplit, Sequence; each step splits every piece further.
 4. **Model** (``bpe_word``): the BPE merge list, as HF runs it.
@@ -50,6 +50,8 @@ import functools
 import unicodedata
 
 import regex
+
+from .wordpiece import normalize as bert_normalize
 
 #: Unicode White_Space (Rust's ``char::is_whitespace``).
 WHITE_SPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(map(chr, range(0x2000, 0x200B))))
@@ -93,6 +95,9 @@ def normalize(spec: dict | None, text: str) -> str:
         return _compiled(pattern["Regex"]).sub(lambda m: spec["content"], text)
     if kind == "Prepend":
         return spec["prepend"] + text if text else text
+    if kind == "BertNormalizer":   # the WordPiece reference's, which is HF's
+        return bert_normalize(text, lowercase_text=spec["lowercase"], strip_accents_text=spec["strip_accents"],
+                              clean=spec["clean_text"], tokenize_chinese_chars=spec["handle_chinese_chars"])
     raise ValueError(f"normalizer {kind!r} is not implemented")  # formats.hf_pipeline refuses it first
 
 
