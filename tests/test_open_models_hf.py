@@ -161,3 +161,22 @@ def test_runs_of_one_unit_equal_hf(vocab_file):
             ours, hf, _ = _load(vocab_file, name)
         want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
         assert ours.encode_ordinary_batch(texts) == want, name
+
+
+def _code_point_blocks(stop: int):
+    """Every code point below ``stop`` (no surrogates), 256 to a text, each inside
+    letters, spaces, digits, newlines and an apostrophe, where split patterns differ."""
+    for start in range(0, stop, 256):
+        cps = [chr(c) for c in range(start, start + 256) if not 0xD800 <= c < 0xE000]
+        if cps:
+            yield "".join(f"a{c} {c}{c}1\n'{c}S " for c in cps)
+
+
+def test_every_code_point_equals_hf(vocab_file):
+    """The BMP and plane 1 through every file's pipeline (Oniguruma in HF, ``regex``
+    here). All 17 planes agree too (checked once: 4,344 blocks a file, minutes)."""
+    blocks = list(_code_point_blocks(0x20000))
+    for name in FILES:
+        ours, _, plain = _load(vocab_file, name)
+        want = [e.ids for e in plain.encode_batch(blocks, add_special_tokens=False)]
+        assert ours.encode_ordinary_batch(blocks) == want, name
