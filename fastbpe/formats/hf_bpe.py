@@ -4,8 +4,7 @@ HF stores token bytes as text through GPT-2's byte-to-unicode table, and merges 
 pairs of such strings. What we write is what ``transformers``' TikTokenConverter
 writes: a ``Split`` pre-tokenizer with the pattern, then ``ByteLevel`` without its own
 regex, ``ignore_merges=True`` (a chunk that is a whole token is taken as is, as
-tiktoken does) and the special tokens as added tokens. Reading a tokenizer.json is
-``hf_pipeline``'s (every component HF has, as HF runs it).
+tiktoken does) and the special tokens as added tokens.
 """
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ from pathlib import Path
 from ..reference import patterns
 from ..io.atomic import atomic_write_text
 from ._hfjson import expect, show
+
 
 @lru_cache(maxsize=1)
 def bytes_to_unicode() -> dict[int, str]:
