@@ -44,8 +44,6 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
     if path.is_dir() and format in (None, "hf") and (path / "tokenizer.json").exists():
         path = path / "tokenizer.json"  # a transformers folder
     fmt = format or (_format_from_path(path) if not path.is_dir() else "gpt2")
-    if model is not None and fmt != "tiktoken":
-        raise ValueError(f"model= names the meaning of a rank file (.tiktoken); {path} is read as {fmt!r}")
     if fmt == "tiktoken":
         from .formats.open_models import OPEN_MODELS, open_model
         from .formats.tiktoken_bpe import read_tiktoken
@@ -67,6 +65,8 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             mergeable_ranks=ranks,
             special_tokens=k_special if special_tokens is None else special_tokens,
         )
+    if model is not None:
+        raise ValueError(f"model= names the meaning of a rank file (.tiktoken); {path} is read as {fmt!r}")
     if fmt == "hf":
         from .formats._hfjson import field, model_of, read_json
 
