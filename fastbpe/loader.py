@@ -54,12 +54,16 @@ def _folder_file(folder: Path, format: str | None) -> tuple[Path, str]:
 
 
 def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | None = None,
-         special_tokens: dict[str, int] | None = None, name: str | None = None):
+         special_tokens: dict[str, int] | None = None, name: str | None = None, model: str | None = None):
     """Load a tokenizer file; returns an ``Encoding`` (BPE) or a ``WordPiece``.
 
-    ``.tiktoken`` files hold no split pattern or special tokens: the three public OpenAI
-    files are recognised by their sha256; for others pass ``pat_str`` (default: the
-    cl100k pattern) and ``special_tokens``.
+    ``.tiktoken`` files (and Meta's tiktoken-format ``tokenizer.model``) hold no split
+    pattern or special tokens. The public OpenAI files and Meta's Llama 3 / Llama 4
+    files are recognised by their sha256; any other needs ``pat_str`` (a pattern or a
+    short name such as ``"cl100k"``, with ``special_tokens``) or ``model`` (one of
+    ``fastbpe.formats.open_models.OPEN_MODELS``: ``"llama3"``, ``"llama4"``, ``"qwen"``,
+    which gives its pattern and special tokens). There is no default pattern: a guessed
+    one encodes differently from the model, silently.
     """
     if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
@@ -71,20 +75,39 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
     else:
         fmt = format or _format_from_path(path)
     if fmt == "tiktoken":
+        from .formats.open_models import OPEN_MODELS, open_model
         from .formats.tiktoken_bpe import read_tiktoken
 
         ranks, known = read_tiktoken(path)
-        k_name, k_pat, k_special = known if known else (path.name.removesuffix(".tiktoken"), patterns.CL100K, {})
+        if model is not None:
+            chosen = open_model(model)
+            known = (model, chosen.pat_str, chosen.special_tokens(len(ranks)))
+        if known is None and pat_str is None:
+            raise ValueError(
+                f"{path}: a rank file holds no split pattern and this one is not a file fastbpe knows; pass "
+                f"pat_str= (and special_tokens=), or model= one of {sorted(OPEN_MODELS)} "
+                "(loading it with another model's pattern would encode differently, silently)"
+            )
+        k_name, k_pat, k_special = known if known else (path.name.removesuffix(".tiktoken"), None, {})
         return Encoding(
             name or k_name,
             pat_str=patterns.resolve_pattern(pat_str) if pat_str else k_pat,
             mergeable_ranks=ranks,
             special_tokens=k_special if special_tokens is None else special_tokens,
         )
+    if model is not None:
+        raise ValueError(f"model= names the meaning of a rank file (.tiktoken); {path} is read as {fmt!r}")
     if fmt == "hf":
         from .formats._hfjson import field, model_of, read_json
 
         data = read_json(path)
+        from .formats.tekken import is_tekken, read_tekken_json
+
+        if is_tekken(data):
+            if special_tokens is not None or pat_str is not None:
+                raise ValueError(f"{path}: a Tekken file states its own pattern and special tokens")
+            ranks, pat, specials = read_tekken_json(data, str(path))
+            return Encoding(name or path.stem, pat_str=pat, mergeable_ranks=ranks, special_tokens=specials)
         model_type = field(model_of(data, str(path)), "type", str, "model", str(path), default=None)
         if model_type == "WordPiece":
             from .wordpiece import WordPiece
@@ -92,11 +115,13 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             return WordPiece.from_file(path)
         if model_type != "BPE":
             raise ValueError(f"{path}: unsupported tokenizer model {model_type!r} (expected BPE or WordPiece)")
-        from .formats.hf_bpe import from_hf_json
+        from .bpe.hf import HFEncoding
+        from .formats.hf_pipeline import read_pipeline
 
-        ranks, pat, specials, added = from_hf_json(data, str(path))
-        return Encoding(name or path.stem, pat_str=pat, mergeable_ranks=ranks,
-                        special_tokens=specials if special_tokens is None else special_tokens, added_tokens=added)
+        if special_tokens is not None or pat_str is not None:
+            raise ValueError(f"{path}: a tokenizer.json states its own pattern and special tokens; "
+                             "pat_str= and special_tokens= are for rank files")
+        return HFEncoding(name or path.stem, read_pipeline(data, str(path)))
     if fmt == "gpt2":
         from .formats.gpt2_files import read_gpt2_files
 
@@ -109,3 +134,4 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
 
         return WordPiece.from_file(path)
     raise ValueError(f"unknown format {fmt!r}")
+

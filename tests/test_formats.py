@@ -7,7 +7,6 @@ import pytest
 import fastbpe
 from fastbpe.io import atomic as _atomic
 from fastbpe.formats.gpt2_files import read_gpt2_files, write_gpt2_files
-from fastbpe.formats.hf_bpe import read_hf_bpe
 from fastbpe.formats.tiktoken_bpe import parse_tiktoken_bpe, read_tiktoken
 
 TEXT = "Hello world! It's 2024.\n\tdef f(x): return x  # çok güzel 中文 🙂 <|endoftext|>"
@@ -115,9 +114,9 @@ def test_malformed_json_files(tmp_path):
     bad.write_text(json.dumps({"model": {"type": "Unigram"}}))
     with pytest.raises(ValueError, match="Unigram"):
         fastbpe.load(bad)
-    bad.write_text(json.dumps({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}))
-    with pytest.raises(ValueError, match="single-byte"):
-        read_hf_bpe(bad)
+    bad.write_text(json.dumps({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"}}))
+    with pytest.raises(ValueError, match="lacks 255 byte-level characters"):
+        fastbpe.load(bad)
 
 
 def test_load_errors(tmp_path):

@@ -112,18 +112,22 @@ def _doc_with(files, **changes) -> dict:
 
 
 @pytest.mark.parametrize(
-    "changes, message",
+    "changes",
     [
-        ({"<|im_start|>": {"lstrip": True}}, r'"<\|im_start\|>" has lstrip=true, which fastbpe cannot honour'),
-        ({"ing": {"rstrip": True}}, '"ing" has rstrip=true'),
-        ({"ing": {"single_word": True}}, '"ing" has single_word=true'),
-        ({"<|im_start|>": {"content": "<|endoftext|>x"}},
-         r'"<\|endoftext\|>x" \(normalized\) and "<\|endoftext\|>" \(not normalized\) can overlap'),
+        {"<|im_start|>": {"lstrip": True}},
+        {"<|im_end|>": {"rstrip": True}},
+        {"ing": {"rstrip": True}},
+        {"ing": {"single_word": True}},
+        {"<|im_start|>": {"lstrip": True, "rstrip": True, "single_word": True}},
+        {"<|im_start|>": {"content": "<|endoftext|>x"}},
     ],
-    ids=["lstrip", "rstrip", "single_word", "two-passes"],
+    ids=["lstrip", "rstrip", "rstrip-word", "single_word", "all-flags", "two-passes"],
 )
-def test_what_fastbpe_cannot_reproduce_is_refused(files, tmp_path, changes, message):
+def test_every_flag_equals_hf(files, tmp_path, changes):
+    """Once refused (issue 21); HF's pipeline (issue 38) honours them: ids equal HF's."""
     path = tmp_path / "c.json"
     path.write_text(json.dumps(_doc_with(files, **changes)), encoding="utf-8")
-    with pytest.raises(ValueError, match=message):
-        fastbpe.load(path)
+    ours, hf = fastbpe.load(path), tokenizers.Tokenizer.from_file(str(path))
+    assert ours.engine == "pipeline"
+    for text in TRICKY + ["x <|im_start|> y", "a<|im_end|>  b", "sing ing ing", "<|endoftext|>xy"]:
+        assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids, text

@@ -59,21 +59,37 @@ def _format_from_path(path: Path) -> str:
         return "vocab.txt"
     if name.endswith(".bpe"):
         return "gpt2"
+    if name.endswith(".model") and path.is_file():
+        return _sniff_model_file(path)
     raise ValueError(
         f"cannot tell the format of {path} from its name; use a .tiktoken or .json name, "
         "or pass format='tiktoken' | 'hf' | 'gpt2'"
     )
 
 
+def _sniff_model_file(path: Path) -> str:
+    """A ``.model`` file is Meta's tiktoken-format ranks (Llama 3, Llama 4: text lines
+    ``base64 rank``) or a SentencePiece protobuf, which fastbpe does not read."""
+    import re
+
+    with open(path, "rb") as f:
+        head = f.read(256)
+    if re.match(rb"[A-Za-z0-9+/=]+ [0-9]+\r?\n", head):
+        return "tiktoken"
+    raise ValueError(f"{path}: not a tiktoken-format rank file; SentencePiece .model files are not supported")
+
+
 def _pattern_name(pattern: str) -> str:
     return next((name for name, pat in patterns.PATTERNS.items() if pat == pattern), "given")
 
 
-def _what_is_lost(enc, pattern: str, specials: dict[str, int]) -> list[str]:
+def _what_is_lost(enc, pattern: str | None, specials: dict[str, int]) -> list[str]:
     """What ``load`` of the saved file would not give back: ``pattern`` and
-    ``specials`` are what it would read."""
+    ``specials`` are what it would read (``pattern`` None: it needs the caller's)."""
     lost = []
-    if pattern != enc.pat_str:
+    if pattern is None:
+        lost.append("the split pattern (loading it needs pat_str=)")
+    elif pattern != enc.pat_str:
         lost.append(f"the split pattern (it would be read back with the {_pattern_name(pattern)} pattern)")
     if specials != enc.special_tokens:
         lost.append(f"the special tokens {sorted(enc.special_tokens)}")
@@ -82,14 +98,13 @@ def _what_is_lost(enc, pattern: str, specials: dict[str, int]) -> list[str]:
     return lost
 
 
-def _tiktoken_read_back(contents: bytes) -> tuple[str, dict[str, int]]:
-    """The (pattern, specials) ``load`` gives a ``.tiktoken`` file with these contents."""
-    import hashlib
+def _tiktoken_read_back(contents: bytes, n_ranks: int) -> tuple[str | None, dict[str, int]]:
+    """The (pattern, specials) ``load`` gives a ``.tiktoken`` file with these contents
+    (pattern None: ``load`` refuses it without ``pat_str``)."""
+    from .tiktoken_bpe import known_meaning
 
-    from .tiktoken_bpe import KNOWN_FILES
-
-    known = KNOWN_FILES.get(hashlib.sha256(contents).hexdigest())
-    return (known[1], known[2]) if known else (patterns.CL100K, {})
+    known = known_meaning(contents, n_ranks)
+    return (known[1], known[2]) if known else (None, {})
 
 
 def save_encoding(enc, path: str | os.PathLike, format: str | None = None, *, lossy: bool = False,
@@ -117,7 +132,7 @@ def save_encoding(enc, path: str | os.PathLike, format: str | None = None, *, lo
         from .tiktoken_bpe import dump_tiktoken_bpe
 
         contents = dump_tiktoken_bpe(enc.mergeable_ranks)
-        lost = _what_is_lost(enc, *_tiktoken_read_back(contents))
+        lost = _what_is_lost(enc, *_tiktoken_read_back(contents, len(enc.mergeable_ranks)))
         if lost and not lossy:
             warnings.warn(
                 f"the .tiktoken format holds only ranks: {' and '.join(lost)} of {enc.name!r} are not saved in "

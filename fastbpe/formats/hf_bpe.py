@@ -27,10 +27,7 @@ from pathlib import Path
 
 from ..reference import patterns
 from ..io.atomic import atomic_write_text
-from ._hfjson import added_token_ids, check_added_tokens, check_vocab, expect, field, key_path, model_of, read_json, show
-
-# HF's ByteLevel pre-tokenizer regex (GPT-2's original pattern) splits like GPT2.
-_HF_BYTELEVEL_PATTERN = patterns.GPT2
+from ._hfjson import expect, show
 
 
 @lru_cache(maxsize=1)
@@ -259,52 +256,6 @@ def dumps_tokenizer_json(doc: dict) -> str:
     return text[:i] + first + text[i + len(marks[0]):j] + second + text[j + len(marks[1]):]
 
 
-def _pattern_of_split(p: dict, where: str, source: str) -> str:
-    pat = field(p, "pattern", dict, where, source)
-    if "Regex" not in pat:
-        raise ValueError(f"{source}: {where}.pattern: a Split pre-tokenizer with a plain string pattern is not supported")
-    regex_text = field(pat, "Regex", str, f"{where}.pattern", source)
-    if field(p, "behavior", str, where, source, default=None) != "Isolated" or field(p, "invert", bool, where, source, default=False):
-        raise ValueError(f"{source}: {where}: only Split(behavior='Isolated', invert=false) is supported")
-    return _ONIGURUMA_FORMS.get(regex_text, regex_text)
-
-
-def _check_byte_level(p: dict, where: str, source: str) -> bool:
-    """Whether a ByteLevel pre-tokenizer splits with its own (GPT-2) regex."""
-    if field(p, "add_prefix_space", bool, where, source, default=False):
-        raise ValueError(f"{source}: {where}: ByteLevel add_prefix_space=true is not supported")
-    return field(p, "use_regex", bool, where, source, default=True)
-
-
-def _find_pattern(pre_tokenizer, source: str) -> str:
-    """The split pattern of a GPT-2 style pre-tokenizer (Split regex, or ByteLevel's own)."""
-    if not pre_tokenizer:
-        raise ValueError(f"{source}: no pre_tokenizer; a byte-level BPE needs a split pattern")
-    expect(pre_tokenizer, dict, "pre_tokenizer", source)
-    kind = field(pre_tokenizer, "type", str, "pre_tokenizer", source)
-    if kind == "Sequence":
-        found = None
-        steps = field(pre_tokenizer, "pretokenizers", list, "pre_tokenizer", source)
-        for n, p in enumerate(steps):
-            where = f"pre_tokenizer.pretokenizers[{n}]"
-            expect(p, dict, where, source)
-            step = field(p, "type", str, where, source)
-            if step == "Split":
-                found = _pattern_of_split(p, where, source)
-            elif step == "ByteLevel":
-                if _check_byte_level(p, where, source):
-                    found = found or _HF_BYTELEVEL_PATTERN
-            else:
-                raise ValueError(f"{source}: {where}: unsupported pre-tokenizer {step!r}")
-        if found is None:
-            raise ValueError(f"{source}: no split pattern found in the pre_tokenizer")
-        return found
-    if kind == "ByteLevel":
-        _check_byte_level(pre_tokenizer, "pre_tokenizer", source)
-        return _HF_BYTELEVEL_PATTERN
-    raise ValueError(f"{source}: pre_tokenizer: unsupported pre-tokenizer {kind!r} for byte-level BPE")
-
-
 def _merge_parts(merge, where: str, source: str) -> tuple[str, str]:
     """A merge as HF accepts it: ``"a b"`` (exactly one space) or ``["a", "b"]``."""
     if isinstance(merge, str):
@@ -318,103 +269,6 @@ def _merge_parts(merge, where: str, source: str) -> tuple[str, str]:
     return merge[0], merge[1]
 
 
-def from_hf_json(data: dict, source: str = "<json>") -> tuple[dict[bytes, int], str, dict[str, int], dict[str, int]]:
-    """``(ranks, pattern, special_tokens, added_tokens)`` from a parsed byte-level BPE
-    tokenizer.json (``added_tokens``: the non-special ones, see ``Encoding``).
-
-    The vocabulary ids become tiktoken ranks, which is exact only when the merge list is
-    in the order of the merged tokens' ids (true for GPT-2, for files HF trains and for
-    files fastbpe writes); otherwise ValueError explains why it can't be represented.
-    Every value is checked (``_hfjson``): a malformed file raises ValueError naming the
-    file and the JSON path.
-    """
-    expect(data, dict, "the top level", source)
-    model = model_of(data, source)
-    if field(model, "type", str, "model", source, default=None) != "BPE":
-        raise ValueError(f"{source}: model type {show(model.get('type'))} is not BPE")
-    if data.get("normalizer") not in (None, {}):
-        raise ValueError(f"{source}: normalizers are not supported for byte-level BPE")
-    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if field(model, key, (str, None), "model", source, default=None):
-            raise ValueError(f"{source}: model.{key} is not supported for byte-level BPE")
-    if field(model, "dropout", (int, float, None), "model", source, default=None) not in (None, 0, 0.0):
-        raise ValueError(f"{source}: model.dropout makes encoding random; fastbpe encodes deterministically")
-    vocab = check_vocab(field(model, "vocab", dict, "model", source), "model.vocab", source)
-    specials, added = _added_tokens_of(data, vocab, source)
-    merges = []
-    for n, merge in enumerate(field(model, "merges", list, "model", source, default=[])):
-        where = f"model.merges[{n}]"
-        a, b = _merge_parts(merge, where, source)
-        for part in (a, b):
-            if part not in vocab:
-                raise ValueError(f"{source}: {where} has {show(part)}, which is not in model.vocab")
-        merges.append((where, a, b))
-    # byte-level text concatenates as the bytes do: a merge makes the text a + b
-    produced = {a + b for _, a, b in merges}
-    ranks: dict[bytes, int] = {}
-    for text, idx in vocab.items():
-        # an added token's own vocab entry is no rank, unless BPE makes that token too
-        # (GPT-2's "ing" added with add_tokens keeps its id 278 and its merges)
-        if (text in specials or text in added) and len(text) > 1 and text not in produced:
-            continue
-        # the byte-level table is a bijection: distinct texts are distinct bytes
-        ranks[str_to_token(text, f"{source}: {key_path('model.vocab', text, bracket=True)}")] = idx
-    missing = [b for b in range(256) if bytes([b]) not in ranks]
-    if missing:
-        raise ValueError(f"{source}: the vocabulary lacks {len(missing)} single-byte tokens (e.g. byte {missing[0]}); not a byte-level BPE")
-    last = -1
-    for where, a, b in merges:
-        rank = ranks.get(str_to_token(a, f"{source}: {where}") + str_to_token(b, f"{source}: {where}"))
-        if rank is None:
-            raise ValueError(f"{source}: {where} ({a!r}, {b!r}) makes a token that is not in the vocabulary")
-        if rank < last:
-            raise ValueError(
-                f"{source}: {where} ({a!r}, {b!r}) is out of id order; merge priorities that differ "
-                "from token ids cannot be represented as tiktoken ranks"
-            )
-        last = rank
-    return ranks, _find_pattern(data.get("pre_tokenizer"), source), specials, added
-
-
 def _may_overlap(a: str, b: str) -> bool:
     """Whether one string can share characters with the other in some text."""
     return a in b or b in a or any(a.endswith(b[:k]) or b.endswith(a[:k]) for k in range(1, min(len(a), len(b))))
-
-
-def _added_tokens_of(data: dict, vocab: dict[str, int], source: str) -> tuple[dict[str, int], dict[str, int]]:
-    """``(special_tokens, added_tokens)`` from ``added_tokens``, with HF's ids.
-
-    HF splits added tokens out of the text before the pre-tokenizer: first those with
-    ``normalized: false``, then, in what is left, those with ``normalized: true``.
-    Without a normalizer (byte-level BPE has none) that is one leftmost-longest split,
-    as fastbpe's core does, unless a token of one group can overlap a token of the other;
-    such a file, and the ``lstrip`` / ``rstrip`` / ``single_word`` flags (which make HF
-    swallow the spaces around a token or skip matches inside words), raise ValueError
-    rather than encode differently from HF.
-    """
-    entries = check_added_tokens(data, source)
-    specials: dict[str, int] = {}
-    added: dict[str, int] = {}
-    groups: dict[bool, list[str]] = {True: [], False: []}
-    for n, (entry, idx) in enumerate(zip(entries, added_token_ids(entries, vocab, source))):
-        where, content = f"added_tokens[{n}]", entry["content"]
-        for flag in ("lstrip", "rstrip", "single_word"):
-            if entry[flag]:
-                raise ValueError(f"{source}: {where} {show(content)} has {flag}=true, which fastbpe cannot honour")
-        (specials if entry["special"] else added)[content] = idx
-        groups[entry["normalized"]].append(content)
-    for a in groups[True]:
-        for b in groups[False]:
-            if _may_overlap(a, b):
-                raise ValueError(
-                    f"{source}: added tokens {show(a)} (normalized) and {show(b)} (not normalized) can overlap; "
-                    "HF matches the two kinds in two passes, which fastbpe does not reproduce"
-                )
-    both = specials.keys() & added.keys()
-    if both:
-        raise ValueError(f"{source}: {show(sorted(both)[0])} is listed in added_tokens as both special and not special")
-    return specials, added
-
-
-def read_hf_bpe(path: str | os.PathLike) -> tuple[dict[bytes, int], str, dict[str, int], dict[str, int]]:
-    return from_hf_json(read_json(path), str(path))

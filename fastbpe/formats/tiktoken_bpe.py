@@ -1,7 +1,8 @@
 """The ``.tiktoken`` format: one ``base64(token bytes) rank`` pair per line.
 
 It holds only the mergeable ranks. The split pattern and special tokens of the four
-public OpenAI files are recognised by the file's sha256 (the hashes tiktoken checks).
+public OpenAI files are recognised by the file's sha256 (the hashes tiktoken checks), and
+so are Meta's Llama 3 and Llama 4 ``tokenizer.model`` (``open_models``).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from .._openai_public import ENCODINGS, RANKS_FILES
 from ..io.atomic import atomic_write_bytes
+from .open_models import META_FILES, OPEN_MODELS
 
 #: sha256 of the public files -> (name, pattern, special tokens) of the encoding a bare
 #: file loads as (the definitions live in ``fastbpe._openai_public``).
@@ -59,13 +61,25 @@ def parse_tiktoken_bpe(contents: bytes, source: str = "<bytes>") -> dict[bytes, 
     return ranks
 
 
+def known_meaning(contents: bytes, n_ranks: int) -> tuple[str, str, dict[str, int]] | None:
+    """``(name, pattern, special_tokens)`` of a rank file we recognise by its sha256
+    (``n_ranks``: how many ranks it holds, where Meta's special ids start), else None."""
+    digest = hashlib.sha256(contents).hexdigest()
+    if digest in KNOWN_FILES:
+        return KNOWN_FILES[digest]
+    if digest in META_FILES:
+        model = OPEN_MODELS[META_FILES[digest]]
+        return META_FILES[digest], model.pat_str, model.special_tokens(n_ranks)
+    return None
+
+
 def read_tiktoken(path: str | os.PathLike) -> tuple[dict[bytes, int], tuple | None]:
     """Read a ``.tiktoken`` file: ``(ranks, known)`` where ``known`` is
-    ``(name, pattern, special_tokens)`` for the public OpenAI files, else None."""
+    ``(name, pattern, special_tokens)`` for a file ``known_meaning`` recognises, else None."""
     path = Path(path)
     contents = path.read_bytes()
-    known = KNOWN_FILES.get(hashlib.sha256(contents).hexdigest())
-    return parse_tiktoken_bpe(contents, str(path)), known
+    ranks = parse_tiktoken_bpe(contents, str(path))
+    return ranks, known_meaning(contents, len(ranks))
 
 
 def dump_tiktoken_bpe(ranks: dict[bytes, int]) -> bytes:

@@ -37,6 +37,19 @@ O200K = "|".join(
     ]
 )
 
+#: Llama 3 / 3.1 / 3.2 / 3.3 (Meta's ``llama_models/llama3/tokenizer.py``): cl100k's
+#: alternatives without possessive quantifiers, and ``(?i:...)`` contractions.
+LLAMA3 = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
+#: Qwen (``tokenization_qwen.py``, Qwen2/3's tokenizer.json): Llama 3's, one digit a chunk.
+QWEN = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
+
+#: Llama 4 (``llama_models/llama4/tokenizer.py``'s ``O200K_PATTERN``): o200k's, same string.
+LLAMA4 = O200K
+
 #: Short names accepted wherever a pattern is asked for.
 PATTERNS = {
     "gpt2": GPT2,
@@ -47,6 +60,9 @@ PATTERNS = {
     "gpt4": CL100K,
     "o200k": O200K,
     "o200k_base": O200K,
+    "llama3": LLAMA3,
+    "llama4": LLAMA4,
+    "qwen": QWEN,
 }
 
 

@@ -1,0 +1,71 @@
+"""fastbpe against HF ``tokenizers`` on the open models' files, one thread, ~2 KB documents.
+
+The documents are distinct text: the standard library's sources cut in 2,000-character
+pieces, plus the multilingual test corpus (``tests/open_corpus.py``). Ids are checked
+equal first (50 documents). "cold" is the first pass (every word merged once), "warm"
+the second (words cached). HF runs ``encode`` per document and ``encode_batch`` with
+``RAYON_NUM_THREADS=1``.
+
+    FASTBPE_TEST_VOCAB_DIR=../shared/vocab python benchmarks/hf_pipeline_speed.py
+"""
+import os
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+os.environ["RAYON_NUM_THREADS"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import fastbpe  # noqa: E402
+import tokenizers  # noqa: E402
+from open_corpus import documents  # noqa: E402
+
+VOCAB = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
+FILES = [("cl100k (native)", "cl100k_base.tiktoken"), ("llama-4 .model", "llama-4/tokenizer.model"),
+         ("gpt2 tokenizer.json", "gpt2.tokenizer.json"), ("llama-3.2 tokenizer.json", "llama-3.2/tokenizer.json"),
+         ("qwen3 tokenizer.json", "qwen3/tokenizer.json"), ("deepseek-v4 tokenizer.json", "deepseek-v4/tokenizer.json"),
+         ("tekken", "mistral/tekken_240911.json")]
+
+
+def main() -> None:
+    stdlib = sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))[:120]
+    text = "".join(p.read_text(encoding="utf-8", errors="replace") for p in stdlib)
+    docs = [text[i:i + 2000] for i in range(0, min(len(text), 1_600_000), 2000)]
+    multi = "\n".join(documents(400))
+    docs += [multi[i:i + 2000] for i in range(0, len(multi), 2000)]
+    n = sum(len(d.encode()) for d in docs)
+    print(f"{len(docs)} documents, {n / 1e6:.2f} MB")
+
+    def rate(fn) -> float:
+        t = time.perf_counter()
+        fn()
+        return n / (time.perf_counter() - t) / 1e6
+
+    for name, rel in FILES:
+        if not (VOCAB / rel).exists():
+            print(f"{name}: {VOCAB / rel} not found, skipped")
+            continue
+        t = time.perf_counter()
+        enc = fastbpe.load(VOCAB / rel)
+        load = time.perf_counter() - t
+        cold = rate(lambda: [enc.encode_ordinary(d) for d in docs])
+        warm = rate(lambda: [enc.encode_ordinary(d) for d in docs])
+        line = (f"{name:28s} engine={getattr(enc, 'engine', 'rank'):8s} load {load:5.2f}s  "
+                f"fastbpe cold {cold:6.1f} warm {warm:6.1f} MB/s")
+        if rel.endswith("tokenizer.json"):
+            t = time.perf_counter()
+            hf = tokenizers.Tokenizer.from_file(str(VOCAB / rel))
+            hf_load = time.perf_counter() - t
+            hf.encode_special_tokens = True
+            assert [hf.encode(d, add_special_tokens=False).ids for d in docs[:50]] == [enc.encode_ordinary(d) for d in docs[:50]]
+            per_doc = rate(lambda: [hf.encode(d, add_special_tokens=False).ids for d in docs])
+            batch = rate(lambda: hf.encode_batch(docs, add_special_tokens=False))
+            line += f" | HF load {hf_load:4.2f}s per-doc {per_doc:5.1f} batch {batch:5.1f} MB/s"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
