@@ -94,8 +94,8 @@ def test_corpus_lists_and_token_tax(built, tmp_path):
 
 
 def test_cli_report_json_and_html(built, tmp_path, capsys):
-    path = tmp_path / "built.tiktoken"
-    built.save(path)  # a .tiktoken file loads with the cl100k pattern, the one it was trained with
+    path = tmp_path / "built.json"
+    built.save(path)  # a tokenizer.json keeps the pattern (a bare .tiktoken file needs it named)
     corpus = tmp_path / "c.txt"
     corpus.write_text("the cat sat\n", encoding="utf-8")
     out, page = tmp_path / "a.json", tmp_path / "a.html"
@@ -104,7 +104,7 @@ def test_cli_report_json_and_html(built, tmp_path, capsys):
     assert "unreachable (no text produces them): 16  (14 proven, 2 by the split pattern, checked); undecided: 0" in text
     assert "'a1'  -> [" in text and "on the corpus (1 file(s)" in text
     a = json.loads(out.read_text(encoding="utf-8"))
-    assert a["unreachable"]["count"] == 16 and a["tokenizer"] == "built.tiktoken"
+    assert a["unreachable"]["count"] == 16 and a["tokenizer"] == "built.json"
     html = page.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "unreachable by the split pattern (checked): 2" in html
     assert "&#x27;a1&#x27;" in html
