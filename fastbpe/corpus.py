@@ -53,7 +53,9 @@ def cutter(tok):
         return _io.WordPieceCut(tok.special_tokens_set)
     from ._encode import _native_pattern_id
 
-    if _native_pattern_id(tok._pat_str) >= 0:
+    # a sentencepiece model has no pattern: a document is one sequence, never cut
+    pat_str = getattr(tok, "_pat_str", None)
+    if pat_str is not None and _native_pattern_id(pat_str) >= 0:
         return _io.BPECut(tok.special_tokens_set)
     return None
 

@@ -21,12 +21,14 @@ from pathlib import Path
 
 from .bpe.encoding import Encoding
 from .formats import _format_from_path
+from .formats.sentencepiece_model import is_sentencepiece_file
 from .reference import patterns
 
 
 def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | None = None,
          special_tokens: dict[str, int] | None = None, name: str | None = None):
-    """Load a tokenizer file; returns an ``Encoding`` (BPE) or a ``WordPiece``.
+    """Load a tokenizer file; returns an ``Encoding`` (BPE), a ``WordPiece`` or, for a
+    sentencepiece ``.model`` file (or ``format="sentencepiece"``), a ``SentencePieceBPE``.
 
     ``.tiktoken`` files hold no split pattern or special tokens: the three public OpenAI
     files are recognised by their sha256; for others pass ``pat_str`` (default: the
@@ -39,6 +41,12 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
         raise FileNotFoundError(f"tokenizer file not found: {path}")
     if path.is_dir() and format in (None, "hf") and (path / "tokenizer.json").exists():
         path = path / "tokenizer.json"  # a transformers folder
+    if format == "sentencepiece" or (format is None and is_sentencepiece_file(path)):
+        if pat_str is not None or special_tokens is not None:
+            raise ValueError(f"{path}: a sentencepiece model has no split pattern and its own special tokens")
+        from .spm import SentencePieceBPE
+
+        return SentencePieceBPE.from_file(path, name=name)
     fmt = format or (_format_from_path(path) if not path.is_dir() else "gpt2")
     if fmt == "tiktoken":
         from .formats.tiktoken_bpe import read_tiktoken

@@ -149,7 +149,9 @@ def tokenizer_identity(tok) -> dict:
         return dict(_IDENTITY[tok])
     except (KeyError, TypeError):
         pass
-    if is_wordpiece(tok):
+    if hasattr(tok, "shard_identity"):  # a tokenizer that says what decides its ids (SentencePieceBPE)
+        ident = tok.shard_identity()
+    elif is_wordpiece(tok):
         o = tok._options()
         head = b"wordpiece\0" + json.dumps(
             {k: o[k] for k in ("lowercase", "strip_accents", "clean_text", "tokenize_chinese_chars", "unk_token",

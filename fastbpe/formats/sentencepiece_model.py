@@ -192,6 +192,17 @@ def parse_model(data: bytes, where: str = "<bytes>") -> SpmModel:
     return SpmModel(tuple(pieces), trainer, normalizer, denormalizer)
 
 
+def is_sentencepiece_file(path: Path) -> bool:
+    """Whether ``path`` looks like a sentencepiece model: ``.model`` in its name
+    (``tokenizer.model``, ``tokenizer.model.v3``) and a protobuf's first field, the first
+    piece (byte 0x0A). Llama 3's ``tokenizer.model`` is tiktoken ranks: base64 text,
+    which never starts with a newline byte."""
+    if ".model" not in path.name.lower() or not path.is_file():
+        return False
+    with open(path, "rb") as fh:
+        return fh.read(1) == b"\x0a"
+
+
 def read_model(path: str | os.PathLike) -> SpmModel:
     """Read a ``.model`` file."""
     path = Path(path)
