@@ -107,6 +107,7 @@ def test_pickle_and_errors(model_path):
         tok.encode_ordinary_batch(["a"], num_threads=0)
     # lone surrogates: U+FFFD, as everywhere in fastbpe
     assert tok.encode_ordinary("a\ud800b") == tok.encode_ordinary("a\ufffdb")
+    assert tok.encode_ordinary_batch(["c", "a\ud800b"]) == [tok.encode_ordinary("c"), tok.encode_ordinary("a\ufffdb")]
 
 
 def test_refused_models_name_the_field(tmp_path):

@@ -47,24 +47,22 @@ def _check_text(text, what: str = "text") -> str:
     if not isinstance(text, str):
         hint = " (decode bytes to str first)" if isinstance(text, (bytes, bytearray)) else ""
         raise TypeError(f"{what} must be a str, not {type(text).__name__}{hint}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return fix_surrogates(text)
     return text
 
 
 class ReferenceCore:
-    """The reference as a core (the interface ``fastbpe._spm.SpmCore`` has too)."""
+    """The reference as a core (the interface ``fastbpe._spm.SpmCore`` has too: text with
+    no UTF-8 form raises UnicodeEncodeError, which ``SentencePieceBPE`` fixes up)."""
 
     def __init__(self, tables: R.SpmTables):
         self.tables = tables
 
     def encode(self, text: str) -> list[int]:
+        text.encode("utf-8")
         return R.encode(text, self.tables)
 
     def encode_batch(self, texts: list[str], num_threads: int) -> list[list[int]]:
-        return [R.encode(t, self.tables) for t in texts]
+        return [self.encode(t) for t in texts]
 
 
 class SentencePieceBPE:
@@ -113,7 +111,7 @@ class SentencePieceBPE:
     # ----------------------------------------------------------------------- encoding
     def encode_ordinary(self, text: str) -> list[int]:
         """``SentencePieceProcessor.encode(text)``: special-token text is ordinary text."""
-        return self._core.encode(_check_text(text))
+        return self._encode_one(_check_text(text))
 
     def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
                disallowed_special: Literal["all"] | Collection[str] = "all") -> list[int]:
@@ -123,7 +121,7 @@ class SentencePieceBPE:
         allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, self._specials)
         check_no_disallowed(text, disallowed - allowed)
         if not allowed:
-            return self._core.encode(text)
+            return self._encode_one(text)
         return self._encode_parts(R.split_specials(text, allowed))
 
     def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
@@ -136,7 +134,7 @@ class SentencePieceBPE:
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
         """``encode_ordinary`` of each text, on up to ``num_threads`` native threads."""
         texts = [_check_text(t, f"text {i} of the batch") for i, t in enumerate(_check_batch(text))]
-        return self._core.encode_batch(texts, check_num_threads(num_threads))
+        return self._encode_many(texts, check_num_threads(num_threads))
 
     def encode_batch(self, text: Sequence[str], *, num_threads: int = 8,
                      allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
@@ -149,10 +147,10 @@ class SentencePieceBPE:
         for i, t in enumerate(texts):
             check_no_disallowed(t, disallowed - allowed, i)
         if not allowed:
-            return self._core.encode_batch(texts, num_threads)
+            return self._encode_many(texts, num_threads)
         split = [R.split_specials(t, allowed) for t in texts]
         plain = [p for parts in split for p in parts if not isinstance(p, tuple)]
-        encoded = iter(self._core.encode_batch(plain, num_threads))
+        encoded = iter(self._encode_many(plain, num_threads))
         return [[i for p in parts for i in ([self._special_tokens[p[0]]] if isinstance(p, tuple) else next(encoded))]
                 for parts in split]
 
@@ -179,8 +177,20 @@ class SentencePieceBPE:
             if isinstance(part, tuple):
                 ids.append(self._special_tokens[part[0]])
             else:
-                ids.extend(self._core.encode(part))
+                ids.extend(self._encode_one(part))
         return ids
+
+    def _encode_one(self, text: str) -> list[int]:
+        try:
+            return self._core.encode(text)
+        except UnicodeEncodeError:   # lone surrogates (module docstring)
+            return self._core.encode(fix_surrogates(text))
+
+    def _encode_many(self, texts: list[str], num_threads: int) -> list[list[int]]:
+        try:
+            return self._core.encode_batch(texts, num_threads)
+        except UnicodeEncodeError:
+            return self._core.encode_batch([fix_surrogates(t) for t in texts], num_threads)
 
     # ----------------------------------------------------------------------- decoding
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
