@@ -23,7 +23,9 @@ segment is unchanged: same scores, same relative positions) and each short segme
 ids are kept in a direct-mapped cache (``CacheSlot``), so a word seen before costs a hash
 and a compare. Without ``byte_fallback`` a run of unknown symbols spanning segments
 still gives one unknown id: a segment's leading unknown id is dropped after one (an
-unknown id in the output comes only from an unknown symbol).
+unknown id in the output comes only from an unknown symbol). An ASCII character that
+is in no piece of two or more characters (a "wall": Mistral's newline, which only byte
+fallback encodes) never merges with a neighbour, so it is a segment of its own too.
 
 Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
 reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
@@ -49,7 +51,7 @@ cdef struct Entry:
 cdef enum:
     CACHE_KEY = 24        # segments of up to 24 bytes ...
     CACHE_IDS = 6         # ... and 6 ids are cached
-    CACHE_SLOTS = 16384   # 1 MiB per cache
+    CACHE_SLOTS = 65536   # 4 MiB per cache: ~18k distinct words in 600 KB of English
 
 
 cdef struct CacheSlot:    # 64 bytes, one cache line
@@ -72,6 +74,8 @@ cdef struct Model:
     bint escape_whitespaces
     bint treat_whitespace_as_suffix
     bint segments_ok      # merges never cross a segment boundary (module docstring)
+    uint8_t wall[128]     # 1 for an ASCII character in no piece of two or more
+                          # characters (Mistral's newline): a segment of its own
     # user-defined pieces, grouped by first byte and longest first within a group:
     # those starting with byte b are user_off/user_len[user_first[b]:user_first[b + 1]]
     uint8_t user_start[256]  # 1 for a byte that starts some user-defined piece

@@ -338,9 +338,14 @@ cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_
     """The end of the segment starting at pos: the next space mark that follows a
     character which is not one (or n)."""
     cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
-    cdef bint prev_space = is_space_at(m, norm + pos, n - pos)
+    cdef bint prev_space
+    if norm[pos] < 128 and m.wall[norm[pos]]:
+        return pos + 1
+    prev_space = is_space_at(m, norm + pos, n - pos)
     pos += space_len if prev_space else char_len(norm[pos])
     while pos < n:
+        if norm[pos] < 128 and m.wall[norm[pos]]:
+            return pos
         if is_space_at(m, norm + pos, n - pos):
             if not prev_space:
                 return pos
@@ -458,6 +463,21 @@ def segments_ok(tables):
     return True
 
 
+def walls(tables):
+    """The ASCII characters in no piece of two or more characters (``_spm.pxd``).
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec, build_tables
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("c", -1)), TrainerSpec(model_type=2)))
+    >>> [chr(c) for c in walls(t)][97:100]
+    ['c', 'd', 'e']
+    """
+    used = set()
+    for piece in tables.pieces:
+        if len(piece) > 1:
+            used.update(ord(c) for c in piece if ord(c) < 128)
+    return [c for c in range(128) if c not in used]
+
+
 cdef class SpmCore:
     """The native core of ``SentencePieceBPE`` for a model without unused pieces.
 
@@ -545,6 +565,8 @@ cdef class SpmCore:
         self.m.escape_whitespaces = tables.escape_whitespaces
         self.m.treat_whitespace_as_suffix = tables.treat_whitespace_as_suffix
         self.m.segments_ok = segments_ok(tables)
+        for i in walls(tables):
+            self.m.wall[i] = 1
 
     def __dealloc__(self):
         free(self.m.arena)
