@@ -68,6 +68,13 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             from .wordpiece import WordPiece
 
             return WordPiece.from_file(path)
+        from .formats.hf_spm import is_spm_json
+
+        if is_spm_json(data):   # sentencepiece-style (Llama 2, Mistral): characters, ▁, byte fallback
+            from .spm import HFSentencePieceBPE
+            from .formats.hf_spm import read_hf_spm
+
+            return HFSentencePieceBPE(read_hf_spm(data, str(path)), name=name or path.stem, source=str(path))
         if model_type != "BPE":
             raise ValueError(f"{path}: unsupported tokenizer model {model_type!r} (expected BPE or WordPiece)")
         from .formats.hf_bpe import from_hf_json

@@ -122,7 +122,7 @@ class SentencePieceBPE:
         check_no_disallowed(text, disallowed - allowed)
         if not allowed:
             return self._encode_one(text)
-        return self._encode_parts(R.split_specials(text, allowed))
+        return self._encode_allowed(text, allowed)
 
     def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
                         disallowed_special: Literal["all"] | Collection[str] = "all", dtype=np.uint32) -> np.ndarray:
@@ -148,6 +148,14 @@ class SentencePieceBPE:
             check_no_disallowed(t, disallowed - allowed, i)
         if not allowed:
             return self._encode_many(texts, num_threads)
+        return self._encode_batch_allowed(texts, allowed, num_threads)
+
+    def _encode_allowed(self, text: str, allowed: frozenset[str]) -> list[int]:
+        """``encode`` with some special tokens allowed: the text between them encoded as
+        texts of their own (``fastbpe.reference.sentencepiece``, "Special tokens")."""
+        return self._encode_parts(R.split_specials(text, allowed))
+
+    def _encode_batch_allowed(self, texts: list[str], allowed: frozenset[str], num_threads: int) -> list[list[int]]:
         split = [R.split_specials(t, allowed) for t in texts]
         plain = [p for parts in split for p in parts if not isinstance(p, tuple)]
         encoded = iter(self._encode_many(plain, num_threads))
@@ -304,3 +312,119 @@ def _check_tokens(tokens) -> list[int]:
             raise TypeError(f"token at index {i} must be an int, not {type(token).__name__}")
         out.append(int(token))
     return out
+
+
+class HFSentencePieceBPE(SentencePieceBPE):
+    """A sentencepiece-style tokenizer.json (Llama 2, Mistral as transformers converts
+    them) with the same API; HF ``tokenizers`` is the judge (``fastbpe.reference.hf_spm``,
+    whose decisions apply: merges by pair rank, added tokens cut first, ``legacy``
+    Prepend vs Metaspace ``prepend_scheme``). Encoding runs on the reference (the native
+    twin is sentencepiece's algorithm, not HF's).
+
+    ``encode(text, allowed_special="all")`` equals HF's ``encode(text,
+    add_special_tokens=False).ids``; ``decode`` equals HF's ``decode(ids)`` (special tokens
+    skipped).
+    """
+
+    def __init__(self, spec, *, name: str = "tokenizer", source: str | None = None):
+        from ..reference import hf_spm
+
+        if not isinstance(spec, hf_spm.HFSpmSpec):
+            raise TypeError(f"spec must be a fastbpe.reference.hf_spm.HFSpmSpec, not {type(spec).__name__}")
+        self.name = name
+        self._spec = spec
+        self._hf = hf_spm
+        self._id_to_token = {i: t for t, i in spec.vocab.items()}
+        self._id_to_token.update({i: t for t, i in {**spec.added, **spec.special}.items()})
+        self._special_tokens = dict(spec.special)
+        self._specials = frozenset(spec.special)
+        self.native_reason = "a tokenizer.json runs HF's BPE (merge ranks), which has no native twin yet"
+        self._core = _HFCore(spec)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, *, name: str | None = None) -> "HFSentencePieceBPE":
+        from ..formats._hfjson import read_json
+        from ..formats.hf_spm import read_hf_spm
+
+        path = Path(path)
+        return cls(read_hf_spm(read_json(path), str(path)), name=name or path.stem, source=str(path))
+
+    def __repr__(self) -> str:
+        return f"<HFSentencePieceBPE {self.name!r}>"
+
+    def _encode_allowed(self, text: str, allowed: frozenset[str]) -> list[int]:
+        return self._hf.encode(text, self._spec, allowed)
+
+    def _encode_batch_allowed(self, texts, allowed, num_threads):
+        return [self._hf.encode(t, self._spec, allowed) for t in texts]
+
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        """HF's ``decode(tokens)`` (special tokens skipped); ValueError for an unknown id."""
+        tokens = _check_tokens(tokens)
+        for pos, i in enumerate(tokens):
+            if i not in self._id_to_token:
+                raise ValueError(f"token id {i} at position {pos} is out of range [0, {self.n_vocab})")
+        return self._hf.decode(tokens, self._spec, self._id_to_token)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        (token,) = _check_tokens([token])
+        if token not in self._id_to_token:
+            raise KeyError(f"Invalid token for decoding: {token}")
+        if token in self._special_tokens.values():
+            return b""
+        piece = self._id_to_token[token]
+        byte = self._hf._byte_of(piece) if self._spec.byte_fallback else None
+        return bytes([byte]) if byte is not None else piece.replace(R.SPACE, " ").encode("utf-8")
+
+    @property
+    def n_vocab(self) -> int:
+        return max(self._id_to_token) + 1
+
+    def is_special_token(self, token: int) -> bool:
+        return token in self._special_tokens.values()
+
+    @property
+    def unk_token_id(self) -> int | None:
+        return self._spec.unk_id
+
+    @property
+    def bos_token_id(self) -> int | None:
+        return self._special_tokens.get("<s>")
+
+    @property
+    def eos_token_id(self) -> int | None:
+        return self._special_tokens.get("</s>")
+
+    def piece_to_id(self, piece: str) -> int | None:
+        return {**self._spec.vocab, **self._spec.added, **self._spec.special}.get(piece)
+
+    def id_to_piece(self, token: int) -> str:
+        return self._id_to_token[token]
+
+    def shard_identity(self) -> dict:
+        import hashlib
+
+        return {"name": self.name, "kind": "hf-sentencepiece", "n_vocab": self.n_vocab,
+                "sha256": hashlib.sha256(repr(self._spec).encode("utf-8")).hexdigest()}
+
+    def __getstate__(self) -> dict:
+        return {"spec": self._spec, "name": self.name}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["spec"], name=state["name"])
+
+
+class _HFCore:
+    """``fastbpe.reference.hf_spm`` as a core (no special tokens: ``encode_ordinary``)."""
+
+    def __init__(self, spec):
+        from ..reference import hf_spm
+
+        self.spec, self.hf = spec, hf_spm
+
+    def encode(self, text: str) -> list[int]:
+        text.encode("utf-8")
+        return self.hf.encode(text, self.spec)
+
+    def encode_batch(self, texts: list[str], num_threads: int) -> list[list[int]]:
+        return [self.encode(t) for t in texts]
