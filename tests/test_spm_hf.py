@@ -109,6 +109,19 @@ def test_mistral_files(tmp_path_factory, vocab_file, name, kind):
     _check(hf, tok, CORPUS + random_texts(32, 200) + EXTRA)
 
 
+def test_unknown_characters_without_unk_token():
+    from tokenizers import models
+
+    hf = tokenizers.Tokenizer(models.BPE(vocab={"a": 0, "b": 1, "ab": 2, "<0x78>": 3}, merges=[("a", "b")],
+                                         byte_fallback=True))
+    from fastbpe.formats.hf_spm import read_hf_spm
+    from fastbpe.reference import hf_spm
+
+    spec = read_hf_spm(json.loads(hf.to_str()), "t.json")
+    for text in ["axb", "aéb", "a☃☃b", "x"]:
+        assert hf_spm.encode(text, spec) == hf.encode(text).ids, text
+
+
 def test_special_rule_and_api(tmp_path_factory, tiny):
     hf, tok = _pair(tmp_path_factory, tiny, "non_legacy")
     with pytest.raises(ValueError, match="disallowed special token '</s>'"):

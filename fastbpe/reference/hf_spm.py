@@ -23,7 +23,8 @@ Decisions (each written down once, here):
   cuts before every ``▁`` (HF's ``MergedWithNext``).
 * **BPE** (``bpe_word``): each character is a symbol: its id, else its UTF-8 bytes as
   ``<0xXX>`` ids when ``byte_fallback`` and every byte has one, else the unknown id (a
-  run of unknown characters is one symbol with ``fuse_unk``). Then repeatedly merge the
+  run of unknown characters is one symbol with ``fuse_unk``); a model without an
+  ``unk_token`` drops the character (its neighbours then merge as if adjacent). Then repeatedly merge the
   adjacent pair with the lowest rank in ``merges`` (leftmost among equal ranks); pairs
   not in ``merges`` never merge, whatever the vocabulary holds. ``ignore_merges`` takes
   a word that is a token whole.
@@ -127,7 +128,7 @@ def initial_symbols(word: str, spec: HFSpmSpec) -> list[int]:
                 prev_unk = False
                 continue
         if spec.unk_id is None:
-            raise ValueError(f"character {ch!r} is not in the vocabulary and the model has no unk_token")
+            continue        # dropped, as HF does without an unk_token (transformers 5's Llama files)
         if not (spec.fuse_unk and prev_unk):
             ids.append(spec.unk_id)
         prev_unk = True
@@ -187,8 +188,8 @@ def encode(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozens
 
     >>> spec = HFSpmSpec({"▁": 0, "a": 1, "▁a": 2}, {(0, 1): (0, 2)}, None, False, False, False, True, True,
     ...                  "never", False, {}, {"<s>": 3}, ())
-    >>> encode("a<s>a", spec, frozenset({"<s>"})), encode("a<s>a", spec) == encode("a", spec) + encode("<s>a", spec)
-    ([2, 3, 2], False)
+    >>> encode("a<s>a", spec, frozenset({"<s>"})), encode("a<s>a", spec)   # "<", "s", ">" dropped: no unk
+    ([2, 3, 2], [2, 1])
     """
     tokens = dict(spec.added)
     tokens.update({s: i for s, i in spec.special.items() if s in allowed_special})
