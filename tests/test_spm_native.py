@@ -117,7 +117,8 @@ def test_unused_pieces_stay_on_the_reference():
 
 
 def test_long_line_is_not_quadratic(vocab_file):
-    """A line without spaces is one sequence of merges: 5x the text must not cost 25x.
+    """A line without spaces is one sequence of merges: 5x the text must not cost 25x
+    (quadratic); the bound (12x) is loose for a loaded machine's noise.
     (The issue's bound, 10 MB <= 12x the time of 1 MB, is measured by
     benchmarks/spm_peers.py --long: too slow for a unit test.)"""
     import random
@@ -137,4 +138,4 @@ def test_long_line_is_not_quadratic(vocab_file):
             times.append(time.perf_counter() - t)
         return min(times)
 
-    assert best(big) <= 10 * best(small)
+    assert best(big) <= 12 * best(small)

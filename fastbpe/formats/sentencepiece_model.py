@@ -137,38 +137,26 @@ def _parse_piece(data: bytes, where: str) -> Piece:
 _TRAINER_FIELDS = {3: "model_type", 24: "treat_whitespace_as_suffix", 35: "byte_fallback", 40: "unk_id",
                    41: "bos_id", 42: "eos_id", 43: "pad_id"}
 _NORMALIZER_FIELDS = {3: "add_dummy_prefix", 4: "remove_extra_whitespaces", 5: "escape_whitespaces"}
+_NORMALIZER_STRINGS = {1: "name", 2: "precompiled_charsmap"}
 
 
-def _parse_varint_fields(data: bytes, names: dict[int, str], defaults, where: str) -> dict:
-    """The varint fields ``names`` of a message, as Python ints/bools typed like the defaults."""
+def _parse_fields(data: bytes, varints: dict[int, str], strings: dict[int, str], defaults, where: str):
+    """``defaults`` (a spec class) with the message's ``varints`` (bools and int32s, typed
+    like the defaults) and length-delimited ``strings`` (text, or bytes where the default
+    is bytes), by field number."""
     out = {}
     for number, wire, value in iter_fields(data, where):
-        if number in names:
+        name = varints.get(number) or strings.get(number)
+        if name is None:
+            continue
+        default = getattr(defaults, name)
+        if number in varints:
             _expect(wire, 0, number, where)
-            name = names[number]
-            out[name] = bool(value) if isinstance(getattr(defaults, name), bool) else _int32(value)
-    return out
-
-
-def _parse_trainer(data: bytes, where: str) -> TrainerSpec:
-    values = _parse_varint_fields(data, _TRAINER_FIELDS, TrainerSpec, where)
-    for number, wire, value in iter_fields(data, where):
-        if number == 44:
+            out[name] = bool(value) if isinstance(default, bool) else _int32(value)
+        else:
             _expect(wire, 2, number, where)
-            values["unk_surface"] = _text(value, number, where)
-    return TrainerSpec(**values)
-
-
-def _parse_normalizer(data: bytes, where: str) -> NormalizerSpec:
-    values = _parse_varint_fields(data, _NORMALIZER_FIELDS, NormalizerSpec, where)
-    for number, wire, value in iter_fields(data, where):
-        if number == 1:
-            _expect(wire, 2, number, where)
-            values["name"] = _text(value, number, where)
-        elif number == 2:
-            _expect(wire, 2, number, where)
-            values["precompiled_charsmap"] = value
-    return NormalizerSpec(**values)
+            out[name] = value if isinstance(default, bytes) else _text(value, number, where)
+    return defaults(**out)
 
 
 def parse_model(data: bytes, where: str = "<bytes>") -> SpmModel:
@@ -180,13 +168,15 @@ def parse_model(data: bytes, where: str = "<bytes>") -> SpmModel:
             pieces.append(_parse_piece(value, f"{where}: pieces[{len(pieces)}]"))
         elif number == 2:
             _expect(wire, 2, number, where)
-            trainer = _parse_trainer(value, f"{where}: trainer_spec")
+            trainer = _parse_fields(value, _TRAINER_FIELDS, {44: "unk_surface"}, TrainerSpec, f"{where}: trainer_spec")
         elif number == 3:
             _expect(wire, 2, number, where)
-            normalizer = _parse_normalizer(value, f"{where}: normalizer_spec")
+            normalizer = _parse_fields(value, _NORMALIZER_FIELDS, _NORMALIZER_STRINGS, NormalizerSpec,
+                                       f"{where}: normalizer_spec")
         elif number == 5:
             _expect(wire, 2, number, where)
-            denormalizer = _parse_normalizer(value, f"{where}: denormalizer_spec")
+            denormalizer = _parse_fields(value, _NORMALIZER_FIELDS, _NORMALIZER_STRINGS, NormalizerSpec,
+                                         f"{where}: denormalizer_spec")
     if not pieces:
         raise ValueError(f"{where}: no pieces; not a sentencepiece model")
     return SpmModel(tuple(pieces), trainer, normalizer, denormalizer)

@@ -39,6 +39,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+from .sentencepiece import split_specials
+
 SPACE = "\u2581"
 
 
@@ -64,24 +66,19 @@ class HFSpmSpec:
 
 def split_added(text: str, tokens: dict[str, int]) -> list[tuple[int, str | int]]:
     """``(offset, piece)`` for the text between tokens and ``(offset, id)`` for each token
-    found, leftmost and then longest first.
+    found, leftmost and then longest first (``sentencepiece.split_specials``' rule).
 
     >>> split_added("a<s>b", {"<s>": 1})
     [(0, 'a'), (1, 1), (4, 'b')]
     """
-    out, pos, start = [], 0, 0
-    order = sorted(tokens, key=lambda s: (-len(s), s))
-    while pos < len(text) and order:
-        hit = next((s for s in order if text.startswith(s, pos)), None)
-        if hit is None:
-            pos += 1
-            continue
-        if start < pos:
-            out.append((start, text[start:pos]))
-        out.append((pos, tokens[hit]))
-        pos = start = pos + len(hit)
-    if start < len(text):
-        out.append((start, text[start:]))
+    out, offset = [], 0
+    for part in split_specials(text, frozenset(tokens)):
+        if isinstance(part, tuple):
+            out.append((offset, tokens[part[0]]))
+            offset += len(part[0])
+        else:
+            out.append((offset, part))
+            offset += len(part)
     return out
 
 

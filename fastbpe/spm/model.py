@@ -275,19 +275,25 @@ class SentencePieceBPE:
         return self._tables.texts[token]
 
     def shard_identity(self) -> dict:
-        """``fastbpe.shards``' identity: the sha256 covers the model's pieces and the
-        specs that decide ids (``SpmModel``'s repr: every field, in order), not the name."""
+        """``fastbpe.shards``' identity: the sha256 covers what decides the ids (the
+        repr of the model or spec: every field, in order), not the name."""
         import hashlib
 
-        return {"name": self.name, "kind": "sentencepiece", "n_vocab": self.n_vocab,
-                "sha256": hashlib.sha256(repr(self._model).encode("utf-8")).hexdigest()}
+        return {"name": self.name, "kind": self._kind, "n_vocab": self.n_vocab,
+                "sha256": hashlib.sha256(repr(self._definition()).encode("utf-8")).hexdigest()}
+
+    _kind = "sentencepiece"
+
+    def _definition(self):
+        """What ``__init__`` was given (the ``SpmModel``; an ``HFSpmSpec`` in the subclass)."""
+        return self._model
 
     # ----------------------------------------------------------------------- pickling
     def __getstate__(self) -> dict:
-        return {"model": self._model, "name": self.name}
+        return {"definition": self._definition(), "name": self.name}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["model"], name=state["name"])
+        self.__init__(state["definition"], name=state["name"])
 
 
 def _native_reason(t: R.SpmTables) -> str | None:
@@ -401,17 +407,10 @@ class HFSentencePieceBPE(SentencePieceBPE):
     def id_to_piece(self, token: int) -> str:
         return self._id_to_token[token]
 
-    def shard_identity(self) -> dict:
-        import hashlib
+    _kind = "hf-sentencepiece"
 
-        return {"name": self.name, "kind": "hf-sentencepiece", "n_vocab": self.n_vocab,
-                "sha256": hashlib.sha256(repr(self._spec).encode("utf-8")).hexdigest()}
-
-    def __getstate__(self) -> dict:
-        return {"spec": self._spec, "name": self.name}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["spec"], name=state["name"])
+    def _definition(self):
+        return self._spec
 
 
 class _HFCore:

@@ -67,37 +67,27 @@ cdef inline uint32_t char_len(unsigned char b) noexcept nogil:
 
 
 # --------------------------------------------------------------------------- scratch
+cdef inline int grow(void** p, size_t size) noexcept nogil:
+    """realloc *p to size bytes; -1 (*p unchanged) when memory runs out."""
+    cdef void* q = realloc(p[0], size)
+    if q == NULL:
+        return -1
+    p[0] = q
+    return 0
+
+
 cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
     """Room for a text of n input bytes: 3n + 3 normalized bytes, as many symbols."""
     cdef Py_ssize_t want = 3 * n + 8
-    cdef void* p
     if want > s.norm_cap:
-        p = realloc(s.norm, want)
-        if p == NULL:
+        if grow(<void**>&s.norm, want) < 0:
             return -1
-        s.norm = <unsigned char*>p
         s.norm_cap = want
     if want > s.sym_cap:
-        p = realloc(s.start, want * sizeof(uint32_t))
-        if p == NULL:
+        if (grow(<void**>&s.start, want * sizeof(uint32_t)) < 0 or grow(<void**>&s.length, want * sizeof(uint32_t)) < 0
+                or grow(<void**>&s.prev, want * sizeof(int32_t)) < 0 or grow(<void**>&s.next, want * sizeof(int32_t)) < 0
+                or grow(<void**>&s.frozen, want) < 0):
             return -1
-        s.start = <uint32_t*>p
-        p = realloc(s.length, want * sizeof(uint32_t))
-        if p == NULL:
-            return -1
-        s.length = <uint32_t*>p
-        p = realloc(s.prev, want * sizeof(int32_t))
-        if p == NULL:
-            return -1
-        s.prev = <int32_t*>p
-        p = realloc(s.next, want * sizeof(int32_t))
-        if p == NULL:
-            return -1
-        s.next = <int32_t*>p
-        p = realloc(s.frozen, want)
-        if p == NULL:
-            return -1
-        s.frozen = <uint8_t*>p
         s.sym_cap = want
     return 0
 
