@@ -7,8 +7,12 @@ encoded by ``spm_encode`` in four linear steps, each a loop over bytes:
 1. ``normalize``: the identity normalizer (the only one reproduced): spaces escaped as
    ``▁``, the dummy prefix, ``remove_extra_whitespaces``, user-defined pieces whole;
 2. ``symbolize``: code points, and user-defined pieces as frozen symbols;
-3. ``merge``: an 8-ary heap of candidate pairs (score, then leftmost), stale entries
-   skipped when popped (``Scratch.heap``), a doubly linked list of
+3. ``merge``: for a piece of up to ``SCAN_MAX`` symbols, a scan for the lowest
+   (rank, position) pair per merge, each symbol keeping the rank of its pair with the
+   next (tiktoken's way: no heap to fill for a word); for longer ones an 8-ary heap of
+   candidate pairs (score, then leftmost), stale entries skipped when popped
+   (``Scratch.heap``). Both pick the same pair: the lowest key among the current pairs.
+   A doubly linked list of
    symbols: O(n log n) for n symbols, never a rescan;
 4. ``emit``: each symbol's id (a control/unknown/byte piece with that text first, then a
    normal/user-defined piece, else unknown), unknown symbols as their ``<0xXX>`` bytes
@@ -49,6 +53,7 @@ cdef struct Entry:
 
 
 cdef enum:
+    SCAN_MAX = 48         # pieces of up to this many symbols merge by scanning
     CACHE_KEY = 24        # segments of up to 24 bytes ...
     CACHE_IDS = 6         # ... and 6 ids are cached
     CACHE_SLOTS = 65536   # 4 MiB per cache: ~18k distinct words in 600 KB of English
@@ -93,6 +98,7 @@ cdef struct Scratch:
     int32_t* prev
     int32_t* next
     uint8_t* frozen       # a user-defined piece: never merged
+    uint32_t* pair_rank   # short pieces (merge_scan): rank of (i, next[i]), NO_PAIR if none
     Py_ssize_t sym_cap
     uint64_t* heap        # candidate pairs as rank << 32 | left, smallest first: an 8-ary
                           # heap (node i's children are 8i+1..8i+8) at heap_mem + 7, so

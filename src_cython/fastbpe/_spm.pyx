@@ -10,7 +10,7 @@ cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void** memptr, size_t alignment, size_t size)
 from libc.string cimport memcmp, memcpy, memmove, memset
 
-from fastbpe._common cimport fbe_hash
+from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash
 from fastbpe._runner cimport Runner, run_jobs
 from fastbpe._vec cimport I32Vec, i32_push
 
@@ -86,7 +86,7 @@ cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
     if want > s.sym_cap:
         if (grow(<void**>&s.start, want * sizeof(uint32_t)) < 0 or grow(<void**>&s.length, want * sizeof(uint32_t)) < 0
                 or grow(<void**>&s.prev, want * sizeof(int32_t)) < 0 or grow(<void**>&s.next, want * sizeof(int32_t)) < 0
-                or grow(<void**>&s.frozen, want) < 0):
+                or grow(<void**>&s.frozen, want) < 0 or grow(<void**>&s.pair_rank, want * sizeof(uint32_t)) < 0):
             return -1
         s.sym_cap = want
     return 0
@@ -99,6 +99,7 @@ cdef void scratch_free(Scratch* s) noexcept nogil:
     free(s.prev)
     free(s.next)
     free(s.frozen)
+    free(s.pair_rank)
     free(s.heap_mem)
     free(s.cache)
     memset(s, 0, sizeof(Scratch))
@@ -257,6 +258,46 @@ cdef inline int add_pair(const Model* m, Scratch* s, int32_t left) noexcept nogi
     return heap_push(s, (<uint64_t>e.rank << 32) | <uint32_t>left)
 
 
+cdef inline uint32_t pair_rank(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
+    cdef const Entry* e
+    if left < 0:
+        return NO_PAIR
+    e = pair_entry(m, s, left)
+    return e.rank if e != NULL else NO_PAIR
+
+
+cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
+    """``merge`` for a short piece: scan for the lowest (rank, position) pair each time
+    (strict ``<`` from the left: the leftmost of equal ranks)."""
+    cdef Py_ssize_t i
+    cdef int32_t j, best_j, right
+    cdef uint32_t best
+    if count == 0:
+        return
+    for i in range(count):
+        s.pair_rank[i] = pair_rank(m, s, <int32_t>i)
+    while True:
+        best = NO_PAIR
+        best_j = -1
+        j = 0                       # symbol 0 is always alive: merges keep the left side
+        while j >= 0:
+            if s.pair_rank[j] < best:
+                best = s.pair_rank[j]
+                best_j = j
+            j = s.next[j]
+        if best_j < 0:
+            return
+        right = s.next[best_j]
+        s.length[best_j] += s.length[right]
+        s.length[right] = 0
+        s.next[best_j] = s.next[right]
+        if s.next[right] >= 0:
+            s.prev[s.next[right]] = best_j
+        s.pair_rank[best_j] = pair_rank(m, s, best_j)
+        if s.prev[best_j] >= 0:
+            s.pair_rank[s.prev[best_j]] = pair_rank(m, s, s.prev[best_j])
+
+
 cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     cdef Py_ssize_t i
     cdef int32_t left, right
@@ -312,7 +353,9 @@ cdef int encode_piece(const Model* m, Scratch* s, const unsigned char* base, Py_
                       I32Vec* out) noexcept nogil:
     """Symbols, merges and ids of base[:n] (all of the normalized text, or a segment)."""
     cdef Py_ssize_t count = symbolize(m, s, base, n)
-    if merge(m, s, count) < 0:
+    if count <= SCAN_MAX:
+        merge_scan(m, s, count)
+    elif merge(m, s, count) < 0:
         return -1
     return emit(m, s, count, out)
 
