@@ -27,9 +27,9 @@ segment is unchanged: same scores, same relative positions) and each short segme
 ids are kept in a direct-mapped cache (``CacheSlot``), so a word seen before costs a hash
 and a compare. Without ``byte_fallback`` a run of unknown symbols spanning segments
 still gives one unknown id: a segment's leading unknown id is dropped after one (an
-unknown id in the output comes only from an unknown symbol). An ASCII character that
-is in no piece of two or more characters (a "wall": Mistral's newline, which only byte
-fallback encodes) never merges with a neighbour, so it is a segment of its own too.
+unknown id in the output comes only from an unknown symbol). A character that is in no piece of two or more characters (a "wall":
+Mistral's newline, which only byte fallback encodes, its digits, most CJK characters)
+never merges with a neighbour, so it is a segment of its own too.
 
 Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
 reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
@@ -79,8 +79,9 @@ cdef struct Model:
     bint escape_whitespaces
     bint treat_whitespace_as_suffix
     bint segments_ok      # merges never cross a segment boundary (module docstring)
-    uint8_t wall[128]     # 1 for an ASCII character in no piece of two or more
-                          # characters (Mistral's newline): a segment of its own
+    uint8_t* wall         # bit c set: code point c is in no piece of two or more
+                          # characters (Mistral's newline, digits, most CJK): a segment
+                          # of its own (0x110000 bits)
     # user-defined pieces, grouped by first byte and longest first within a group:
     # those starting with byte b are user_off/user_len[user_first[b]:user_first[b + 1]]
     uint8_t user_start[256]  # 1 for a byte that starts some user-defined piece

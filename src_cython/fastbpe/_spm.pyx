@@ -367,17 +367,30 @@ cdef inline bint is_space_at(const Model* m, const unsigned char* p, Py_ssize_t 
     return avail >= 1 and p[0] == 32
 
 
+cdef inline bint is_wall(const Model* m, const unsigned char* p) noexcept nogil:
+    """Whether the (valid UTF-8) character at p is a wall (``_spm.pxd``)."""
+    cdef uint32_t c = p[0]
+    if c >= 0x80:
+        if c < 0xE0:
+            c = (c & 0x1F) << 6 | (p[1] & 0x3F)
+        elif c < 0xF0:
+            c = (c & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F)
+        else:
+            c = (c & 0x07) << 18 | (p[1] & 0x3F) << 12 | (p[2] & 0x3F) << 6 | (p[3] & 0x3F)
+    return (m.wall[c >> 3] >> (c & 7)) & 1
+
+
 cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
     """The end of the segment starting at pos: the next space mark that follows a
     character which is not one (or n)."""
     cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
     cdef bint prev_space
-    if norm[pos] < 128 and m.wall[norm[pos]]:
-        return pos + 1
+    if is_wall(m, norm + pos):
+        return pos + char_len(norm[pos])
     prev_space = is_space_at(m, norm + pos, n - pos)
     pos += space_len if prev_space else char_len(norm[pos])
     while pos < n:
-        if norm[pos] < 128 and m.wall[norm[pos]]:
+        if is_wall(m, norm + pos):
             return pos
         if is_space_at(m, norm + pos, n - pos):
             if not prev_space:
@@ -496,19 +509,23 @@ def segments_ok(tables):
     return True
 
 
-def walls(tables):
-    """The ASCII characters in no piece of two or more characters (``_spm.pxd``).
+def walls(tables) -> bytes:
+    """A bitmap of the code points in no piece of two or more characters (``_spm.pxd``):
+    bit ``c % 8`` of byte ``c // 8``.
 
     >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec, build_tables
-    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("c", -1)), TrainerSpec(model_type=2)))
-    >>> [chr(c) for c in walls(t)][97:100]
-    ['c', 'd', 'e']
+    >>> bits = walls(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("c", -1)),
+    ...                                    TrainerSpec(model_type=2))))
+    >>> [chr(c) for c in range(97, 101) if bits[c >> 3] >> (c & 7) & 1]
+    ['c', 'd']
     """
-    used = set()
+    bits = bytearray(b"\xff" * (0x110000 // 8))
     for piece in tables.pieces:
         if len(piece) > 1:
-            used.update(ord(c) for c in piece if ord(c) < 128)
-    return [c for c in range(128) if c not in used]
+            for ch in piece:
+                c = ord(ch)
+                bits[c >> 3] &= ~(1 << (c & 7)) & 0xFF
+    return bytes(bits)
 
 
 cdef class SpmCore:
@@ -598,10 +615,14 @@ cdef class SpmCore:
         self.m.escape_whitespaces = tables.escape_whitespaces
         self.m.treat_whitespace_as_suffix = tables.treat_whitespace_as_suffix
         self.m.segments_ok = segments_ok(tables)
-        for i in walls(tables):
-            self.m.wall[i] = 1
+        wall_bits = walls(tables)
+        self.m.wall = <uint8_t*>malloc(len(wall_bits))
+        if self.m.wall == NULL:
+            raise MemoryError()
+        memcpy(self.m.wall, <const char*>wall_bits, len(wall_bits))
 
     def __dealloc__(self):
+        free(self.m.wall)
         free(self.m.arena)
         free(self.m.table)
         free(self.m.user_off)
