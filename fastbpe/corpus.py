@@ -54,7 +54,9 @@ def cutter(tok):
     from ._encode import _native_pattern_id
     from ._pretokenize import cuts_hold
 
-    if cuts_hold(_native_pattern_id(tok._pat_str)):
+    # a sentencepiece model has no pattern: a document is one sequence, never cut
+    pat_str = getattr(tok, "_pat_str", None)
+    if pat_str is not None and cuts_hold(_native_pattern_id(pat_str)):
         return _io.BPECut(tok.special_tokens_set)
     return None
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .bpe.encoding import Encoding
 from .formats import _format_from_path
+from .formats.sentencepiece_model import is_sentencepiece_file
 from .reference import patterns
 
 
@@ -55,7 +56,8 @@ def _folder_file(folder: Path, format: str | None) -> tuple[Path, str]:
 
 def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | None = None,
          special_tokens: dict[str, int] | None = None, name: str | None = None, model: str | None = None):
-    """Load a tokenizer file; returns an ``Encoding`` (BPE) or a ``WordPiece``.
+    """Load a tokenizer file; returns an ``Encoding`` (BPE), a ``WordPiece`` or, for a
+    sentencepiece ``.model`` file (or ``format="sentencepiece"``), a ``SentencePieceBPE``.
 
     ``.tiktoken`` files (and Meta's tiktoken-format ``tokenizer.model``) hold no split
     pattern or special tokens. The public OpenAI files and Meta's Llama 3 / Llama 4
@@ -70,10 +72,16 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"tokenizer file not found: {path}")
+    fmt = None
     if path.is_dir():
         path, fmt = _folder_file(path, format)
-    else:
-        fmt = format or _format_from_path(path)
+    if format == "sentencepiece" or (format is None and is_sentencepiece_file(path)):
+        if pat_str is not None or special_tokens is not None or model is not None:
+            raise ValueError(f"{path}: a sentencepiece model has no split pattern and its own special tokens")
+        from .spm import SentencePieceBPE
+
+        return SentencePieceBPE.from_file(path, name=name)
+    fmt = fmt or format or _format_from_path(path)
     if fmt == "tiktoken":
         from .formats.open_models import OPEN_MODELS, open_model
         from .formats.tiktoken_bpe import read_tiktoken
@@ -113,6 +121,13 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             from .wordpiece import WordPiece
 
             return WordPiece.from_file(path)
+        from .formats.hf_spm import is_spm_json
+
+        if is_spm_json(data):   # sentencepiece-style (Llama 2, Mistral): characters, ▁, byte fallback
+            from .spm import HFSentencePieceBPE
+            from .formats.hf_spm import read_hf_spm
+
+            return HFSentencePieceBPE(read_hf_spm(data, str(path)), name=name or path.stem, source=str(path))
         if model_type != "BPE":
             raise ValueError(f"{path}: unsupported tokenizer model {model_type!r} (expected BPE or WordPiece)")
         from .bpe.hf import HFEncoding

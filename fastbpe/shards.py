@@ -179,9 +179,11 @@ def tokenizer_identity(tok) -> dict:
         return dict(_IDENTITY[tok])
     except (KeyError, TypeError):
         pass
-    if not is_wordpiece(tok) and not hasattr(tok, "_mergeable_ranks"):
+    if hasattr(tok, "shard_identity"):  # a tokenizer that says what decides its ids (SentencePieceBPE)
+        ident = tok.shard_identity()
+    elif not is_wordpiece(tok) and not hasattr(tok, "_mergeable_ranks"):
         raise TypeError(f"tok must be a fastbpe Encoding or WordPiece, not {type(tok).__name__}")
-    if is_wordpiece(tok):
+    elif is_wordpiece(tok):
         o = tok._options()
         head = b"wordpiece\0" + json.dumps(
             {k: o[k] for k in ("lowercase", "strip_accents", "clean_text", "tokenize_chinese_chars", "unk_token",
@@ -198,8 +200,9 @@ def tokenizer_identity(tok) -> dict:
         tail = b"".join(tag + i.to_bytes(8, "little") + t.encode("utf-8") + b"\0"
                         for tag, table in ((b"\1", tok._special_tokens), (b"\2", tok._added_tokens))
                         for t, i in sorted(table.items()))
+        rule = tok._ids_rule() if hasattr(tok, "_ids_rule") else b""   # HFEncoding's pipeline
         ident = {"name": tok.name, "kind": "bpe", "n_vocab": tok.n_vocab,
-                 "sha256": hashlib.sha256(head + body + tail).hexdigest()}
+                 "sha256": hashlib.sha256(head + body + tail + (b"\3" + rule if rule else b"")).hexdigest()}
     try:
         _IDENTITY[tok] = ident
     except TypeError:  # not weak-referenceable: computed each time

@@ -182,6 +182,18 @@ class HFEncoding(Encoding):
 
         return (_rebuild, (self.name, pipeline_json(self._pipeline)))
 
+    def _ids_rule(self) -> bytes:
+        """What decides a document's ids beyond ranks, pattern and special tokens, for
+        the shard manifest's tokenizer sha256 (``fastbpe.shards.tokenizer_identity``):
+        nothing on the rank engine (its shards are those of the ``.tiktoken`` it equals);
+        the whole pipeline as written on the pipeline engine (normalizer, pre-tokenizer
+        chain, merge list, ``ignore_merges``: two files with one vocabulary may differ)."""
+        if self.engine == "rank":
+            return b""
+        from ..formats.hf_pipeline import pipeline_json
+
+        return pipeline_json(self._pipeline).encode("utf-8")
+
     # ------------------------------------------------------------------ helpers
     def _post(self, ids: list[int]) -> list[int]:
         return hf.post_process(self._pipeline.post_processor, ids)

@@ -68,15 +68,16 @@ def _format_from_path(path: Path) -> str:
 
 
 def _sniff_model_file(path: Path) -> str:
-    """A ``.model`` file is Meta's tiktoken-format ranks (Llama 3, Llama 4: text lines
-    ``base64 rank``) or a SentencePiece protobuf, which fastbpe does not read."""
+    """A ``.model`` file that is not a SentencePiece protobuf (``fastbpe.load`` sniffs
+    those first) is Meta's tiktoken-format ranks (Llama 3, Llama 4: text lines
+    ``base64 rank``), or unknown."""
     import re
 
     with open(path, "rb") as f:
         head = f.read(256)
     if re.match(rb"[A-Za-z0-9+/=]+ [0-9]+\r?\n", head):
         return "tiktoken"
-    raise ValueError(f"{path}: not a tiktoken-format rank file; SentencePiece .model files are not supported")
+    raise ValueError(f"{path}: neither a sentencepiece model nor a tiktoken-format rank file")
 
 
 def _pattern_name(pattern: str) -> str:

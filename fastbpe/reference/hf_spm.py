@@ -1,0 +1,252 @@
+"""sentencepiece-style BPE as HF ``tokenizers`` runs a tokenizer.json: the specification.
+
+transformers converts a sentencepiece model (Llama 2, Mistral ...) into a tokenizer.json
+that HF ``tokenizers`` runs with its own BPE, and HF is the judge of that file, whatever
+it says, even where it differs from sentencepiece on the ``.model`` it came from (it
+does often: HF merges by the rank of a pair in ``merges``, sentencepiece by the score
+of the merged piece; transformers 5's Llama conversion orders merges by piece id, so
+``▁▁`` (id 259, score -1e9) merges first). ``fastbpe.formats.hf_spm`` reads the file into
+an ``HFSpmSpec``; what it cannot reproduce is refused there, naming the JSON path.
+
+Decisions (each written down once, here):
+
+* **Added tokens** are cut out of the raw text first, leftmost and then longest (HF's
+  ``AddedVocabulary``); the pieces between are normalized and tokenized on their own.
+  Non-special added tokens (sentencepiece's user-defined pieces) are always matched;
+  special ones (control pieces, ``<unk>``) only when the caller allows them
+  (``fastbpe.special``), as for every fastbpe tokenizer.
+* **Normalizer** ``Prepend("▁")`` puts ``▁`` in front of every non-empty piece between
+  added tokens (transformers' ``legacy`` Llama files); ``Replace(" ", "▁")`` escapes
+  spaces. **Pre-tokenizer** ``Metaspace``: spaces become ``▁``; ``prepend_scheme``
+  ``always`` prepends ``▁`` to every piece not starting with it, ``first`` only to the
+  piece at the start of the text (``legacy: false``), ``never`` to none; ``split: true``
+  cuts before every ``▁`` (HF's ``MergedWithNext``).
+* **BPE** (``bpe_word``): each character is a symbol: its id, else its UTF-8 bytes as
+  ``<0xXX>`` ids when ``byte_fallback`` and every byte has one, else the unknown id (a
+  run of unknown characters is one symbol with ``fuse_unk``); a model without an
+  ``unk_token`` drops the character (its neighbours then merge as if adjacent). Then repeatedly merge the
+  adjacent pair with the lowest rank in ``merges`` (leftmost among equal ranks); pairs
+  not in ``merges`` never merge, whatever the vocabulary holds. ``ignore_merges`` takes
+  a word that is a token whole.
+* **Decoding** runs the decoder chain on the tokens' strings: ``Replace("▁", " ")``,
+  ``ByteFallback`` (a run of ``<0xXX>`` tokens as UTF-8, one U+FFFD per byte token when
+  invalid), ``Fuse``, ``Strip(" ", 1, 0)``; or ``Metaspace`` (``▁`` as a space, the first
+  token's leading space dropped unless ``prepend_scheme`` is ``never``). Special tokens
+  are skipped (HF's ``skip_special_tokens=True``).
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from .sentencepiece import split_specials
+
+SPACE = "\u2581"
+
+
+@dataclass(frozen=True)
+class HFSpmSpec:
+    """What a sentencepiece-style tokenizer.json means (``fastbpe.formats.hf_spm``)."""
+
+    vocab: dict[str, int]
+    merges: dict[tuple[int, int], tuple[int, int]]   # (left id, right id) -> (rank, merged id)
+    unk_id: int | None
+    byte_fallback: bool
+    fuse_unk: bool
+    ignore_merges: bool
+    prepend: bool             # normalizer Prepend("▁")
+    replace_space: bool       # normalizer Replace(" ", "▁") or Metaspace
+    prepend_scheme: str       # Metaspace's: "always" | "first" | "never"; "never" without one
+    split: bool               # Metaspace split
+    added: dict[str, int]     # non-special added tokens: always matched
+    special: dict[str, int]   # special added tokens
+    decoder: tuple[str, ...]  # "replace", "byte_fallback", "fuse", "strip", "metaspace"
+    strip_start: int = 0      # Strip(" ", start, 0)
+
+
+def split_added(text: str, tokens: dict[str, int]) -> list[tuple[int, str | int]]:
+    """``(offset, piece)`` for the text between tokens and ``(offset, id)`` for each token
+    found, leftmost and then longest first (``sentencepiece.split_specials``' rule).
+
+    >>> split_added("a<s>b", {"<s>": 1})
+    [(0, 'a'), (1, 1), (4, 'b')]
+    """
+    out, offset = [], 0
+    for part in split_specials(text, frozenset(tokens)):
+        if isinstance(part, tuple):
+            out.append((offset, tokens[part[0]]))
+            offset += len(part[0])
+        else:
+            out.append((offset, part))
+            offset += len(part)
+    return out
+
+
+def pre_tokenize(piece: str, offset: int, spec: HFSpmSpec) -> list[str]:
+    """The words of a piece between added tokens (normalizer, then pre-tokenizer).
+
+    >>> spec = HFSpmSpec({}, {}, None, False, False, False, False, True, "first", False, {}, {}, ())
+    >>> pre_tokenize("a b", 0, spec), pre_tokenize("a b", 3, spec)
+    (['▁a▁b'], ['a▁b'])
+    """
+    if not piece:
+        return []
+    if spec.prepend:
+        piece = SPACE + piece
+    if spec.replace_space:
+        piece = piece.replace(" ", SPACE)
+    if spec.prepend_scheme == "always" or (spec.prepend_scheme == "first" and offset == 0):
+        if not piece.startswith(SPACE):
+            piece = SPACE + piece
+    if not spec.split:
+        return [piece]
+    words, start = [], 0
+    for i in range(1, len(piece)):
+        if piece[i] == SPACE:
+            words.append(piece[start:i])
+            start = i
+    words.append(piece[start:])
+    return words
+
+
+def initial_symbols(word: str, spec: HFSpmSpec) -> list[int]:
+    """The word's characters as ids: byte fallback, then the unknown id (fused runs)."""
+    ids, prev_unk = [], False
+    for ch in word:
+        tid = spec.vocab.get(ch)
+        if tid is not None:
+            ids.append(tid)
+            prev_unk = False
+            continue
+        if spec.byte_fallback:
+            byte_ids = [spec.vocab.get(f"<0x{b:02X}>") for b in ch.encode("utf-8")]
+            if all(b is not None for b in byte_ids):
+                ids.extend(byte_ids)
+                prev_unk = False
+                continue
+        if spec.unk_id is None:
+            continue        # dropped, as HF does without an unk_token (transformers 5's Llama files)
+        if not (spec.fuse_unk and prev_unk):
+            ids.append(spec.unk_id)
+        prev_unk = True
+    return ids
+
+
+def bpe_word(word: str, spec: HFSpmSpec) -> list[int]:
+    """HF's BPE of one word (module docstring, "BPE").
+
+    >>> spec = HFSpmSpec({"a": 0, "b": 1, "ab": 2}, {(0, 1): (0, 2)}, None, False, False, False, False, False,
+    ...                  "never", False, {}, {}, ())
+    >>> bpe_word("abab", spec)
+    [2, 2]
+    """
+    if spec.ignore_merges and word in spec.vocab:
+        return [spec.vocab[word]]
+    ids = initial_symbols(word, spec)
+    nxt = list(range(1, len(ids) + 1))
+    prev = list(range(-1, len(ids) - 1))
+    if ids:
+        nxt[-1] = -1
+    alive = [True] * len(ids)
+    heap = []
+
+    def push(left: int) -> None:
+        if left >= 0 and nxt[left] >= 0:
+            merge = spec.merges.get((ids[left], ids[nxt[left]]))
+            if merge is not None:
+                heapq.heappush(heap, (merge[0], left, merge[1]))
+
+    for i in range(len(ids) - 1):
+        push(i)
+    while heap:
+        rank, left, new_id = heapq.heappop(heap)
+        if not alive[left] or nxt[left] < 0:
+            continue
+        if spec.merges.get((ids[left], ids[nxt[left]])) != (rank, new_id):
+            continue                              # stale: the pair changed since the push
+        right = nxt[left]
+        ids[left] = new_id
+        alive[right] = False
+        nxt[left] = nxt[right]
+        if nxt[right] >= 0:
+            prev[nxt[right]] = left
+        push(prev[left])
+        push(left)
+    out, i = [], 0 if ids else -1
+    while i >= 0:
+        out.append(ids[i])
+        i = nxt[i]
+    return out
+
+
+def encode(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozenset()) -> list[int]:
+    """HF's ``encode(text, add_special_tokens=False).ids``, with only ``allowed_special``
+    of the special tokens matched (module docstring, "Added tokens").
+
+    >>> spec = HFSpmSpec({"▁": 0, "a": 1, "▁a": 2}, {(0, 1): (0, 2)}, None, False, False, False, True, True,
+    ...                  "never", False, {}, {"<s>": 3}, ())
+    >>> encode("a<s>a", spec, frozenset({"<s>"})), encode("a<s>a", spec)   # "<", "s", ">" dropped: no unk
+    ([2, 3, 2], [2, 1])
+    """
+    tokens = dict(spec.added)
+    tokens.update({s: i for s, i in spec.special.items() if s in allowed_special})
+    ids = []
+    for offset, part in split_added(text, tokens):
+        if isinstance(part, int):
+            ids.append(part)
+            continue
+        for word in pre_tokenize(part, offset, spec):
+            ids.extend(bpe_word(word, spec))
+    return ids
+
+
+def _byte_of(token: str) -> int | None:
+    if len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
+        try:
+            return int(token[3:5], 16)
+        except ValueError:
+            return None
+    return None
+
+
+def decode(ids: list[int], spec: HFSpmSpec, id_to_token: dict[int, str]) -> str:
+    """HF's ``decode(ids, skip_special_tokens=True)`` (module docstring, "Decoding")."""
+    specials = set(spec.special.values())
+    tokens = [id_to_token[i] for i in ids if i not in specials]
+    if "metaspace" in spec.decoder:
+        out = []
+        for i, t in enumerate(tokens):
+            t = t.replace(SPACE, " ")
+            if i == 0 and spec.prepend_scheme != "never" and t.startswith(" "):
+                t = t[1:]
+            out.append(t)
+        return "".join(out)
+    if "replace" in spec.decoder:
+        tokens = [t.replace(SPACE, " ") for t in tokens]
+    if "byte_fallback" in spec.decoder:
+        out, pending = [], []
+        for t in tokens + [None]:
+            b = _byte_of(t) if t is not None else None
+            if b is not None:
+                pending.append(b)
+                continue
+            if pending:
+                try:
+                    out.append(bytes(pending).decode("utf-8"))
+                except UnicodeDecodeError:
+                    out.extend("\ufffd" for _ in pending)
+                pending = []
+            if t is not None:
+                out.append(t)
+        tokens = out
+    if "fuse" in spec.decoder:
+        tokens = ["".join(tokens)]
+    if "strip" in spec.decoder and spec.strip_start:
+        stripped = []
+        for t in tokens:
+            k = 0
+            while k < spec.strip_start and k < len(t) and t[k] == " ":
+                k += 1
+            stripped.append(t[k:])
+        tokens = stripped
+    return "".join(tokens)

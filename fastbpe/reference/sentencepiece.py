@@ -1,0 +1,502 @@
+"""SentencePiece BPE, the plain way: the specification the native code must match.
+
+This is how google/sentencepiece's ``SentencePieceProcessor`` encodes and decodes with a
+BPE model (``src/normalizer.cc``, ``src/bpe_model.cc``, ``src/model_interface.cc``,
+``src/sentencepiece_processor.cc``), written as small pure functions over the plain
+tables of ``SpmTables``. The file format is read by ``fastbpe.formats.sentencepiece_model``.
+
+Decisions (each written down once, here):
+
+* **What is reproduced.** Models of type BPE whose normalizer has no precompiled
+  character map (``normalizer_spec.precompiled_charsmap`` empty). sentencepiece's
+  normalizer applies only that map at run time (its ``name`` is a label), so with no
+  map every character is kept as it is: Llama 2, Mistral v1-v3, Gemma and Yi are such
+  models (``name: identity``). A model with a map (``nmt_nfkc`` ...), a unigram model, or
+  a ``denormalizer_spec`` with a map is refused at load with a ValueError naming the
+  field (``check_supported``): we would encode or decode it differently.
+* **Normalization** (``normalize``): with ``remove_extra_whitespaces``, leading spaces
+  are dropped, runs of spaces become one and trailing spaces are dropped; only U+0020
+  counts as a space (tabs and newlines are ordinary characters). With
+  ``add_dummy_prefix`` one space is put in front (at the end instead, with
+  ``treat_whitespace_as_suffix``) unless the text is empty (or only spaces that were
+  removed). With ``escape_whitespaces`` every space becomes ``▁`` (U+2581). A
+  user-defined piece in the text is kept whole, its spaces unescaped and not squeezed.
+* **Symbols before merging** (``initial_symbols``): the normalized text is cut into code
+  points, except that the longest user-defined piece starting at a position is taken
+  whole and frozen (never merged with a neighbour). sentencepiece's ``split_by_*``,
+  ``split_digits`` and ``max_sentencepiece_length`` options shape the vocabulary at
+  training time only; the encoder does not read them: a merge happens iff the merged
+  string is a piece.
+* **Merge order** (``bpe``): repeatedly merge the adjacent pair whose concatenation is a
+  piece (normal, user-defined or unused) with the highest score (float32, as stored);
+  among equal scores the leftmost pair. A pair is a candidate iff its string is a piece,
+  so the result does not depend on how the pieces were learned.
+* **Unused pieces** are split back into the two symbols they were last seen merged
+  from (sentencepiece's ``rev_merge``: the latest candidate pair with that string,
+  recursively); one that cannot be split (a single symbol) is unknown: the unknown id,
+  or its bytes with ``byte_fallback`` (what sentencepiece 0.2 does).
+* **Ids** (``piece_id``): a control/unknown/byte piece with that text first, then a
+  normal/user-defined/unused piece, else the unknown id. A symbol with the unknown id
+  becomes its UTF-8 bytes as ``<0xXX>`` pieces when ``byte_fallback`` is on (a byte with
+  no piece is itself unknown); without it, a run of adjacent unknown symbols gives one
+  unknown id (sentencepiece merges them).
+* **Decoding** (``decode``): control pieces vanish, the unknown piece becomes the
+  ``trainer_spec.unk_surface`` (`` ⁇ ``), runs of byte pieces are decoded as UTF-8 with one U+FFFD per
+  invalid byte, ``▁`` becomes a space, and one leading ``▁`` of the first piece that
+  brings text is dropped when ``add_dummy_prefix`` or ``remove_extra_whitespaces`` is set
+  (with ``remove_extra_whitespaces``, of every piece until text appears).
+* **Special tokens** are the control and unknown pieces; sentencepiece never produces
+  them from text (``"<s>"`` in a text is the characters ``<``, ``s``, ``>``). When a caller
+  allows them (``fastbpe.special``), the text between them is encoded as a text of its
+  own (``encode_with_specials``), so each segment gets its dummy prefix, as when the
+  segments are encoded separately and the ids joined (mistral-common's way).
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+
+# --------------------------------------------------------------------------- the model
+# ModelProto.SentencePiece.Type
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+# TrainerSpec.ModelType
+UNIGRAM, BPE, WORD, CHAR = 1, 2, 3, 4
+MODEL_TYPE_NAMES = {UNIGRAM: "unigram", BPE: "bpe", WORD: "word", CHAR: "char"}
+
+
+@dataclass(frozen=True)
+class Piece:
+    """``ModelProto.SentencePiece``: 1 piece, 2 score, 3 type (default NORMAL)."""
+
+    piece: str
+    score: float = 0.0
+    type: int = NORMAL
+
+
+@dataclass(frozen=True)
+class NormalizerSpec:
+    """``NormalizerSpec``: 1 name, 2 precompiled_charsmap, 3 add_dummy_prefix,
+    4 remove_extra_whitespaces, 5 escape_whitespaces (defaults as in the proto)."""
+
+    name: str = ""
+    precompiled_charsmap: bytes = b""
+    add_dummy_prefix: bool = True
+    remove_extra_whitespaces: bool = True
+    escape_whitespaces: bool = True
+
+
+@dataclass(frozen=True)
+class TrainerSpec:
+    """The ``TrainerSpec`` fields that matter when encoding: 3 model_type (default
+    UNIGRAM), 24 treat_whitespace_as_suffix, 35 byte_fallback, 40 unk_id, 41 bos_id,
+    42 eos_id, 43 pad_id (defaults 0, 1, 2, -1), 44 unk_surface. The ``split_by_*`` options shape the
+    vocabulary at training time only; a BPE model's encoder does not read them."""
+
+    model_type: int = UNIGRAM
+    treat_whitespace_as_suffix: bool = False
+    byte_fallback: bool = False
+    unk_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+    pad_id: int = -1
+    unk_surface: str = " \u2047 "   # " ⁇ ": what the unknown piece decodes to
+
+
+@dataclass(frozen=True)
+class SpmModel:
+    """A ``ModelProto`` as ``fastbpe.formats.sentencepiece_model.read_model`` gives it:
+    1 pieces, 2 trainer_spec, 3 normalizer_spec, 5 denormalizer_spec (None when absent)."""
+
+    pieces: tuple[Piece, ...]
+    trainer_spec: TrainerSpec = field(default_factory=TrainerSpec)
+    normalizer_spec: NormalizerSpec = field(default_factory=NormalizerSpec)
+    denormalizer_spec: NormalizerSpec | None = None
+
+
+# --------------------------------------------------------------------------- tables
+SPACE = "\u2581"          # ▁, what a space becomes
+
+
+@dataclass(frozen=True)
+class SpmTables:
+    """The model as plain tables.
+
+    ``pieces``: normal/user-defined/unused piece -> id (what merges may make);
+    ``reserved``: control/unknown/byte piece -> id; ``user_defined``: those pieces,
+    matched whole in text; ``scores``/``types``/``texts``: by id.
+    """
+
+    texts: tuple[str, ...]
+    scores: tuple[float, ...]
+    types: tuple[int, ...]
+    pieces: dict[str, int]
+    reserved: dict[str, int]
+    user_defined: frozenset[str]
+    unk_id: int
+    byte_fallback: bool
+    add_dummy_prefix: bool
+    remove_extra_whitespaces: bool
+    escape_whitespaces: bool
+    treat_whitespace_as_suffix: bool
+    unk_surface: str = TrainerSpec.unk_surface
+
+
+def check_supported(model: SpmModel, where: str) -> None:
+    """Refuse (ValueError naming the field) a model we would not reproduce exactly.
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec
+    >>> check_supported(SpmModel((Piece("<unk>", 0, 2),), TrainerSpec(model_type=1)), "m.model")
+    Traceback (most recent call last):
+      ...
+    ValueError: m.model: trainer_spec.model_type is unigram; only BPE sentencepiece models are supported
+    """
+    kind = model.trainer_spec.model_type
+    if kind != BPE:
+        raise ValueError(f"{where}: trainer_spec.model_type is {MODEL_TYPE_NAMES.get(kind, kind)}; "
+                         "only BPE sentencepiece models are supported")
+    spec = model.normalizer_spec
+    if spec.precompiled_charsmap:
+        raise ValueError(f"{where}: normalizer_spec.precompiled_charsmap ({spec.name or 'unnamed'} normalization, "
+                         f"{len(spec.precompiled_charsmap)} bytes) is not supported; only models without a "
+                         "character map (name 'identity') are reproduced exactly")
+    if model.denormalizer_spec is not None and model.denormalizer_spec.precompiled_charsmap:
+        raise ValueError(f"{where}: denormalizer_spec.precompiled_charsmap is not supported (decoding would differ)")
+
+
+def build_tables(model: SpmModel, where: str = "<model>") -> SpmTables:
+    """``SpmTables`` of a supported model; ValueError for what sentencepiece refuses to
+    load (a piece defined twice, no unknown piece or two, byte pieces without
+    ``byte_fallback``).
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("a", -1), Piece("b", -2)), TrainerSpec(model_type=2)))
+    >>> t.pieces, t.reserved, t.unk_id
+    ({'a': 1, 'b': 2}, {'<unk>': 0}, 0)
+    """
+    check_supported(model, where)
+    pieces, reserved, user_defined, unk_id = {}, {}, set(), -1
+    for i, p in enumerate(model.pieces):
+        table = pieces if p.type in (NORMAL, USER_DEFINED, UNUSED) else reserved
+        if not p.piece:
+            raise ValueError(f"{where}: pieces[{i}] is empty")
+        if p.piece in table:
+            raise ValueError(f"{where}: pieces[{i}] {p.piece!r} is already defined (pieces[{table[p.piece]}])")
+        table[p.piece] = i
+        if p.type == USER_DEFINED:
+            user_defined.add(p.piece)
+        elif p.type == UNKNOWN:
+            if unk_id >= 0:
+                raise ValueError(f"{where}: pieces[{i}]: a second unknown piece (the first is pieces[{unk_id}])")
+            unk_id = i
+        elif p.type == BYTE and not model.trainer_spec.byte_fallback:
+            raise ValueError(f"{where}: pieces[{i}] {p.piece!r} is a byte piece but trainer_spec.byte_fallback is off")
+    if unk_id < 0:
+        raise ValueError(f"{where}: no unknown piece (type UNKNOWN) is defined")
+    spec = model.normalizer_spec
+    return SpmTables(
+        texts=tuple(p.piece for p in model.pieces), scores=tuple(p.score for p in model.pieces),
+        types=tuple(p.type for p in model.pieces), pieces=pieces, reserved=reserved,
+        user_defined=frozenset(user_defined), unk_id=unk_id, byte_fallback=model.trainer_spec.byte_fallback,
+        add_dummy_prefix=spec.add_dummy_prefix, remove_extra_whitespaces=spec.remove_extra_whitespaces,
+        escape_whitespaces=spec.escape_whitespaces,
+        treat_whitespace_as_suffix=model.trainer_spec.treat_whitespace_as_suffix,
+        unk_surface=model.trainer_spec.unk_surface,
+    )
+
+
+# --------------------------------------------------------------------------- encoding
+def match_user_defined(text: str, pos: int, user_defined: frozenset[str]) -> int:
+    """Length of the longest user-defined piece at ``text[pos:]``, 0 if none.
+
+    >>> match_user_defined("x[D10]", 1, frozenset({"[D1", "[D10]"}))
+    5
+    """
+    best = 0
+    for piece in user_defined:
+        if len(piece) > best and text.startswith(piece, pos):
+            best = len(piece)
+    return best
+
+
+def normalize(text: str, t: SpmTables) -> str:
+    """The text the model sees (see the module docstring, "Normalization").
+
+    >>> from dataclasses import replace
+    >>> t = SpmTables((), (), (), {}, {}, frozenset({"<x y>"}), 0, False, True, False, True, False)
+    >>> normalize("hi  there <x y>", t)
+    '▁hi▁▁there▁<x▁y>'
+    >>> normalize("  a  b ", replace(t, remove_extra_whitespaces=True))
+    '▁a▁b'
+    >>> normalize("", t), normalize("a", replace(t, treat_whitespace_as_suffix=True))
+    ('', 'a▁')
+    """
+    space = SPACE if t.escape_whitespaces else " "
+    pos, n = 0, len(text)
+    if t.remove_extra_whitespaces:
+        while pos < n and normalize_prefix(text, pos, t) == " ":
+            pos += 1
+    if pos == n:
+        return ""
+    out = space if t.add_dummy_prefix and not t.treat_whitespace_as_suffix else ""
+    prev_space = t.remove_extra_whitespaces
+    while pos < n:
+        chunk = normalize_prefix(text, pos, t)
+        pos += len(chunk)
+        kept = chunk.lstrip(" ") if prev_space else chunk    # a squeezed space
+        if kept:
+            out += kept.replace(" ", space)
+            prev_space = t.remove_extra_whitespaces and kept.endswith(" ")
+    if t.remove_extra_whitespaces:
+        out = out.rstrip(space)
+    if t.add_dummy_prefix and t.treat_whitespace_as_suffix:
+        out += space
+    return out
+
+
+def normalize_prefix(text: str, pos: int, t: SpmTables) -> str:
+    """What the normalizer takes at ``pos``: the longest user-defined piece there, else
+    one character (kept as it is: no character map).
+
+    >>> t = SpmTables((), (), (), {}, {}, frozenset({"<u>"}), 0, False, True, False, True, False)
+    >>> normalize_prefix("a<u>", 1, t), normalize_prefix("a<u>", 0, t)
+    ('<u>', 'a')
+    """
+    return text[pos:pos + (match_user_defined(text, pos, t.user_defined) or 1)]
+
+
+def initial_symbols(normalized: str, user_defined: frozenset[str]) -> list[tuple[str, bool]]:
+    """``(symbol, frozen)`` pairs: code points, user-defined pieces whole and frozen.
+
+    >>> initial_symbols("▁a<u>b", frozenset({"<u>"}))
+    [('▁', False), ('a', False), ('<u>', True), ('b', False)]
+    """
+    symbols, pos = [], 0
+    while pos < len(normalized):
+        size = match_user_defined(normalized, pos, user_defined)
+        symbols.append((normalized[pos:pos + (size or 1)], size > 0))
+        pos += size or 1
+    return symbols
+
+
+def bpe(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
+    """Merge the symbols by score, leftmost first among equal scores; unused pieces are
+    split back (module docstring, "Merge order" and "Unused pieces").
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("bc", -1), Piece("a", -2),
+    ...                            Piece("b", -2), Piece("c", -2)), TrainerSpec(model_type=2)))
+    >>> bpe([("a", False), ("b", False), ("c", False)], t)   # a tie: the left pair first
+    ['ab', 'c']
+    """
+    text = [s for s, _ in symbols]
+    frozen = [f for _, f in symbols]
+    prev = list(range(-1, len(text) - 1))
+    nxt = list(range(1, len(text) + 1))
+    if text:
+        nxt[-1] = -1
+    heap, rev_merge = [], {}
+
+    def add_pair(left: int, right: int) -> None:
+        if left < 0 or right < 0 or frozen[left] or frozen[right]:
+            return
+        merged = text[left] + text[right]
+        pid = t.pieces.get(merged)
+        if pid is None:
+            return
+        heapq.heappush(heap, (-t.scores[pid], left, right, len(merged)))
+        if t.types[pid] == UNUSED:
+            rev_merge[merged] = (text[left], text[right])
+
+    for i in range(1, len(text)):
+        add_pair(i - 1, i)
+    while heap:
+        _, left, right, size = heapq.heappop(heap)
+        if not text[left] or not text[right] or len(text[left]) + len(text[right]) != size:
+            continue                                  # stale: a side has merged since
+        text[left] += text[right]
+        text[right] = ""
+        nxt[left] = nxt[right]
+        if nxt[right] >= 0:
+            prev[nxt[right]] = left
+        add_pair(prev[left], left)
+        add_pair(left, nxt[left])
+
+    out = []
+
+    def resegment(piece: str) -> None:
+        pid = t.pieces.get(piece)
+        if pid is not None and t.types[pid] == UNUSED and piece in rev_merge:
+            for part in rev_merge[piece]:
+                resegment(part)
+        else:
+            out.append(piece)
+
+    i = 0 if text else -1
+    while i >= 0:
+        resegment(text[i])
+        i = nxt[i]
+    return out
+
+
+def piece_id(piece: str, t: SpmTables) -> int:
+    """The id of a piece's text (module docstring, "Ids")."""
+    pid = t.reserved.get(piece)
+    if pid is None:
+        pid = t.pieces.get(piece, t.unk_id)
+    return pid
+
+
+def byte_piece(byte: int) -> str:
+    """The piece that stands for a byte (``byte_fallback``).
+
+    >>> byte_piece(10)
+    '<0x0A>'
+    """
+    return f"<0x{byte:02X}>"
+
+
+def pieces_to_ids(pieces: list[str], t: SpmTables) -> list[int]:
+    """Ids of merged pieces: byte fallback, or one unknown id per run of unknown pieces."""
+    ids, prev_unk = [], False
+    for piece in pieces:
+        pid = piece_id(piece, t)
+        unk = pid == t.unk_id or t.types[pid] == UNUSED
+        if unk and t.byte_fallback:
+            ids.extend(piece_id(byte_piece(b), t) for b in piece.encode("utf-8"))
+        elif not (unk and prev_unk):
+            ids.append(t.unk_id if unk else pid)
+        prev_unk = unk
+    return ids
+
+
+def encode(text: str, t: SpmTables) -> list[int]:
+    """``SentencePieceProcessor.encode(text)`` for a supported BPE model (no bos/eos)."""
+    normalized = normalize(text, t)
+    return pieces_to_ids(bpe(initial_symbols(normalized, t.user_defined), t), t)
+
+
+def split_specials(text: str, allowed: frozenset[str]) -> list[str | tuple[str]]:
+    """Text segments and allowed special tokens (as 1-tuples), leftmost-longest first.
+
+    >>> split_specials("a<s>b</s>", frozenset({"<s>", "</s>"}))
+    ['a', ('<s>',), 'b', ('</s>',)]
+    """
+    out, pos, n = [], 0, len(text)
+    order = sorted(allowed, key=lambda s: (-len(s), s))
+    start = 0
+    while pos < n and order:
+        hit = next((s for s in order if text.startswith(s, pos)), None)
+        if hit is None:
+            pos += 1
+            continue
+        if start < pos:
+            out.append(text[start:pos])
+        out.append((hit,))
+        pos = start = pos + len(hit)
+    if start < n:
+        out.append(text[start:])
+    return out
+
+
+def encode_with_specials(text: str, t: SpmTables, allowed: frozenset[str]) -> list[int]:
+    """``encode`` with the ``allowed`` special tokens' text as their ids; the text
+    between them is encoded as texts of their own (module docstring, "Special tokens").
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("<s>", 0, 3), Piece("▁", -1), Piece("a", -2)),
+    ...                           TrainerSpec(model_type=2)))
+    >>> encode_with_specials("<s>a", t, frozenset({"<s>"})), encode("<s>a", t)
+    ([1, 2, 3], [2, 0, 3])
+    """
+    ids = []
+    for part in split_specials(text, allowed):
+        if isinstance(part, tuple):
+            ids.append(piece_id(part[0], t))
+        else:
+            ids.extend(encode(part, t))
+    return ids
+
+
+# --------------------------------------------------------------------------- decoding
+def piece_byte(piece: str) -> int:
+    """The byte of a ``<0xXX>`` piece.
+
+    >>> piece_byte("<0xE2>")
+    226
+    """
+    return int(piece[3:5], 16)
+
+
+def decode_bytes(data: bytes) -> str:
+    """UTF-8 with one U+FFFD per byte that starts no valid character (sentencepiece's rule).
+
+    >>> decode_bytes(b"a\\xe2\\x96b\\xff")
+    'a\ufffd\ufffdb\ufffd'
+    """
+    return data.decode("utf-8", errors="replace") if _all_single_errors(data) else _decode_bytewise(data)
+
+
+def _all_single_errors(data: bytes) -> bool:
+    """Python's ``errors="replace"`` gives one U+FFFD per maximal invalid subpart, which
+    may cover several bytes; sentencepiece gives one per byte. Equal when valid."""
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _decode_bytewise(data: bytes) -> str:
+    out, pos = [], 0
+    while pos < len(data):
+        for size in (1, 2, 3, 4):
+            try:
+                out.append(data[pos:pos + size].decode("utf-8"))
+                pos += size
+                break
+            except UnicodeDecodeError:
+                continue
+        else:
+            out.append("\ufffd")
+            pos += 1
+    return "".join(out)
+
+
+def decode(ids: list[int], t: SpmTables) -> str:
+    """``SentencePieceProcessor.decode(ids)`` (module docstring, "Decoding"); an id out of
+    range raises ValueError.
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("<s>", 0, 3), Piece("▁a", -1), Piece("▁", -2)),
+    ...                           TrainerSpec(model_type=2)))
+    >>> decode([1, 2, 3, 2, 0], t)
+    'a  a ⁇ '
+    """
+    strip_first = t.add_dummy_prefix or t.remove_extra_whitespaces
+    out, pending, bos_ws_seen, is_bos_ws = [], bytearray(), False, True
+    for pos, i in enumerate(ids):
+        if not 0 <= i < len(t.texts):
+            raise ValueError(f"token id {i} at position {pos} is out of range [0, {len(t.texts)})")
+        piece = t.texts[i]
+        kind = t.types[piece_id(piece, t)]
+        if kind == BYTE:
+            pending.append(piece_byte(piece))
+            continue
+        if pending:
+            out.append(decode_bytes(bytes(pending)))
+            pending.clear()
+        is_bos_ws = is_bos_ws and not bos_ws_seen and not any(out)
+        bos_ws_seen = False
+        if kind == CONTROL:
+            continue
+        if kind == UNKNOWN:
+            out.append(t.unk_surface if piece == t.texts[t.unk_id] else piece)
+            continue
+        if is_bos_ws and strip_first and piece.startswith(SPACE):
+            piece = piece[1:]
+            bos_ws_seen = not t.remove_extra_whitespaces
+        out.append(piece.replace(SPACE, " "))
+    if pending:
+        out.append(decode_bytes(bytes(pending)))
+    return "".join(out)

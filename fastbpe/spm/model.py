@@ -1,0 +1,429 @@
+"""``SentencePieceBPE``: a sentencepiece BPE model (Llama 2, Mistral 7B v0.1-v0.3, ...)
+with tiktoken's API.
+
+The algorithm is ``fastbpe.reference.sentencepiece`` (the specification, which says
+what is reproduced and what is refused); this class holds the policy: argument checks,
+the special-token rule of ``fastbpe.special``, batches, numpy output, pickling. It
+delegates encoding to the native ``fastbpe._spm.SpmCore`` when it is built and can run
+the model (see ``native_reason``), else to the reference.
+
+Ids equal ``sentencepiece.SentencePieceProcessor(model_file=...).encode(text)`` (no
+``<s>``: add ``bos_token_id`` yourself, as with sentencepiece), and ``decode`` equals its
+``decode``.
+
+Special tokens are the model's control pieces (``<s>``, ``</s>``, Mistral v3's
+``[INST]``, ``[TOOL_CALLS]``, ...) and its unknown piece (``<unk>``). sentencepiece never
+makes them from text; here, as for every fastbpe tokenizer, their text in a user's text
+raises ValueError unless allowed (``allowed_special``) or the check is turned off
+(``disallowed_special=()``, which then encodes it as sentencepiece does: as characters).
+``encode_ordinary`` is sentencepiece's ``encode``. User-defined pieces (Mistral v3's
+``[REFERENCE_DOC_0]`` ...) are ordinary vocabulary: always matched whole, never refused.
+
+Text that has no UTF-8 form (lone surrogates) is encoded as the library encodes it
+everywhere: lone surrogates become U+FFFD (``fastbpe.reference.core.fix_surrogates``).
+"""
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import AbstractSet, Literal
+
+import numpy as np
+
+from ..checks import check_dtype, check_num_threads
+from ..reference import sentencepiece as R
+from ..reference.core import fix_surrogates
+from ..special import check_no_disallowed, resolve_special_sets
+
+try:
+    from .._spm import SpmCore as NativeCore
+except ImportError:  # pragma: no cover  (an unbuilt checkout: the reference serves)
+    NativeCore = None
+
+
+def _check_text(text, what: str = "text") -> str:
+    if not isinstance(text, str):
+        hint = " (decode bytes to str first)" if isinstance(text, (bytes, bytearray)) else ""
+        raise TypeError(f"{what} must be a str, not {type(text).__name__}{hint}")
+    return text
+
+
+class ReferenceCore:
+    """The reference as a core (the interface ``fastbpe._spm.SpmCore`` has too: text with
+    no UTF-8 form raises UnicodeEncodeError, which ``SentencePieceBPE`` fixes up)."""
+
+    def __init__(self, tables: R.SpmTables):
+        self.tables = tables
+
+    def encode(self, text: str) -> list[int]:
+        text.encode("utf-8")
+        return R.encode(text, self.tables)
+
+    def encode_batch(self, texts: list[str], num_threads: int) -> list[list[int]]:
+        return [self.encode(t) for t in texts]
+
+
+class SentencePieceBPE:
+    """A sentencepiece BPE model with tiktoken's ``Encoding`` API.
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec, NormalizerSpec
+    >>> model = SpmModel((Piece("<unk>", 0.0, 2), Piece("<s>", 0.0, 3), Piece("▁", -2.0), Piece("h", -3.0),
+    ...                   Piece("i", -3.0), Piece("▁h", -1.0), Piece("▁hi", -0.5)), TrainerSpec(model_type=2),
+    ...                  NormalizerSpec("identity", b"", True, False, True))
+    >>> tok = SentencePieceBPE(model, name="toy")
+    >>> tok.encode("hi hi"), tok.decode([6, 6])
+    ([6, 6], 'hi hi')
+    >>> tok.encode("<s>hi", allowed_special="all"), tok.special_tokens
+    ([1, 6], {'<unk>': 0, '<s>': 1})
+    """
+
+    def __init__(self, model: R.SpmModel, *, name: str = "sentencepiece", source: str | None = None,
+                 native: bool | None = None):
+        if not isinstance(model, R.SpmModel):
+            raise TypeError(f"model must be a fastbpe.reference.sentencepiece.SpmModel, not {type(model).__name__}")
+        self.name = name
+        self._model = model
+        self._tables = R.build_tables(model, source or name)
+        self._special_tokens = {p.piece: i for i, p in enumerate(model.pieces) if p.type in (R.CONTROL, R.UNKNOWN)}
+        self._specials = frozenset(self._special_tokens)
+        self.native_reason = _native_reason(self._tables) if native is not False else "native=False"
+        if NativeCore is not None and self.native_reason is None:
+            self._core = NativeCore(self._tables)
+        else:
+            if native:
+                raise ValueError(f"{name}: the native core cannot run this model: {self.native_reason}")
+            self._core = ReferenceCore(self._tables)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, *, name: str | None = None) -> "SentencePieceBPE":
+        """Load a sentencepiece ``.model`` file (ValueError naming the file and field for
+        what is not reproduced: see ``fastbpe.reference.sentencepiece``)."""
+        from ..formats.sentencepiece_model import read_model
+
+        path = Path(path)
+        return cls(read_model(path), name=name or path.name.removesuffix(".model"), source=str(path))
+
+    def __repr__(self) -> str:
+        return f"<SentencePieceBPE {self.name!r}>"
+
+    # ----------------------------------------------------------------------- encoding
+    def encode_ordinary(self, text: str) -> list[int]:
+        """``SentencePieceProcessor.encode(text)``: special-token text is ordinary text."""
+        return self._encode_one(_check_text(text))
+
+    def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+               disallowed_special: Literal["all"] | Collection[str] = "all") -> list[int]:
+        """Encode with tiktoken's special-token rules (module docstring): the text between
+        allowed special tokens is encoded as texts of their own."""
+        text = _check_text(text)
+        allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, self._specials)
+        check_no_disallowed(text, disallowed - allowed)
+        if not allowed:
+            return self._encode_one(text)
+        return self._encode_allowed(text, allowed)
+
+    def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+                        disallowed_special: Literal["all"] | Collection[str] = "all", dtype=np.uint32) -> np.ndarray:
+        """Like ``encode``, as a numpy array (uint32, or uint16: every id of these models fits)."""
+        dtype = check_dtype(dtype, self.n_vocab - 1, repr(self.name))
+        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return np.array(ids, dtype=dtype)
+
+    def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
+        """``encode_ordinary`` of each text, on up to ``num_threads`` native threads."""
+        texts = [_check_text(t, f"text {i} of the batch") for i, t in enumerate(_check_batch(text))]
+        return self._encode_many(texts, check_num_threads(num_threads))
+
+    def encode_batch(self, text: Sequence[str], *, num_threads: int = 8,
+                     allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+                     disallowed_special: Literal["all"] | Collection[str] = "all") -> list[list[int]]:
+        """``encode`` of each text, on up to ``num_threads`` native threads; an error names
+        the text of the batch."""
+        texts = [_check_text(t, f"text {i} of the batch") for i, t in enumerate(_check_batch(text))]
+        num_threads = check_num_threads(num_threads)
+        allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, self._specials)
+        for i, t in enumerate(texts):
+            check_no_disallowed(t, disallowed - allowed, i)
+        if not allowed:
+            return self._encode_many(texts, num_threads)
+        return self._encode_batch_allowed(texts, allowed, num_threads)
+
+    def _encode_allowed(self, text: str, allowed: frozenset[str]) -> list[int]:
+        """``encode`` with some special tokens allowed: the text between them encoded as
+        texts of their own (``fastbpe.reference.sentencepiece``, "Special tokens")."""
+        return self._encode_parts(R.split_specials(text, allowed))
+
+    def _encode_batch_allowed(self, texts: list[str], allowed: frozenset[str], num_threads: int) -> list[list[int]]:
+        split = [R.split_specials(t, allowed) for t in texts]
+        plain = [p for parts in split for p in parts if not isinstance(p, tuple)]
+        encoded = iter(self._encode_many(plain, num_threads))
+        return [[i for p in parts for i in ([self._special_tokens[p[0]]] if isinstance(p, tuple) else next(encoded))]
+                for parts in split]
+
+    def encode_batch_to_numpy(self, text: Sequence[str], *, num_threads: int = 8,
+                              allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+                              disallowed_special: Literal["all"] | Collection[str] = "all",
+                              dtype=np.uint32) -> tuple[np.ndarray, np.ndarray]:
+        """One flat array of ids and ``offsets`` (int64, len n+1): text ``i`` is
+        ``ids[offsets[i]:offsets[i+1]]``."""
+        dtype = check_dtype(dtype, self.n_vocab - 1, repr(self.name))
+        rows = self.encode_batch(text, num_threads=num_threads, allowed_special=allowed_special,
+                                 disallowed_special=disallowed_special)
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in rows], out=offsets[1:])
+        return np.fromiter((i for r in rows for i in r), dtype=dtype, count=int(offsets[-1])), offsets
+
+    def count(self, text: str) -> int:
+        """How many ids ``encode_ordinary(text)`` gives."""
+        return len(self.encode_ordinary(text))
+
+    def _encode_parts(self, parts) -> list[int]:
+        ids = []
+        for part in parts:
+            if isinstance(part, tuple):
+                ids.append(self._special_tokens[part[0]])
+            else:
+                ids.extend(self._encode_one(part))
+        return ids
+
+    def _encode_one(self, text: str) -> list[int]:
+        try:
+            return self._core.encode(text)
+        except UnicodeEncodeError:   # lone surrogates (module docstring)
+            return self._core.encode(fix_surrogates(text))
+
+    def _encode_many(self, texts: list[str], num_threads: int) -> list[list[int]]:
+        try:
+            return self._core.encode_batch(texts, num_threads)
+        except UnicodeEncodeError:
+            return self._core.encode_batch([fix_surrogates(t) for t in texts], num_threads)
+
+    # ----------------------------------------------------------------------- decoding
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        """``SentencePieceProcessor.decode(tokens)``; ValueError naming an id out of range.
+        (``errors`` is accepted for tiktoken's signature: byte pieces always decode with
+        sentencepiece's one U+FFFD per invalid byte.)"""
+        return R.decode(_check_tokens(tokens), self._tables)
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        return self.decode(tokens).encode("utf-8")
+
+    def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace",
+                     num_threads: int = 8) -> list[str]:
+        return [self.decode(tokens) for tokens in batch]
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The piece's text as bytes with ``▁`` as a space, or its byte (``<0xXX>``);
+        control pieces are empty."""
+        (token,) = _check_tokens([token])
+        if not 0 <= token < self.n_vocab:
+            raise KeyError(f"Invalid token for decoding: {token}")
+        kind, piece = self._tables.types[token], self._tables.texts[token]
+        if kind == R.BYTE:
+            return bytes([R.piece_byte(piece)])
+        if kind == R.CONTROL:
+            return b""
+        return piece.replace(R.SPACE, " ").encode("utf-8")
+
+    # ----------------------------------------------------------------------- vocabulary
+    @property
+    def n_vocab(self) -> int:
+        return len(self._tables.texts)
+
+    @property
+    def max_token_value(self) -> int:
+        return self.n_vocab - 1
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special_tokens)
+
+    @functools.cached_property
+    def special_tokens_set(self) -> set[str]:
+        return set(self._special_tokens)
+
+    def is_special_token(self, token: int) -> bool:
+        return 0 <= token < self.n_vocab and self._tables.types[token] in (R.CONTROL, R.UNKNOWN)
+
+    @property
+    def unk_token_id(self) -> int:
+        return self._tables.unk_id
+
+    @property
+    def bos_token_id(self) -> int | None:
+        """``<s>``'s id (trainer_spec.bos_id when it is a control piece), else None."""
+        return self._control_id(self._model.trainer_spec.bos_id)
+
+    @property
+    def eos_token_id(self) -> int | None:
+        return self._control_id(self._model.trainer_spec.eos_id)
+
+    @property
+    def eot_token(self) -> int | None:
+        return self.eos_token_id
+
+    def _control_id(self, i: int) -> int | None:
+        return i if 0 <= i < self.n_vocab and self._tables.types[i] == R.CONTROL else None
+
+    def piece_to_id(self, piece: str) -> int:
+        """sentencepiece's ``piece_to_id`` (the unknown id for a string that is no piece)."""
+        return R.piece_id(piece, self._tables)
+
+    def id_to_piece(self, token: int) -> str:
+        return self._tables.texts[token]
+
+    def shard_identity(self) -> dict:
+        """``fastbpe.shards``' identity: the sha256 covers what decides the ids (the
+        repr of the model or spec: every field, in order), not the name."""
+        import hashlib
+
+        return {"name": self.name, "kind": self._kind, "n_vocab": self.n_vocab,
+                "sha256": hashlib.sha256(repr(self._definition()).encode("utf-8")).hexdigest()}
+
+    _kind = "sentencepiece"
+
+    def _definition(self):
+        """What ``__init__`` was given (the ``SpmModel``; an ``HFSpmSpec`` in the subclass)."""
+        return self._model
+
+    # ----------------------------------------------------------------------- pickling
+    def __getstate__(self) -> dict:
+        return {"definition": self._definition(), "name": self.name}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["definition"], name=state["name"])
+
+
+def _native_reason(t: R.SpmTables) -> str | None:
+    """Why the native core cannot run these tables, or None when it can."""
+    if any(kind == R.UNUSED for kind in t.types):
+        return "the model has unused pieces (sentencepiece's per-call rev_merge is in the reference only)"
+    return None
+
+
+def _check_batch(texts) -> list:
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("expected a sequence of str, got a single " + type(texts).__name__)
+    return list(texts)
+
+
+def _check_tokens(tokens) -> list[int]:
+    if isinstance(tokens, np.ndarray):
+        tokens = tokens.tolist()
+    out = []
+    for i, token in enumerate(tokens):
+        if isinstance(token, bool) or not isinstance(token, (int, np.integer)):
+            raise TypeError(f"token at index {i} must be an int, not {type(token).__name__}")
+        out.append(int(token))
+    return out
+
+
+class HFSentencePieceBPE(SentencePieceBPE):
+    """A sentencepiece-style tokenizer.json (Llama 2, Mistral as transformers converts
+    them) with the same API; HF ``tokenizers`` is the judge (``fastbpe.reference.hf_spm``,
+    whose decisions apply: merges by pair rank, added tokens cut first, ``legacy``
+    Prepend vs Metaspace ``prepend_scheme``). Encoding runs on the reference (the native
+    twin is sentencepiece's algorithm, not HF's).
+
+    ``encode(text, allowed_special="all")`` equals HF's ``encode(text,
+    add_special_tokens=False).ids``; ``decode`` equals HF's ``decode(ids)`` (special tokens
+    skipped).
+    """
+
+    def __init__(self, spec, *, name: str = "tokenizer", source: str | None = None):
+        from ..reference import hf_spm
+
+        if not isinstance(spec, hf_spm.HFSpmSpec):
+            raise TypeError(f"spec must be a fastbpe.reference.hf_spm.HFSpmSpec, not {type(spec).__name__}")
+        self.name = name
+        self._spec = spec
+        self._hf = hf_spm
+        self._id_to_token = {i: t for t, i in spec.vocab.items()}
+        self._id_to_token.update({i: t for t, i in {**spec.added, **spec.special}.items()})
+        self._special_tokens = dict(spec.special)
+        self._specials = frozenset(spec.special)
+        self.native_reason = "a tokenizer.json runs HF's BPE (merge ranks), which has no native twin yet"
+        self._core = _HFCore(spec)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, *, name: str | None = None) -> "HFSentencePieceBPE":
+        from ..formats._hfjson import read_json
+        from ..formats.hf_spm import read_hf_spm
+
+        path = Path(path)
+        return cls(read_hf_spm(read_json(path), str(path)), name=name or path.stem, source=str(path))
+
+    def __repr__(self) -> str:
+        return f"<HFSentencePieceBPE {self.name!r}>"
+
+    def _encode_allowed(self, text: str, allowed: frozenset[str]) -> list[int]:
+        return self._hf.encode(text, self._spec, allowed)
+
+    def _encode_batch_allowed(self, texts, allowed, num_threads):
+        return [self._hf.encode(t, self._spec, allowed) for t in texts]
+
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        """HF's ``decode(tokens)`` (special tokens skipped); ValueError for an unknown id."""
+        tokens = _check_tokens(tokens)
+        for pos, i in enumerate(tokens):
+            if i not in self._id_to_token:
+                raise ValueError(f"token id {i} at position {pos} is out of range [0, {self.n_vocab})")
+        return self._hf.decode(tokens, self._spec, self._id_to_token)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        (token,) = _check_tokens([token])
+        if token not in self._id_to_token:
+            raise KeyError(f"Invalid token for decoding: {token}")
+        if token in self._special_tokens.values():
+            return b""
+        piece = self._id_to_token[token]
+        byte = self._hf._byte_of(piece) if self._spec.byte_fallback else None
+        return bytes([byte]) if byte is not None else piece.replace(R.SPACE, " ").encode("utf-8")
+
+    @property
+    def n_vocab(self) -> int:
+        return max(self._id_to_token) + 1
+
+    def is_special_token(self, token: int) -> bool:
+        return token in self._special_tokens.values()
+
+    @property
+    def unk_token_id(self) -> int | None:
+        return self._spec.unk_id
+
+    @property
+    def bos_token_id(self) -> int | None:
+        return self._special_tokens.get("<s>")
+
+    @property
+    def eos_token_id(self) -> int | None:
+        return self._special_tokens.get("</s>")
+
+    def piece_to_id(self, piece: str) -> int | None:
+        return {**self._spec.vocab, **self._spec.added, **self._spec.special}.get(piece)
+
+    def id_to_piece(self, token: int) -> str:
+        return self._id_to_token[token]
+
+    _kind = "hf-sentencepiece"
+
+    def _definition(self):
+        return self._spec
+
+
+class _HFCore:
+    """``fastbpe.reference.hf_spm`` as a core (no special tokens: ``encode_ordinary``)."""
+
+    def __init__(self, spec):
+        from ..reference import hf_spm
+
+        self.spec, self.hf = spec, hf_spm
+
+    def encode(self, text: str) -> list[int]:
+        text.encode("utf-8")
+        return self.hf.encode(text, self.spec)
+
+    def encode_batch(self, texts: list[str], num_threads: int) -> list[list[int]]:
+        return [self.encode(t) for t in texts]

@@ -1,0 +1,120 @@
+"""Native sentencepiece BPE: the declarations of ``fastbpe._spm``.
+
+The rules are ``fastbpe.reference.sentencepiece``'s (the specification); ``_spm.pyx``
+makes them fast and runs batches on the threads of ``fastbpe._runner``. One text is
+encoded by ``spm_encode`` in four linear steps, each a loop over bytes:
+
+1. ``normalize``: the identity normalizer (the only one reproduced): spaces escaped as
+   ``▁``, the dummy prefix, ``remove_extra_whitespaces``, user-defined pieces whole;
+2. ``symbolize``: code points, and user-defined pieces as frozen symbols;
+3. ``merge``: for a piece of up to ``SCAN_MAX`` symbols, a scan for the lowest
+   (rank, position) pair per merge, each symbol keeping the rank of its pair with the
+   next (tiktoken's way: no heap to fill for a word); for longer ones an 8-ary heap of
+   candidate pairs (score, then leftmost), stale entries skipped when popped
+   (``Scratch.heap``). Both pick the same pair: the lowest key among the current pairs.
+   A doubly linked list of
+   symbols: O(n log n) for n symbols, never a rescan;
+4. ``emit``: each symbol's id (a control/unknown/byte piece with that text first, then a
+   normal/user-defined piece, else unknown), unknown symbols as their ``<0xXX>`` bytes
+   with ``byte_fallback``, runs of unknown symbols as one unknown id without.
+
+**Segments and the cache.** When no piece (normal or user-defined) has a space mark
+``▁`` right after a character that is not one (``a▁`` ...: Llama 2's and Mistral's have
+none; ``segments_ok``), no merge can cross the point before a ``▁`` that follows another
+character: every string spanning it contains such a pair. The normalized text is then
+cut there into segments (``▁word``), merged independently (the heap's order within a
+segment is unchanged: same scores, same relative positions) and each short segment's
+ids are kept in a direct-mapped cache (``CacheSlot``), so a word seen before costs a hash
+and a compare. Without ``byte_fallback`` a run of unknown symbols spanning segments
+still gives one unknown id: a segment's leading unknown id is dropped after one (an
+unknown id in the output comes only from an unknown symbol). A character that is in no piece of two or more characters (a "wall":
+Mistral's newline, which only byte fallback encodes, its digits, most CJK characters)
+never merges with a neighbour, so it is a segment of its own too.
+
+Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
+reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
+"""
+from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
+
+from fastbpe._vec cimport I32Vec
+
+
+cdef struct Entry:
+    uint64_t hash         # fbe_hash of the piece's UTF-8 bytes; 0 length marks a free slot
+    uint32_t off          # the bytes, in Model.arena
+    uint32_t len
+    int32_t merge_id      # the normal/user-defined piece with this text (what merges may
+                          # make), or -1
+    int32_t id            # what sentencepiece's PieceToId gives: a control/unknown/byte
+                          # piece first, else merge_id
+    float score           # merge_id's score, float32 as stored in the model
+    uint32_t rank         # merge_id's place among the distinct scores, best first: the
+                          # heap orders by (rank, left), which is (score desc, left)
+
+
+cdef enum:
+    SCAN_MAX = 48         # pieces of up to this many symbols merge by scanning
+    CACHE_KEY = 24        # segments of up to 24 bytes ...
+    CACHE_IDS = 6         # ... and 6 ids are cached
+    CACHE_SLOTS = 65536   # 4 MiB per cache: ~18k distinct words in 600 KB of English
+
+
+cdef struct CacheSlot:    # 64 bytes, one cache line
+    uint64_t hash
+    uint32_t key_len      # 0: empty
+    uint32_t n_ids
+    unsigned char key[CACHE_KEY]
+    int32_t ids[CACHE_IDS]
+
+
+cdef struct Model:
+    unsigned char* arena  # every piece's bytes, then every user-defined piece's
+    Entry* table          # open addressing, linear probing, a power of two of slots
+    uint64_t mask
+    int32_t unk_id
+    int32_t byte_ids[256] # PieceToId("<0xXX>") of each byte (the unknown id when absent)
+    bint byte_fallback
+    bint add_dummy_prefix
+    bint remove_extra_whitespaces
+    bint escape_whitespaces
+    bint treat_whitespace_as_suffix
+    bint segments_ok      # merges never cross a segment boundary (module docstring)
+    uint8_t* wall         # bit c set: code point c is in no piece of two or more
+                          # characters (Mistral's newline, digits, most CJK): a segment
+                          # of its own (0x110000 bits)
+    # user-defined pieces, grouped by first byte and longest first within a group:
+    # those starting with byte b are user_off/user_len[user_first[b]:user_first[b + 1]]
+    uint8_t user_start[256]  # 1 for a byte that starts some user-defined piece
+    int32_t user_first[257]
+    uint32_t* user_off
+    uint32_t* user_len
+
+
+cdef struct Scratch:
+    # reused across the texts a thread encodes; grown on demand
+    unsigned char* norm   # the normalized text
+    Py_ssize_t norm_cap
+    uint32_t* start       # per symbol: byte offset in norm
+    uint32_t* length      # bytes; 0 once merged into its left neighbour
+    int32_t* prev
+    int32_t* next
+    uint8_t* frozen       # a user-defined piece: never merged
+    uint32_t* pair_rank   # short pieces (merge_scan): rank of (i, next[i]), NO_PAIR if none
+    Py_ssize_t sym_cap
+    uint64_t* heap        # candidate pairs as rank << 32 | left, smallest first: an 8-ary
+                          # heap (node i's children are 8i+1..8i+8) at heap_mem + 7, so
+                          # that every group of children is one 64-byte line (long texts
+                          # are bound by the heap's cache misses). A popped pair is merged
+                          # iff its sides' text is still a piece of that rank: an entry
+                          # whose pair changed is then stale, or has the key of the
+                          # current pair's own entry, which merges it at the same turn
+    void* heap_mem
+    Py_ssize_t heap_size
+    Py_ssize_t heap_cap
+    CacheSlot* cache      # CACHE_SLOTS slots, allocated on first use (NULL: none yet)
+
+
+cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ssize_t n,
+                    I32Vec* out) noexcept nogil
+    # Append the ids of the UTF-8 text[:n] to out; 0, or -1 when memory runs out.
+cdef void scratch_free(Scratch* s) noexcept nogil

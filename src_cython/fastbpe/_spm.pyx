@@ -1,0 +1,710 @@
+"""Native sentencepiece BPE (see ``_spm.pxd`` for the steps and ``fastbpe.reference.sentencepiece``
+for the rules): ``SpmCore`` encodes one text or a batch, the batch without the GIL on the
+threads of ``fastbpe._runner`` (one job per run of consecutive texts, as WordPiece does).
+"""
+from cpython.list cimport PyList_New
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+
+cdef extern from "<stdlib.h>" nogil:
+    int posix_memalign(void** memptr, size_t alignment, size_t size)
+from libc.string cimport memcmp, memcpy, memmove, memset
+
+from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash
+from fastbpe._runner cimport Runner, run_jobs
+from fastbpe._vec cimport I32Vec, i32_push
+
+from fastbpe._runner import _batch_threads
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    ctypedef struct PyObject
+    void set_item_raw "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)
+    PyObject* long_raw "PyLong_FromLong"(long v)
+
+cdef enum:
+    OUT_FIRST = 64
+    # a normalized text of up to 3 bytes per input byte must index with int32/uint32
+    MAX_TEXT_BYTES = 600000000
+
+# --------------------------------------------------------------------------- lookups
+cdef inline const Entry* lookup(const Model* m, const unsigned char* p, uint32_t n) noexcept nogil:
+    """The table entry of the n bytes at p, or NULL."""
+    cdef uint64_t h = fbe_hash(p, n)
+    cdef uint64_t i = h & m.mask
+    cdef const Entry* e
+    while True:
+        e = &m.table[i]
+        if e.len == 0:
+            return NULL
+        if e.hash == h and e.len == n and memcmp(m.arena + e.off, p, n) == 0:
+            return e
+        i = (i + 1) & m.mask
+
+
+cdef inline uint32_t user_match(const Model* m, const unsigned char* p, Py_ssize_t avail) noexcept nogil:
+    """Length of the longest user-defined piece at p (avail bytes there), 0 if none."""
+    cdef int32_t k
+    cdef uint32_t n
+    if not m.user_start[p[0]]:     # most bytes start none: one load
+        return 0
+    for k in range(m.user_first[p[0]], m.user_first[p[0] + 1]):
+        n = m.user_len[k]
+        if n <= avail and memcmp(m.arena + m.user_off[k], p, n) == 0:
+            return n
+    return 0
+
+
+cdef inline uint32_t char_len(unsigned char b) noexcept nogil:
+    # the text is valid UTF-8 (a str's UTF-8 form)
+    if b < 0x80:
+        return 1
+    if b < 0xE0:
+        return 2
+    if b < 0xF0:
+        return 3
+    return 4
+
+
+# --------------------------------------------------------------------------- scratch
+cdef inline int grow(void** p, size_t size) noexcept nogil:
+    """realloc *p to size bytes; -1 (*p unchanged) when memory runs out."""
+    cdef void* q = realloc(p[0], size)
+    if q == NULL:
+        return -1
+    p[0] = q
+    return 0
+
+
+cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
+    """Room for a text of n input bytes: 3n + 3 normalized bytes, as many symbols."""
+    cdef Py_ssize_t want = 3 * n + 8
+    if want > s.norm_cap:
+        if grow(<void**>&s.norm, want) < 0:
+            return -1
+        s.norm_cap = want
+    if want > s.sym_cap:
+        if (grow(<void**>&s.start, want * sizeof(uint32_t)) < 0 or grow(<void**>&s.length, want * sizeof(uint32_t)) < 0
+                or grow(<void**>&s.prev, want * sizeof(int32_t)) < 0 or grow(<void**>&s.next, want * sizeof(int32_t)) < 0
+                or grow(<void**>&s.frozen, want) < 0 or grow(<void**>&s.pair_rank, want * sizeof(uint32_t)) < 0):
+            return -1
+        s.sym_cap = want
+    return 0
+
+
+cdef void scratch_free(Scratch* s) noexcept nogil:
+    free(s.norm)
+    free(s.start)
+    free(s.length)
+    free(s.prev)
+    free(s.next)
+    free(s.frozen)
+    free(s.pair_rank)
+    free(s.heap_mem)
+    free(s.cache)
+    memset(s, 0, sizeof(Scratch))
+
+
+# --------------------------------------------------------------------------- 1. normalize
+cdef inline Py_ssize_t put_space(const Model* m, unsigned char* out, Py_ssize_t k) noexcept nogil:
+    if m.escape_whitespaces:
+        out[k] = 0xE2
+        out[k + 1] = 0x96
+        out[k + 2] = 0x81
+        return k + 3
+    out[k] = 32
+    return k + 1
+
+
+cdef Py_ssize_t normalize(const Model* m, const unsigned char* s, Py_ssize_t n, unsigned char* out) noexcept nogil:
+    """The normalized text's length in out (reference: ``normalize``)."""
+    cdef Py_ssize_t pos = 0, k = 0, size, i
+    cdef uint32_t u
+    cdef bint prev_space = m.remove_extra_whitespaces, any_kept
+    cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
+    if m.remove_extra_whitespaces:
+        # the normalizer's chunk is " " (a space, or a user-defined piece " ")
+        while pos < n and s[pos] == 32 and user_match(m, s + pos, n - pos) <= 1:
+            pos += 1
+    if pos == n:
+        return 0
+    if m.add_dummy_prefix and not m.treat_whitespace_as_suffix:
+        k = put_space(m, out, k)
+    while pos < n:
+        u = user_match(m, s + pos, n - pos)
+        size = u if u else char_len(s[pos])
+        i = pos
+        pos += size
+        if prev_space:
+            while i < pos and s[i] == 32:   # squeezed spaces
+                i += 1
+        if i < pos:
+            while i < pos:
+                if s[i] == 32:
+                    k = put_space(m, out, k)
+                else:
+                    out[k] = s[i]
+                    k += 1
+                i += 1
+            prev_space = m.remove_extra_whitespaces and s[pos - 1] == 32
+    if m.remove_extra_whitespaces:
+        while k >= space_len and (
+                (space_len == 3 and out[k - 3] == 0xE2 and out[k - 2] == 0x96 and out[k - 1] == 0x81)
+                or (space_len == 1 and out[k - 1] == 32)):
+            k -= space_len
+    if m.add_dummy_prefix and m.treat_whitespace_as_suffix:
+        k = put_space(m, out, k)
+    return k
+
+
+# --------------------------------------------------------------------------- 2. symbolize
+cdef Py_ssize_t symbolize(const Model* m, Scratch* s, const unsigned char* base, Py_ssize_t n) noexcept nogil:
+    """Cut base[:n] (inside s.norm) into symbols; their count. Offsets are from s.norm."""
+    cdef Py_ssize_t pos = 0, count = 0, origin = base - s.norm
+    cdef uint32_t u
+    while pos < n:
+        u = user_match(m, base + pos, n - pos)
+        s.start[count] = <uint32_t>(origin + pos)
+        s.length[count] = u if u else char_len(base[pos])
+        s.frozen[count] = u != 0
+        s.prev[count] = <int32_t>count - 1
+        s.next[count] = <int32_t>count + 1
+        pos += s.length[count]
+        count += 1
+    if count:
+        s.next[count - 1] = -1
+    return count
+
+
+# --------------------------------------------------------------------------- 3. merge
+cdef int heap_grow(Scratch* s) noexcept nogil:
+    """Double the heap's room, in a 64-byte-aligned block with the root 7 slots in."""
+    cdef Py_ssize_t cap = s.heap_cap * 2 + 512
+    cdef void* mem = NULL
+    if posix_memalign(&mem, 64, (cap + 7) * sizeof(uint64_t)) != 0:
+        return -1
+    if s.heap_size:
+        memcpy(<uint64_t*>mem + 7, s.heap, s.heap_size * sizeof(uint64_t))
+    free(s.heap_mem)
+    s.heap_mem = mem
+    s.heap = <uint64_t*>mem + 7
+    s.heap_cap = cap
+    return 0
+
+
+cdef inline int heap_push(Scratch* s, uint64_t key) noexcept nogil:
+    cdef Py_ssize_t i, parent
+    if s.heap_size == s.heap_cap and heap_grow(s) < 0:
+        return -1
+    i = s.heap_size
+    s.heap_size += 1
+    while i > 0:
+        parent = (i - 1) >> 3
+        if s.heap[parent] <= key:
+            break
+        s.heap[i] = s.heap[parent]
+        i = parent
+    s.heap[i] = key
+    return 0
+
+
+cdef inline uint64_t heap_pop(Scratch* s) noexcept nogil:
+    cdef uint64_t top = s.heap[0], last, x, small
+    cdef Py_ssize_t i = 0, child, best, end, n
+    s.heap_size -= 1
+    n = s.heap_size
+    if n:
+        last = s.heap[n]
+        while True:
+            child = 8 * i + 1
+            if child >= n:
+                break
+            end = child + 8 if child + 8 <= n else n
+            best = child
+            small = s.heap[child]
+            child += 1
+            while child < end:
+                x = s.heap[child]
+                if x < small:
+                    small = x
+                    best = child
+                child += 1
+            if last <= small:
+                break
+            s.heap[i] = small
+            i = best
+        s.heap[i] = last
+    return top
+
+
+cdef inline const Entry* pair_entry(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
+    """The piece merges may make of (left, next[left]), or NULL."""
+    cdef int32_t right = s.next[left]
+    cdef const Entry* e
+    if right < 0 or s.frozen[left] or s.frozen[right]:
+        return NULL
+    e = lookup(m, s.norm + s.start[left], s.length[left] + s.length[right])
+    return e if e != NULL and e.merge_id >= 0 else NULL
+
+
+cdef inline int add_pair(const Model* m, Scratch* s, int32_t left) noexcept nogil:
+    """Push the pair (left, next[left]) if its text is a piece merges may make."""
+    cdef const Entry* e
+    if left < 0:
+        return 0
+    e = pair_entry(m, s, left)
+    if e == NULL:
+        return 0
+    return heap_push(s, (<uint64_t>e.rank << 32) | <uint32_t>left)
+
+
+cdef inline uint32_t pair_rank(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
+    cdef const Entry* e
+    if left < 0:
+        return NO_PAIR
+    e = pair_entry(m, s, left)
+    return e.rank if e != NULL else NO_PAIR
+
+
+cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
+    """``merge`` for a short piece: scan for the lowest (rank, position) pair each time
+    (strict ``<`` from the left: the leftmost of equal ranks)."""
+    cdef Py_ssize_t i
+    cdef int32_t j, best_j, right
+    cdef uint32_t best
+    if count == 0:
+        return
+    for i in range(count):
+        s.pair_rank[i] = pair_rank(m, s, <int32_t>i)
+    while True:
+        best = NO_PAIR
+        best_j = -1
+        j = 0                       # symbol 0 is always alive: merges keep the left side
+        while j >= 0:
+            if s.pair_rank[j] < best:
+                best = s.pair_rank[j]
+                best_j = j
+            j = s.next[j]
+        if best_j < 0:
+            return
+        right = s.next[best_j]
+        s.length[best_j] += s.length[right]
+        s.length[right] = 0
+        s.next[best_j] = s.next[right]
+        if s.next[right] >= 0:
+            s.prev[s.next[right]] = best_j
+        s.pair_rank[best_j] = pair_rank(m, s, best_j)
+        if s.prev[best_j] >= 0:
+            s.pair_rank[s.prev[best_j]] = pair_rank(m, s, s.prev[best_j])
+
+
+cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef int32_t left, right
+    cdef uint64_t key
+    cdef const Entry* e
+    s.heap_size = 0
+    for i in range(count - 1):
+        if add_pair(m, s, <int32_t>i) < 0:
+            return -1
+    while s.heap_size:
+        key = heap_pop(s)
+        left = <int32_t><uint32_t>key
+        if s.length[left] == 0:
+            continue                        # merged into its left neighbour since
+        e = pair_entry(m, s, left)
+        if e == NULL or e.rank != (key >> 32):
+            continue                        # stale: the pair changed since the push
+        right = s.next[left]
+        s.length[left] += s.length[right]
+        s.length[right] = 0
+        s.next[left] = s.next[right]
+        if s.next[right] >= 0:
+            s.prev[s.next[right]] = left
+        if add_pair(m, s, s.prev[left]) < 0 or add_pair(m, s, left) < 0:
+            return -1
+    return 0
+
+
+# --------------------------------------------------------------------------- 4. emit
+cdef int emit(const Model* m, Scratch* s, Py_ssize_t count, I32Vec* out) noexcept nogil:
+    """Append the symbols' ids (a run of unknown symbols as one id, without byte fallback)."""
+    cdef int32_t i = 0 if count else -1, pid
+    cdef uint32_t k
+    cdef const Entry* e
+    cdef bint unk, prev_unk = False
+    while i >= 0:
+        e = lookup(m, s.norm + s.start[i], s.length[i])
+        pid = e.id if e != NULL else m.unk_id
+        unk = pid == m.unk_id
+        if unk and m.byte_fallback:
+            for k in range(s.length[i]):
+                if i32_push(out, m.byte_ids[s.norm[s.start[i] + k]], OUT_FIRST) < 0:
+                    return -1
+        elif not (unk and prev_unk):
+            if i32_push(out, pid, OUT_FIRST) < 0:
+                return -1
+        prev_unk = unk
+        i = s.next[i]
+    return 0
+
+
+cdef int encode_piece(const Model* m, Scratch* s, const unsigned char* base, Py_ssize_t n,
+                      I32Vec* out) noexcept nogil:
+    """Symbols, merges and ids of base[:n] (all of the normalized text, or a segment)."""
+    cdef Py_ssize_t count = symbolize(m, s, base, n)
+    if count <= SCAN_MAX:
+        merge_scan(m, s, count)
+    elif merge(m, s, count) < 0:
+        return -1
+    return emit(m, s, count, out)
+
+
+# --------------------------------------------------------------------------- segments
+cdef inline bint is_space_at(const Model* m, const unsigned char* p, Py_ssize_t avail) noexcept nogil:
+    if m.escape_whitespaces:
+        return avail >= 3 and p[0] == 0xE2 and p[1] == 0x96 and p[2] == 0x81
+    return avail >= 1 and p[0] == 32
+
+
+cdef inline bint is_wall(const Model* m, const unsigned char* p) noexcept nogil:
+    """Whether the (valid UTF-8) character at p is a wall (``_spm.pxd``)."""
+    cdef uint32_t c = p[0]
+    if c >= 0x80:
+        if c < 0xE0:
+            c = (c & 0x1F) << 6 | (p[1] & 0x3F)
+        elif c < 0xF0:
+            c = (c & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F)
+        else:
+            c = (c & 0x07) << 18 | (p[1] & 0x3F) << 12 | (p[2] & 0x3F) << 6 | (p[3] & 0x3F)
+    return (m.wall[c >> 3] >> (c & 7)) & 1
+
+
+cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
+    """The end of the segment starting at pos: the next space mark that follows a
+    character which is not one (or n)."""
+    cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
+    cdef bint prev_space
+    if is_wall(m, norm + pos):
+        return pos + char_len(norm[pos])
+    prev_space = is_space_at(m, norm + pos, n - pos)
+    pos += space_len if prev_space else char_len(norm[pos])
+    while pos < n:
+        if is_wall(m, norm + pos):
+            return pos
+        if is_space_at(m, norm + pos, n - pos):
+            if not prev_space:
+                return pos
+            prev_space = True
+            pos += space_len
+        else:
+            prev_space = False
+            pos += char_len(norm[pos])
+    return n
+
+
+cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, Py_ssize_t n,
+                        I32Vec* out) noexcept nogil:
+    """A segment's ids, from the cache when it has them (``_spm.pxd``, "Segments")."""
+    cdef Py_ssize_t first = out.size, k
+    cdef bint after_unk = first > 0 and out.data[first - 1] == m.unk_id and not m.byte_fallback
+    cdef uint64_t h
+    cdef CacheSlot* slot = NULL
+    if n <= CACHE_KEY:
+        if s.cache == NULL:
+            s.cache = <CacheSlot*>calloc(CACHE_SLOTS, sizeof(CacheSlot))
+        if s.cache != NULL:
+            h = fbe_hash(base, n)
+            slot = &s.cache[(h >> 20) & (CACHE_SLOTS - 1)]
+            if slot.hash == h and slot.key_len == n and memcmp(slot.key, base, n) == 0:
+                for k in range(slot.n_ids):
+                    if i32_push(out, slot.ids[k], OUT_FIRST) < 0:
+                        return -1
+                return drop_fused_unk(m, out, first, after_unk)
+    if encode_piece(m, s, base, n, out) < 0:
+        return -1
+    if slot != NULL and out.size - first <= CACHE_IDS:
+        slot.hash = h
+        slot.key_len = <uint32_t>n
+        slot.n_ids = <uint32_t>(out.size - first)
+        memcpy(slot.key, base, n)
+        memcpy(slot.ids, out.data + first, (out.size - first) * sizeof(int32_t))
+    return drop_fused_unk(m, out, first, after_unk)
+
+
+cdef inline int drop_fused_unk(const Model* m, I32Vec* out, Py_ssize_t first, bint after_unk) noexcept nogil:
+    """Without byte fallback, an unknown id right after another is one run: drop it."""
+    if after_unk and out.size > first and out.data[first] == m.unk_id:
+        memmove(out.data + first, out.data + first + 1, (out.size - first - 1) * sizeof(int32_t))
+        out.size -= 1
+    return 0
+
+
+cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ssize_t n,
+                    I32Vec* out) noexcept nogil:
+    cdef Py_ssize_t norm_len, pos = 0, end
+    if n == 0:
+        return 0
+    if scratch_reserve(s, n) < 0:
+        return -1
+    norm_len = normalize(m, text, n, s.norm)
+    if not m.segments_ok:
+        return encode_piece(m, s, s.norm, norm_len, out)
+    while pos < norm_len:
+        end = segment_end(m, s.norm, pos, norm_len)
+        if encode_segment(m, s, s.norm + pos, end - pos, out) < 0:
+            return -1
+        pos = end
+    return 0
+
+
+# --------------------------------------------------------------------------- batches
+cdef struct Job:
+    const Model* model
+    const unsigned char** texts
+    const Py_ssize_t* lengths
+    I32Vec* outs
+    Py_ssize_t first
+    Py_ssize_t last
+    int error
+
+
+cdef void run_one(void* payload, Py_ssize_t j, Py_ssize_t slot, void* state) noexcept nogil:
+    cdef Job* job = &(<Job*>payload)[j]
+    cdef Scratch s
+    cdef Py_ssize_t t
+    memset(&s, 0, sizeof(Scratch))
+    for t in range(job.first, job.last):
+        if spm_encode(job.model, &s, job.texts[t], job.lengths[t], &job.outs[t]) < 0:
+            job.error = 1
+            break
+    scratch_free(&s)
+
+
+cdef list ids_list(const I32Vec* v):
+    cdef list out = PyList_New(v.size)
+    cdef Py_ssize_t i
+    for i in range(v.size):
+        set_item_raw(out, i, long_raw(v.data[i]))    # the list takes the new reference
+    return out
+
+
+def segments_ok(tables):
+    """Whether no piece merges may make has a space mark right after a character that is
+    not one (``_spm.pxd``, "Segments"); never with ``treat_whitespace_as_suffix``.
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec, build_tables
+    >>> segments_ok(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("▁▁a", -1)), TrainerSpec(model_type=2))))
+    True
+    >>> segments_ok(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("a▁", -1)), TrainerSpec(model_type=2))))
+    False
+    """
+    if tables.treat_whitespace_as_suffix:
+        return False
+    space = "\u2581" if tables.escape_whitespaces else " "
+    for piece in tables.pieces:
+        for i in range(1, len(piece)):
+            if piece[i] == space and piece[i - 1] != space:
+                return False
+    return True
+
+
+def walls(tables) -> bytes:
+    """A bitmap of the code points in no piece of two or more characters (``_spm.pxd``):
+    bit ``c % 8`` of byte ``c // 8``.
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec, build_tables
+    >>> bits = walls(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("c", -1)),
+    ...                                    TrainerSpec(model_type=2))))
+    >>> [chr(c) for c in range(97, 101) if bits[c >> 3] >> (c & 7) & 1]
+    ['c', 'd']
+    """
+    bits = bytearray(b"\xff" * (0x110000 // 8))
+    for piece in tables.pieces:
+        if len(piece) > 1:
+            for ch in piece:
+                c = ord(ch)
+                bits[c >> 3] &= ~(1 << (c & 7)) & 0xFF
+    return bytes(bits)
+
+
+cdef class SpmCore:
+    """The native core of ``SentencePieceBPE`` for a model without unused pieces.
+
+    Built from ``fastbpe.reference.sentencepiece.SpmTables``; ``encode(text)`` and
+    ``encode_batch(texts, num_threads)`` take str (valid UTF-8: the caller has fixed
+    lone surrogates) and give what ``fastbpe.reference.sentencepiece.encode`` gives."""
+
+    cdef Model m
+    cdef Scratch scratch          # for encode(): calls hold the GIL, so one is enough
+    cdef readonly object tables
+
+    def __cinit__(self):
+        memset(&self.m, 0, sizeof(Model))
+        memset(&self.scratch, 0, sizeof(Scratch))
+
+    def __init__(self, tables):
+        from fastbpe.reference.sentencepiece import BYTE, UNUSED, byte_piece, piece_id
+
+        if any(kind == UNUSED for kind in tables.types):
+            raise ValueError("the native core does not run models with unused pieces")
+        merge_scores = {tables.scores[i] for i in tables.pieces.values()}
+        if any(x != x for x in merge_scores):
+            raise ValueError("the native core does not run models with NaN scores")
+        ranks = {score: rank for rank, score in enumerate(sorted(merge_scores, reverse=True))}
+        self.tables = tables
+        texts = {}
+        for piece in tables.pieces:
+            texts[piece] = None
+        for piece in tables.reserved:
+            texts[piece] = None
+        user = sorted(tables.user_defined, key=lambda p: (p.encode("utf-8")[0], -len(p.encode("utf-8"))))
+        blobs = [p.encode("utf-8") for p in texts] + [p.encode("utf-8") for p in user]
+        total = sum(len(b) for b in blobs)
+        if total >= 2 ** 31:
+            raise ValueError("the pieces' text is too large")
+        cdef Py_ssize_t size = 1, i, n_pieces = len(texts)
+        while size < 2 * n_pieces + 2:
+            size *= 2
+        self.m.arena = <unsigned char*>malloc(total + 1)
+        self.m.table = <Entry*>calloc(size, sizeof(Entry))
+        self.m.user_off = <uint32_t*>malloc((len(user) + 1) * sizeof(uint32_t))
+        self.m.user_len = <uint32_t*>malloc((len(user) + 1) * sizeof(uint32_t))
+        if self.m.arena == NULL or self.m.table == NULL or self.m.user_off == NULL or self.m.user_len == NULL:
+            raise MemoryError()
+        self.m.mask = size - 1
+        cdef uint32_t off = 0
+        cdef bytes b
+        cdef uint64_t h, slot
+        cdef int32_t merge_id
+        for i, piece in enumerate(texts):
+            b = blobs[i]
+            memcpy(self.m.arena + off, <const char*>b, len(b))
+            merge_id = tables.pieces.get(piece, -1)
+            h = fbe_hash(self.m.arena + off, len(b))
+            slot = h & self.m.mask
+            while self.m.table[slot].len != 0:
+                slot = (slot + 1) & self.m.mask
+            self.m.table[slot].hash = h
+            self.m.table[slot].off = off
+            self.m.table[slot].len = len(b)
+            self.m.table[slot].merge_id = merge_id
+            self.m.table[slot].id = tables.reserved.get(piece, merge_id)
+            self.m.table[slot].score = tables.scores[merge_id] if merge_id >= 0 else 0.0
+            self.m.table[slot].rank = ranks[tables.scores[merge_id]] if merge_id >= 0 else 0
+            off += len(b)
+        cdef int first = 0
+        for i in range(257):
+            self.m.user_first[i] = 0
+        for i, piece in enumerate(user):
+            b = blobs[n_pieces + i]
+            memcpy(self.m.arena + off, <const char*>b, len(b))
+            self.m.user_off[i] = off
+            self.m.user_len[i] = len(b)
+            self.m.user_first[b[0] + 1] += 1
+            self.m.user_start[b[0]] = 1
+            off += len(b)
+        for i in range(256):   # counts -> starts
+            self.m.user_first[i + 1] += self.m.user_first[i]
+        self.m.unk_id = tables.unk_id
+        for i in range(256):
+            self.m.byte_ids[i] = piece_id(byte_piece(i), tables)
+        self.m.byte_fallback = tables.byte_fallback
+        self.m.add_dummy_prefix = tables.add_dummy_prefix
+        self.m.remove_extra_whitespaces = tables.remove_extra_whitespaces
+        self.m.escape_whitespaces = tables.escape_whitespaces
+        self.m.treat_whitespace_as_suffix = tables.treat_whitespace_as_suffix
+        self.m.segments_ok = segments_ok(tables)
+        wall_bits = walls(tables)
+        self.m.wall = <uint8_t*>malloc(len(wall_bits))
+        if self.m.wall == NULL:
+            raise MemoryError()
+        memcpy(self.m.wall, <const char*>wall_bits, len(wall_bits))
+
+    def __dealloc__(self):
+        free(self.m.wall)
+        free(self.m.arena)
+        free(self.m.table)
+        free(self.m.user_off)
+        free(self.m.user_len)
+        scratch_free(&self.scratch)
+
+    def encode(self, str text):
+        cdef Py_ssize_t n
+        cdef const unsigned char* p = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
+        cdef I32Vec out
+        cdef int rc
+        if n > MAX_TEXT_BYTES:
+            raise ValueError(f"text of {n} UTF-8 bytes is too long (at most {MAX_TEXT_BYTES})")
+        cdef Scratch own
+        memset(&out, 0, sizeof(I32Vec))
+        if n > 65536:   # without the GIL, so on a scratch of its own: another thread may call
+            memset(&own, 0, sizeof(Scratch))
+            with nogil:
+                rc = spm_encode(&self.m, &own, p, n, &out)
+                scratch_free(&own)
+        else:           # the shared scratch (and its cache of segments) is used under the GIL only
+            rc = spm_encode(&self.m, &self.scratch, p, n, &out)
+        if rc < 0:
+            free(out.data)
+            raise MemoryError("out of memory while encoding")
+        try:
+            return ids_list(&out)
+        finally:
+            free(out.data)
+
+    def encode_batch(self, list texts, int num_threads):
+        cdef Py_ssize_t n = len(texts), i, total = 0, acc = 0, t
+        cdef int k, n_thr
+        cdef const unsigned char** ptrs = <const unsigned char**>malloc((n + 1) * sizeof(void*))
+        cdef Py_ssize_t* lengths = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
+        cdef I32Vec* outs = <I32Vec*>calloc(n + 1, sizeof(I32Vec))
+        cdef Job* jobs = NULL
+        cdef Runner runner
+        try:
+            if ptrs == NULL or lengths == NULL or outs == NULL:
+                raise MemoryError()
+            for i in range(n):
+                ptrs[i] = <const unsigned char*>PyUnicode_AsUTF8AndSize(texts[i], &lengths[i])
+                if lengths[i] > MAX_TEXT_BYTES:
+                    raise ValueError(f"text {i} of the batch has {lengths[i]} UTF-8 bytes: too long "
+                                     f"(at most {MAX_TEXT_BYTES})")
+                total += lengths[i]
+            n_thr = <int>min(<Py_ssize_t>_batch_threads(num_threads, total), max(n, 1))
+            jobs = <Job*>calloc(n_thr, sizeof(Job))
+            if jobs == NULL:
+                raise MemoryError()
+            t = 0
+            for k in range(n_thr):
+                jobs[k].model = &self.m
+                jobs[k].texts = ptrs
+                jobs[k].lengths = lengths
+                jobs[k].outs = outs
+                jobs[k].first = t
+                if k == n_thr - 1:
+                    t = n
+                else:   # up to about (k + 1) / n_thr of the bytes, at least one text
+                    while t < n and (t == jobs[k].first or acc + lengths[t] <= total * (k + 1) // n_thr):
+                        acc += lengths[t]
+                        t += 1
+                jobs[k].last = t
+            runner.payload = jobs
+            runner.begin = NULL
+            runner.run = run_one
+            runner.end = NULL
+            runner.n_jobs = n_thr
+            runner.notify = False
+            with nogil:
+                run_jobs(&runner, n_thr)
+            for k in range(n_thr):
+                if jobs[k].error:
+                    raise MemoryError("out of memory while encoding")
+            return [ids_list(&outs[i]) for i in range(n)]
+        finally:
+            if outs != NULL:
+                for i in range(n):
+                    free(outs[i].data)
+            free(outs)
+            free(ptrs)
+            free(lengths)
+            free(jobs)

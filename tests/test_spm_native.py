@@ -1,0 +1,141 @@
+"""The native sentencepiece core (``fastbpe._spm``) against its specification, the reference.
+
+Golden cases and hypothesis text on Mistral's files, tiny trained models and random
+hand-made models (spaces inside pieces turn the segment cache off; user-defined pieces,
+ties, no byte fallback), batches on threads, and long inputs staying linear.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastbpe.formats.sentencepiece_model import parse_model
+from fastbpe.reference import sentencepiece as R
+from fastbpe.reference.sentencepiece import (BPE, BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, NormalizerSpec,
+                                             Piece, SpmModel, TrainerSpec)
+
+_spm = pytest.importorskip("fastbpe._spm", reason="the native extensions are not built")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from spm_support import CORPUS, MISTRAL_FILES, TRAINED, random_texts, trained_model  # noqa: E402
+
+TEXT = st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "S", "Z", "Cc")), max_size=80)
+SPACEY = st.text(st.sampled_from(list("ab  \t\n▁çğ中😀☃1[]<>")), max_size=60)
+_CORES: dict = {}
+
+
+def _cores(data: bytes, where: str):
+    if data not in _CORES:
+        tables = R.build_tables(parse_model(data, where), where)
+        _CORES[data] = (_spm.SpmCore(tables), tables)
+    return _CORES[data]
+
+
+def _check(data: bytes, texts: list[str], where: str) -> None:
+    core, tables = _cores(data, where)
+    expected = [R.encode(t, tables) for t in texts]
+    assert [core.encode(t) for t in texts] == expected, where
+    assert core.encode_batch(texts, 2) == expected, where
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+def test_mistral_golden(vocab_file, name):
+    data = vocab_file(name).read_bytes()
+    assert _spm.segments_ok(_cores(data, name)[1])
+    _check(data, CORPUS + random_texts(11, 500) + random_texts(12, 200, "ab ▁☃\n"), name)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+@settings(max_examples=200)
+@given(text=TEXT | SPACEY)
+def test_mistral_hypothesis(vocab_file, name, text):
+    _check(vocab_file(name).read_bytes(), [text, text + text], name)
+
+
+@pytest.mark.parametrize("name", sorted(TRAINED))
+def test_trained(name):
+    _check(trained_model(name), CORPUS + random_texts(13, 300), name)
+
+
+@pytest.mark.parametrize("name", sorted(TRAINED))
+@settings(max_examples=60)
+@given(text=TEXT | SPACEY)
+def test_trained_hypothesis(name, text):
+    _check(trained_model(name), [text], name)
+
+
+PIECE_TEXT = st.text(st.sampled_from(list("ab▁c中 ")), min_size=1, max_size=4)
+
+
+@st.composite
+def hand_made(draw):
+    texts = [x for x in draw(st.lists(PIECE_TEXT, min_size=1, max_size=25, unique=True))]
+    byte_fallback = draw(st.booleans())
+    head = [Piece("<unk>", 0.0, UNKNOWN), Piece("<s>", 0.0, CONTROL)]
+    if byte_fallback:
+        head += [Piece(R.byte_piece(b), 0.0, BYTE) for b in range(0, 256, draw(st.sampled_from([1, 3])))]
+    pieces = [Piece(x, float(draw(st.integers(-4, 0))), draw(st.sampled_from([NORMAL] * 6 + [USER_DEFINED])))
+              for x in texts]
+    spec = NormalizerSpec("identity", b"", draw(st.booleans()), draw(st.booleans()), draw(st.booleans()))
+    trainer = TrainerSpec(model_type=BPE, byte_fallback=byte_fallback, treat_whitespace_as_suffix=draw(st.booleans()))
+    return SpmModel(tuple(head + pieces), trainer, spec)
+
+
+@settings(max_examples=400)
+@given(model=hand_made(), texts=st.lists(st.text(st.sampled_from(list("ab▁c中 d\n")), max_size=30), max_size=6))
+def test_hand_made(model, texts):
+    tables = R.build_tables(model)
+    core = _spm.SpmCore(tables)
+    expected = [R.encode(t, tables) for t in texts]
+    assert [core.encode(t) for t in texts] == expected
+    assert [core.encode(t) for t in texts] == expected      # again: from the segment cache
+    assert core.encode_batch(texts, 3) == expected
+
+
+def test_segments_rule():
+    def tables(*pieces):
+        return R.build_tables(SpmModel((Piece("<unk>", 0.0, UNKNOWN),) + pieces, TrainerSpec(model_type=BPE)))
+
+    assert _spm.segments_ok(tables(Piece("▁▁a"), Piece("▁x")))
+    assert not _spm.segments_ok(tables(Piece("a▁b")))
+    assert not _spm.segments_ok(tables(Piece("[u▁]", 0.0, USER_DEFINED)))
+
+
+def test_unused_pieces_stay_on_the_reference():
+    from fastbpe.spm import SentencePieceBPE
+
+    model = SpmModel((Piece("<unk>", 0.0, UNKNOWN), Piece("a"), Piece("ab", 0.0, 5)), TrainerSpec(model_type=BPE))
+    with pytest.raises(ValueError, match="unused"):
+        _spm.SpmCore(R.build_tables(model))
+    tok = SentencePieceBPE(model)
+    assert "unused" in tok.native_reason and tok.encode_ordinary("ab") == R.encode("ab", tok._tables)
+
+
+def test_long_line_is_not_quadratic(vocab_file):
+    """A line without spaces is one sequence of merges: 5x the text must not cost 25x
+    (quadratic); the bound (12x) is loose for a loaded machine's noise.
+    (The issue's bound, 10 MB <= 12x the time of 1 MB, is measured by
+    benchmarks/spm_peers.py --long: too slow for a unit test.)"""
+    import random
+
+    data = vocab_file(MISTRAL_FILES[0]).read_bytes()
+    core, tables = _cores(data, "v1")
+    rng = random.Random(0)
+    big = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(1_000_000))
+    small = big[:200_000]
+    assert core.encode(small[:5000]) == R.encode(small[:5000], tables)
+
+    def best(text):
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            core.encode(text)
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    assert best(big) <= 12 * best(small)
