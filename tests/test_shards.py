@@ -704,3 +704,21 @@ def test_the_content_sample_is_for_local_files(tmp_path):
         fh.write(b"one\ntwo\n")
     remote = Corpus.resolve("memory://fastbpe-test/a.txt").plan()[0].key()
     assert "sample" not in remote and remote["size"] == 8
+
+
+def test_identity_of_a_tokenizer_json_covers_its_merge_rule(tmp_path):
+    """Two tokenizer.json files with one vocabulary but another merge rule
+    (``ignore_merges``) give other ids, so their shards must not pass for each other."""
+    base = fastbpe.train_bpe(documents=["low lower lowest newest widest"] * 20, vocab_size=280,
+                             special_tokens=["<|endoftext|>"], progress=False)
+    path = tmp_path / "tok.json"
+    base.save(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rank = fastbpe.load(path)
+    data["model"]["ignore_merges"] = False
+    (tmp_path / "merges.json").write_text(json.dumps(data), encoding="utf-8")
+    pipeline = fastbpe.load(tmp_path / "merges.json")
+    assert (rank.engine, pipeline.engine) == ("rank", "pipeline")
+    # the rank engine is the trained encoding's identity; the pipeline's is its own
+    assert shards.tokenizer_identity(rank)["sha256"] == shards.tokenizer_identity(base)["sha256"]
+    assert shards.tokenizer_identity(pipeline)["sha256"] != shards.tokenizer_identity(rank)["sha256"]
