@@ -582,8 +582,8 @@ def check_manifest(manifest, source: str) -> dict:
                          f"(format {_show(manifest.get('format'))}, version {_show(manifest.get('version'))})")
     tok = _field(manifest, "tokenizer", dict, "", source)
     _field(tok, "name", str, "tokenizer", source)
-    if _field(tok, "kind", str, "tokenizer", source) not in ("bpe", "wordpiece"):
-        raise ValueError(f"{source}: tokenizer.kind is {_show(tok['kind'])}, not \"bpe\" or \"wordpiece\"")
+    if _field(tok, "kind", str, "tokenizer", source) not in ("bpe", "wordpiece", "sentencepiece"):
+        raise ValueError(f"{source}: tokenizer.kind is {_show(tok['kind'])}, not \"bpe\", \"wordpiece\" or \"sentencepiece\"")
     n_vocab = _count(tok, "n_vocab", "tokenizer", source)
     _digest(tok, "sha256", "tokenizer", source)
     dtype = _field(manifest, "dtype", str, "", source)

@@ -105,12 +105,3 @@ def test_unknown_rank_file_with_a_pattern_or_a_model(unknown_file):
 def test_model_is_only_for_rank_files(vocab_file):
     with pytest.raises(ValueError, match="model= names the meaning of a rank file"):
         fastbpe.load(vocab_file("gpt2.tokenizer.json"), model="llama3")
-
-
-def test_sentencepiece_model_is_refused_by_name(vocab_file, tmp_path):
-    import shutil
-
-    target = tmp_path / "tokenizer.model"
-    shutil.copy(vocab_file("mistral/tokenizer.model.v1"), target)
-    with pytest.raises(ValueError, match="SentencePiece .model files are not supported"):
-        fastbpe.load(target)

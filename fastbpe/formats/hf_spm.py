@@ -20,13 +20,17 @@ from ._hfjson import added_token_ids, check_added_tokens, check_vocab, expect, f
 
 
 def is_spm_json(data: dict) -> bool:
-    """A BPE tokenizer.json in sentencepiece's style: byte fallback, or ``▁`` spaces."""
+    """A BPE tokenizer.json in sentencepiece's style: byte fallback, or ``▁`` spaces,
+    and no ByteLevel step (a byte-level file with a Prepend normalizer is HF's
+    byte-level pipeline, read by ``hf_pipeline``)."""
     model = data.get("model")
     if not isinstance(model, dict) or model.get("type") != "BPE":
         return False
     if model.get("byte_fallback"):
         return True
     parts = _steps(data.get("normalizer")) + _steps(data.get("pre_tokenizer"))
+    if any(isinstance(p, dict) and p.get("type") == "ByteLevel" for p in parts):
+        return False
     return any(isinstance(p, dict) and p.get("type") in ("Prepend", "Metaspace") for p in parts)
 
 
