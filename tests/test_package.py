@@ -61,7 +61,7 @@ def test_license_metadata_is_pep_639():
     import tomllib
     from pathlib import Path
 
-    root = Path(fastbpe.__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[1]  # the checkout, also when fastbpe is installed
     meta = tomllib.loads((root / "pyproject.toml").read_text())
     assert meta["project"]["license"] == "MIT"
     assert meta["project"]["license-files"] == ["LICENSE", "fastbpe/vocab/LICENSE"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import tempfile
 import shutil
 import urllib.error
 import urllib.request
@@ -78,7 +79,8 @@ def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c():
 
     pkg_parent = os.path.dirname(os.path.dirname(fastbpe.__file__))
     proc = subprocess.Popen([sys.executable, "-m", "fastbpe", "serve", "-t", "gpt2"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=pkg_parent))
+                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=pkg_parent),
+                            cwd=tempfile.gettempdir())  # not the checkout: its unbuilt fastbpe/ would shadow an install
     try:
         line = proc.stdout.readline().decode()
         assert line.startswith("fastbpe view: http://127.0.0.1:") and "(gpt2)" in line, proc.stderr.read()
