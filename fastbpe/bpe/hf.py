@@ -341,6 +341,13 @@ class PipelineCore(ReferenceCoreBPE):
         self._native_words = _MergeList([vocab[c] for c in chars], lefts, rights, news, whole, _CACHE_WORDS)
         self._split = _raw_splitter(pipeline.pre_tokenizer)
         self._words = self._native_words.encode_pieces
+        pattern = getattr(self._split, "pattern", None)
+        if pattern is not None:  # split offsets straight into the merges: no list of pieces
+            self._encode_text = functools.partial(_split_and_merge, pattern, self._native_words.encode_split)
+
+    def _encode_text(self, text: str, out: list[int] | None = None) -> list[int]:
+        """The ids of a piece of text between added tokens (normalized already)."""
+        return self._words(self._split(text), out)
 
     # encoding --------------------------------------------------------------------
     def encode_ordinary(self, text: str) -> list[int]:
@@ -353,14 +360,14 @@ class PipelineCore(ReferenceCoreBPE):
             text = fix_surrogates(text)
         raw, normalized = self._matcher(allowed_special)
         if not raw and not normalized and self._p.normalizer is None:
-            return self._words(self._split(text))
+            return self._encode_text(text)
         ids: list[int] = []
-        normalizer, split, words = self._p.normalizer, self._split, self._words
+        normalizer, encode_text = self._p.normalizer, self._encode_text
         for piece, token in hf.split_added(text, raw, normalized, normalizer):
             if token is not None:
                 ids.append(self._ids[token])
             else:
-                words(split(piece), ids)
+                encode_text(piece, ids)
         return ids
 
     def _python_words(self, words: list[str], out: list[int] | None = None) -> list[int]:
@@ -492,6 +499,13 @@ def _native_splitter(regexes: tuple[str, ...]):
         return out
     split.pattern = pattern
     return split
+
+
+def _split_and_merge(pattern, encode_split, text: str, out: list[int] | None = None) -> list[int]:
+    """The ids of ``text`` by the native split program of ``pattern`` and the native
+    merge list (``MergeList.encode_split``)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return encode_split(data, _split_offsets(data, pattern, gaps=True), out)
 
 
 def _is_isolated_regex(step: dict) -> bool:

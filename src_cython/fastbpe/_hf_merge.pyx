@@ -9,12 +9,12 @@ in ``fastbpe.reference.hf``). The pairs live in an open-addressing table
 O(n log n), never quadratic time. Each word's ids are cached (a dict keyed by the
 piece), as HF caches them, so recurring words cost one lookup.
 """
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromUnsignedLong
 from cpython.ref cimport Py_INCREF, PyObject
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
@@ -236,4 +236,27 @@ cdef class MergeList:
             if type(piece) is not str and type(piece) is not bytes:
                 raise TypeError(f"pieces must be str or bytes, not {type(piece).__name__}")
             out.extend(self.word(piece))
+        return out
+
+    def encode_split(self, bytes data, const int64_t[::1] ends, list out=None):
+        """The ids of the pieces ``data[ends[i - 1]:ends[i]]`` (the end offsets
+        ``_pretokenize.split_offsets`` returns), appended to ``out``: ``encode_pieces``
+        without a Python list of pieces between the splitter and the merges. ``ends``
+        must rise from 0 to at most ``len(data)`` (ValueError naming the position).
+
+        >>> import numpy as np
+        >>> m = MergeList(list(range(256)), [97, 256], [98, 99], [256, 257])
+        >>> m.encode_split(b"abcca", np.array([3, 4, 5]))
+        [257, 99, 97]
+        """
+        cdef Py_ssize_t i, a = 0, b, n = PyBytes_GET_SIZE(data)
+        cdef const char* s = PyBytes_AS_STRING(data)
+        if out is None:
+            out = []
+        for i in range(ends.shape[0]):
+            b = <Py_ssize_t>ends[i]
+            if b < a or b > n:
+                raise ValueError(f"ends[{i}] = {b} is not in [{a}, {n}]: the ends must rise within the data")
+            out += self.word(PyBytes_FromStringAndSize(s + a, b - a))
+            a = b
         return out
