@@ -245,6 +245,22 @@ def test_encode_split_equals_encode_pieces(data, cuts):
     assert native.encode_split(data, np.array(ends, dtype=np.int64), [7]) == [7] + native.encode_pieces(pieces)
 
 
+def test_encode_split_table_overwrites_stay_exact():
+    """More distinct short words than the native word table has slots: words evict
+    each other, and every id still equals ``encode_pieces``'."""
+    import numpy as np
+
+    from fastbpe._hf_merge import MergeList
+
+    native = MergeList(list(range(256)), [97, 256, 98], [98, 99, 98], [256, 257, 258])
+    words = [f"ab{i}bbc{i % 7}".encode() for i in range(100_000)] + [b"x" * 30, b"ab" * 11]
+    data = b"".join(words)
+    ends = np.cumsum([len(w) for w in words], dtype=np.int64)
+    want = native.encode_pieces(words)
+    assert native.encode_split(data, ends) == want
+    assert native.encode_split(data, ends) == want  # hits, misses and evictions again
+
+
 @pytest.mark.parametrize("ends", [[3, 2], [5], [-1]])
 def test_encode_split_refuses_bad_ends(ends):
     import numpy as np
