@@ -4,7 +4,9 @@ The documents are distinct text: the standard library's sources cut in 2,000-cha
 pieces, plus the multilingual test corpus (``tests/open_corpus.py``). Ids are checked
 equal first (50 documents). "cold" is the first pass (every word merged once), "warm"
 the second (words cached). HF runs ``encode`` per document and ``encode_batch`` with
-``RAYON_NUM_THREADS=1``.
+``RAYON_NUM_THREADS=1``; gigatoken (when installed, a peer; its ids checked first too)
+``encode`` per document. The issue's targets are printed per file: fastbpe warm over HF
+per-doc (>= 10x) and over fastbpe's own cl100k_base on the same text (>= 0.9x).
 
     FASTBPE_TEST_VOCAB_DIR=../shared/vocab python benchmarks/hf_pipeline_speed.py
 """
@@ -21,6 +23,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import fastbpe  # noqa: E402
 import tokenizers  # noqa: E402
+
+try:
+    import gigatoken  # noqa: E402
+except ImportError:  # the peer is optional
+    gigatoken = None
 from open_corpus import documents  # noqa: E402
 
 VOCAB = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
@@ -44,6 +51,10 @@ def main() -> None:
         fn()
         return n / (time.perf_counter() - t) / 1e6
 
+    cl100k = fastbpe.get_encoding("cl100k_base")
+    [cl100k.encode_ordinary(d) for d in docs]
+    own = rate(lambda: [cl100k.encode_ordinary(d) for d in docs])
+    print(f"fastbpe cl100k_base on the same text (warm): {own:.1f} MB/s", flush=True)
     for name, rel in FILES:
         if not (VOCAB / rel).exists():
             print(f"{name}: {VOCAB / rel} not found, skipped")
@@ -64,6 +75,19 @@ def main() -> None:
             per_doc = rate(lambda: [hf.encode(d, add_special_tokens=False).ids for d in docs])
             batch = rate(lambda: hf.encode_batch(docs, add_special_tokens=False))
             line += f" | HF load {hf_load:4.2f}s per-doc {per_doc:5.1f} batch {batch:5.1f} MB/s"
+            if gigatoken is not None:
+                try:
+                    giga = gigatoken.Tokenizer(str(VOCAB / rel))
+                except Exception as e:  # noqa: BLE001 - a peer that refuses the file is reported
+                    giga = None
+                    line += f" | gigatoken refuses ({str(e).splitlines()[0][:40]})"
+                if giga is None:
+                    pass
+                elif [list(giga.encode(d)) for d in docs[:50]] == [enc.encode_ordinary(d) for d in docs[:50]]:
+                    line += f" | gigatoken {rate(lambda: [giga.encode(d) for d in docs]):6.1f} MB/s"
+                else:
+                    line += " | gigatoken ids differ"
+            line += f" | warm/HF {warm / per_doc:4.1f}x warm/cl100k {warm / own:4.2f}x"
         print(line, flush=True)
 
 

@@ -230,6 +230,47 @@ def test_native_and_heap_merges_equal_the_reference(ids, pairs):
     assert native.encode_pieces([bytes(ids)]) == want
 
 
+@settings(max_examples=200)
+@given(data=st.binary(max_size=40), cuts=st.sets(st.integers(1, 40), max_size=10))
+def test_encode_split_equals_encode_pieces(data, cuts):
+    """``encode_split`` (pieces as end offsets) gives ``encode_pieces``' ids."""
+    import numpy as np
+
+    from fastbpe._hf_merge import MergeList
+
+    native = MergeList(list(range(256)), [97, 256, 98], [98, 99, 98], [256, 257, 258])
+    ends = sorted(c for c in cuts if c < len(data)) + ([len(data)] if data else [])
+    pieces = [data[a:b] for a, b in zip([0] + ends, ends)]
+    assert native.encode_split(data, np.array(ends, dtype=np.int64)) == native.encode_pieces(pieces)
+    assert native.encode_split(data, np.array(ends, dtype=np.int64), [7]) == [7] + native.encode_pieces(pieces)
+
+
+def test_encode_split_table_overwrites_stay_exact():
+    """More distinct short words than the native word table has slots: words evict
+    each other, and every id still equals ``encode_pieces``'."""
+    import numpy as np
+
+    from fastbpe._hf_merge import MergeList
+
+    native = MergeList(list(range(256)), [97, 256, 98], [98, 99, 98], [256, 257, 258])
+    words = [f"ab{i}bbc{i % 7}".encode() for i in range(100_000)] + [b"x" * 30, b"ab" * 11]
+    data = b"".join(words)
+    ends = np.cumsum([len(w) for w in words], dtype=np.int64)
+    want = native.encode_pieces(words)
+    assert native.encode_split(data, ends) == want
+    assert native.encode_split(data, ends) == want  # hits, misses and evictions again
+
+
+@pytest.mark.parametrize("ends", [[3, 2], [5], [-1]])
+def test_encode_split_refuses_bad_ends(ends):
+    import numpy as np
+
+    from fastbpe._hf_merge import MergeList
+
+    with pytest.raises(ValueError, match="ends"):
+        MergeList(list(range(256)), [], [], []).encode_split(b"abcd", np.array(ends, dtype=np.int64))
+
+
 def test_a_long_word_is_not_quadratic():
     from fastbpe._hf_merge import MergeList
 

@@ -180,3 +180,30 @@ def test_every_code_point_equals_hf(vocab_file):
         ours, _, plain = _load(vocab_file, name)
         want = [e.ids for e in plain.encode_batch(blocks, add_special_tokens=False)]
         assert ours.encode_ordinary_batch(blocks) == want, name
+
+
+# ----------------------------------------------------------------- native splitting (issue 38, speed)
+def test_the_pipeline_splits_natively(model):
+    """The open models' Split chains compile to split programs: no ``regex`` per text."""
+    ours, _, _ = model
+    assert ours.engine == "pipeline"
+    assert ours._split_engine == "program"
+
+
+def test_tekken_splits_natively(vocab_file):
+    assert fastbpe.load(vocab_file("mistral/tekken_240911.json"))._split_engine == "program"
+
+
+@settings(max_examples=200)
+@given(text=st.text(max_size=200))
+def test_native_split_equals_the_regex_chain(vocab_file, text):
+    """The native pieces are the ``regex`` chain's (``_isolated_chain``), as UTF-8."""
+    from fastbpe.bpe.hf import _isolated_chain
+    from fastbpe.reference import hf as ref
+
+    text = text.encode("utf-8", "replace").decode("utf-8")  # the core fixes surrogates first
+    for name in FILES:
+        ours, _, _ = _load(vocab_file, name)
+        split = ours._core_bpe._split
+        chain = _isolated_chain([ref._compiled(p) for p in (split.pattern if isinstance(split.pattern, tuple) else (split.pattern,))])
+        assert split(text) == [p.encode("utf-8") for p in chain(text)], name

@@ -45,6 +45,11 @@ try:
     from .._hf_merge import MergeList as _MergeList
 except ImportError:  # pragma: no cover - the pure-Python words serve
     _MergeList = None
+try:
+    from .._pretokenize import pattern_id as _pattern_id
+    from .._pretokenize import split_offsets as _split_offsets
+except ImportError:  # pragma: no cover - the regex splitters serve
+    _pattern_id = _split_offsets = None
 
 #: Patterns that match every character, so Split(Isolated) leaves no gap to add: the
 #: built-in ones and the open models' (their HF forms, as ``hf_pipeline`` reads them).
@@ -115,6 +120,14 @@ class HFEncoding(Encoding):
             else:
                 strings.append(self._vocab_by_id[t])
         return hf.decode(self._pipeline.decoder, strings)
+
+    @property
+    def _split_engine(self) -> str:
+        """``Encoding._split_engine``; on the pipeline engine, what splits the pieces
+        the merge list takes: "program" (a native split program) or "regex"."""
+        if self.engine == "rank":
+            return super()._split_engine
+        return "program" if hasattr(self._core_bpe._split, "pattern") else "regex"
 
     @property
     def pipeline(self) -> HFPipeline:
@@ -340,6 +353,13 @@ class PipelineCore(ReferenceCoreBPE):
         self._native_words = _MergeList([vocab[c] for c in chars], lefts, rights, news, whole, _CACHE_WORDS)
         self._split = _raw_splitter(pipeline.pre_tokenizer)
         self._words = self._native_words.encode_pieces
+        pattern = getattr(self._split, "pattern", None)
+        if pattern is not None:  # split offsets straight into the merges: no list of pieces
+            self._encode_text = functools.partial(_split_and_merge, pattern, self._native_words.encode_split)
+
+    def _encode_text(self, text: str, out: list[int] | None = None) -> list[int]:
+        """The ids of a piece of text between added tokens (normalized already)."""
+        return self._words(self._split(text), out)
 
     # encoding --------------------------------------------------------------------
     def encode_ordinary(self, text: str) -> list[int]:
@@ -352,14 +372,14 @@ class PipelineCore(ReferenceCoreBPE):
             text = fix_surrogates(text)
         raw, normalized = self._matcher(allowed_special)
         if not raw and not normalized and self._p.normalizer is None:
-            return self._words(self._split(text))
+            return self._encode_text(text)
         ids: list[int] = []
-        normalizer, split, words = self._p.normalizer, self._split, self._words
+        normalizer, encode_text = self._p.normalizer, self._encode_text
         for piece, token in hf.split_added(text, raw, normalized, normalizer):
             if token is not None:
                 ids.append(self._ids[token])
             else:
-                words(split(piece), ids)
+                encode_text(piece, ids)
         return ids
 
     def _python_words(self, words: list[str], out: list[int] | None = None) -> list[int]:
@@ -456,6 +476,10 @@ def _raw_splitter(pre: dict):
             before.append({"type": "Split", "pattern": {"Regex": hf.BYTELEVEL_REGEX}, "behavior": "Isolated", "invert": False})
         if not before:
             return lambda text: [text] if text else []
+        if all(_is_isolated_regex(s) for s in before):
+            native = _native_splitter(tuple(s["pattern"]["Regex"] for s in before))
+            if native is not None:
+                return native
         if len(before) == 1 and _is_total_split(before[0]):
             return hf._compiled(before[0]["pattern"]["Regex"]).findall
         if all(_is_isolated_regex(s) for s in before):
@@ -464,6 +488,36 @@ def _raw_splitter(pre: dict):
         return lambda text: [p for p in hf.pre_tokenize_piece(seq, text) if p]
     to_bytes = str.maketrans({c: chr(b) for b, c in enumerate(hf._byte_chars())})
     return lambda text: [w.translate(to_bytes).encode("latin-1") for w in hf.pre_tokenize(pre, text)]
+
+
+def _native_splitter(regexes: tuple[str, ...]):
+    """``text -> pieces`` (UTF-8 bytes) by the native split program of these Isolated
+    Splits in sequence (``_pretokenize.pattern_id``: one regex with ``gaps``, HF's
+    unmatched text kept as pieces; several as one sequence program), else None (the
+    ``regex`` chain serves). The pieces stay bytes: the merge list takes them as they
+    are, with no decode and re-encode."""
+    if _split_offsets is None:  # pragma: no cover - the regex chain serves
+        return None
+    pattern = regexes[0] if len(regexes) == 1 else regexes
+    if _pattern_id(pattern, gaps=True) < 0:
+        return None
+
+    def split(text: str) -> list[bytes]:
+        data = text.encode("utf-8", "surrogatepass")
+        a, out = 0, []
+        for b in _split_offsets(data, pattern, gaps=True).tolist():
+            out.append(data[a:b])
+            a = b
+        return out
+    split.pattern = pattern
+    return split
+
+
+def _split_and_merge(pattern, encode_split, text: str, out: list[int] | None = None) -> list[int]:
+    """The ids of ``text`` by the native split program of ``pattern`` and the native
+    merge list (``MergeList.encode_split``)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return encode_split(data, _split_offsets(data, pattern, gaps=True), out)
 
 
 def _is_isolated_regex(step: dict) -> bool:

@@ -7,16 +7,19 @@ in ``fastbpe.reference.hf``). The pairs live in an open-addressing table
 ``(left id, right id) -> (rank, new id)``; a word is merged with a binary heap of
 ``rank << 32 | position`` over a linked list of its symbols, so a long word costs
 O(n log n), never quadratic time. Each word's ids are cached (a dict keyed by the
-piece), as HF caches them, so recurring words cost one lookup.
+piece), as HF caches them, so recurring words cost one lookup. ``encode_split`` (a
+text's split offsets -> ids) looks short words up first in a direct-mapped native table
+(65,536 slots, ~3.4 MB, made at its first call; a word's bytes are compared in full, a
+new word overwrites the slot), which saves a bytes object and a dict lookup per word.
 """
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromUnsignedLong
 from cpython.ref cimport Py_INCREF, PyObject
-from libc.stdint cimport uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
-from libc.string cimport memset
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcmp, memcpy, memset
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
@@ -24,6 +27,21 @@ cdef extern from "Python.h":
 
 cdef uint64_t LOW32 = 0xFFFFFFFFUL
 cdef uint32_t REMOVED = 0xFFFFFFFFUL     # a symbol merged into its left neighbour
+
+
+cdef enum:
+    WORD_BYTES = 22      # words up to this many bytes are kept in the native word table
+    WORD_IDS = 7         # ... when they merge to at most this many ids
+    WORD_SLOTS = 1 << 16 # direct-mapped: a word overwrites the one in its slot
+
+
+cdef struct WordSlot:
+    # One cached short word (``encode_split``'s table, in front of the dict cache):
+    # its bytes and ids, found by hash, the bytes compared in full.
+    uint8_t nbytes      # 0: empty (an empty piece is never cached)
+    uint8_t nids
+    unsigned char key[WORD_BYTES]
+    uint32_t ids[WORD_IDS]
 
 
 cdef struct PairSlot:
@@ -91,12 +109,15 @@ cdef class MergeList:
     cdef dict cache
     cdef object whole
     cdef Py_ssize_t cache_limit
+    cdef WordSlot* words
 
     def __cinit__(self):
         self.slots = NULL
+        self.words = NULL
 
     def __dealloc__(self):
         free(self.slots)
+        free(self.words)
 
     def __init__(self, byte_ids, lefts, rights, new_ids, whole=None, Py_ssize_t cache_limit=200_000):
         cdef Py_ssize_t i, n = len(lefts), size = 16
@@ -236,4 +257,57 @@ cdef class MergeList:
             if type(piece) is not str and type(piece) is not bytes:
                 raise TypeError(f"pieces must be str or bytes, not {type(piece).__name__}")
             out.extend(self.word(piece))
+        return out
+
+    cdef int _cached_ids(self, const unsigned char* s, Py_ssize_t n, list out) except -1:
+        """Append the ids of the word s[:n] to out: from the native word table when it
+        is there, else by ``word`` (dict cache, merges), kept in the table when short."""
+        cdef uint64_t h = 0xcbf29ce484222325UL
+        cdef Py_ssize_t i
+        cdef WordSlot* w
+        cdef list ids
+        for i in range(n):
+            h = (h ^ s[i]) * <uint64_t>0x100000001b3UL
+        w = &self.words[_mix(h) & (WORD_SLOTS - 1)]
+        if w.nbytes == n and memcmp(w.key, s, n) == 0:
+            for i in range(w.nids):
+                out.append(PyLong_FromUnsignedLong(w.ids[i]))
+            return 0
+        ids = self.word(PyBytes_FromStringAndSize(<const char*>s, n))
+        out += ids
+        if n <= WORD_BYTES and len(ids) <= WORD_IDS:
+            w.nbytes = <uint8_t>n
+            memcpy(w.key, s, n)
+            w.nids = <uint8_t>len(ids)
+            for i in range(w.nids):
+                w.ids[i] = <uint32_t>ids[i]
+        return 0
+
+    def encode_split(self, bytes data, const int64_t[::1] ends, list out=None):
+        """The ids of the pieces ``data[ends[i - 1]:ends[i]]`` (the end offsets
+        ``_pretokenize.split_offsets`` returns), appended to ``out``: ``encode_pieces``
+        without a Python list of pieces between the splitter and the merges, short
+        words looked up in a native table before the dict. ``ends`` must rise from 0
+        to at most ``len(data)`` (ValueError naming the position).
+
+        >>> import numpy as np
+        >>> m = MergeList(list(range(256)), [97, 256], [98, 99], [256, 257])
+        >>> m.encode_split(b"abcca", np.array([3, 4, 5]))
+        [257, 99, 97]
+        """
+        cdef Py_ssize_t i, a = 0, b, n = PyBytes_GET_SIZE(data)
+        cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(data)
+        if out is None:
+            out = []
+        if self.words == NULL:
+            self.words = <WordSlot*>calloc(WORD_SLOTS, sizeof(WordSlot))
+            if self.words == NULL:
+                raise MemoryError()
+        for i in range(ends.shape[0]):
+            b = <Py_ssize_t>ends[i]
+            if b < a or b > n:
+                raise ValueError(f"ends[{i}] = {b} is not in [{a}, {n}]: the ends must rise within the data")
+            if b > a:
+                self._cached_ids(s + a, b - a, out)
+            a = b
         return out

@@ -43,7 +43,7 @@ from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
-from fastbpe._split_program cimport program_chunk_end
+from fastbpe._split_program cimport ProgramScan, program_chunk_end, program_chunk_end_scan, program_scan_reset
 from fastbpe._split_program import program_slot as _program_slot
 from fastbpe._split_program import sequence_slot as _sequence_slot
 from fastbpe.reference import patterns as _patterns
@@ -637,7 +637,9 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
     cdef cnp.int64_t* ends = ends_ptr[0]
     cdef cnp.int64_t* grown
     cdef FbpeWin win
+    cdef ProgramScan scan
     fbpe_win_reset(&win)
+    program_scan_reset(&scan)
     while pos < n:
         if count == cap:
             cap = cap * 2 + 16
@@ -647,8 +649,12 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
             ends = ends_ptr[0] = grown
             cap_ptr[0] = cap
         # (the scalar splitter directly for the other patterns: a tighter loop)
-        pos = (split_next(&win, pid, t, pos, n) if window and fbpe_win_pattern(pid)
-               else next_chunk_end(pid, t, pos, n))
+        if window and fbpe_win_pattern(pid):
+            pos = split_next(&win, pid, t, pos, n)
+        elif pid >= SPLIT_PROGRAM:  # the scan keeps a sequence's outer pieces
+            pos = program_chunk_end_scan(pid - SPLIT_PROGRAM, t, pos, n, &scan)
+        else:
+            pos = next_chunk_end(pid, t, pos, n)
         ends[count] = pos
         count += 1
     return count

@@ -16,3 +16,16 @@ cdef enum:
 # regex's `$` matches. `slot` must come from program_slot. Thread-safe.
 cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_t start,
                                   Py_ssize_t end) noexcept nogil
+
+
+# The same, for a scan: the starts passed with one ProgramScan rise (a caller splitting
+# one text front to back, program_scan_reset before it). The scan keeps each outer
+# level's piece of a sequence program (HF's Splits in a Sequence), so a long piece is
+# scanned once, not once per chunk in it (which was quadratic in its length).
+ctypedef struct ProgramScan:
+    Py_ssize_t bound[8]    # the end the level's piece was found within (-1: none)
+    Py_ssize_t end[8]      # where that piece ends
+
+cdef void program_scan_reset(ProgramScan* scan) noexcept nogil
+cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_ssize_t start,
+                                       Py_ssize_t end, ProgramScan* scan) noexcept nogil

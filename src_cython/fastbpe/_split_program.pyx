@@ -199,21 +199,29 @@ cdef Py_ssize_t _match(const Prog* g, const Item* it, int n, const unsigned char
 
 
 cdef Py_ssize_t _outer_end(const Prog* g, const unsigned char* t, Py_ssize_t p,
-                           Py_ssize_t end) noexcept nogil:
+                           Py_ssize_t end, ProgramScan* scan) noexcept nogil:
     """The end of the innermost piece that holds p, through the outer levels: each
     level's piece from p is the rest of the run of its X (at most k chars), or of
-    non-X chars (Corollary 5 of fastbpe.reference.split_program)."""
+    non-X chars (Corollary 5 of fastbpe.reference.split_program). With a scan (rising
+    starts), a level's run of non-X chars or unbounded X run found from an earlier
+    start within the same bound is one class from that start to its end, so from any
+    p before its end the rest of the run ends there too: taken, not scanned again."""
     cdef const Prog* o
     cdef Py_ssize_t q, w
     cdef uint32_t mask
     cdef int32_t count, k
     cdef int i
+    cdef bint x
     for i in range(g.n_outer):
+        if scan != NULL and scan.bound[i] == end and p < scan.end[i]:
+            end = scan.end[i]
+            continue
         o = <const Prog*>g.outer[i]
         mask = g.outer_mask[i]
         k = g.outer_k[i]
         q = p
-        if _atoms_at(o, t, q, end, &w) & mask:
+        x = (_atoms_at(o, t, q, end, &w) & mask) != 0
+        if x:
             count = 0
             while q < end and count != k and (_atoms_at(o, t, q, end, &w) & mask):
                 q += w
@@ -221,12 +229,27 @@ cdef Py_ssize_t _outer_end(const Prog* g, const unsigned char* t, Py_ssize_t p,
         else:
             while q < end and not (_atoms_at(o, t, q, end, &w) & mask):
                 q += w
+        if scan != NULL:
+            scan.bound[i] = end if (not x or k < 0) else -1
+            scan.end[i] = q
         end = q
     return end
 
 
+cdef void program_scan_reset(ProgramScan* scan) noexcept nogil:
+    cdef int i
+    for i in range(MAX_OUTER):
+        scan.bound[i] = -1
+        scan.end[i] = -1
+
+
 cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_t start,
                                   Py_ssize_t end) noexcept nogil:
+    return program_chunk_end_scan(slot, text, start, end, NULL)
+
+
+cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_ssize_t start,
+                                       Py_ssize_t end, ProgramScan* scan) noexcept nogil:
     cdef const Prog* g = _programs[slot]
     cdef const Branch* br
     cdef const Item* it
@@ -235,7 +258,7 @@ cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_
     cdef uint32_t m
     cdef int b, n, first = -1
     if g.n_outer:
-        end = _outer_end(g, text, start, end)
+        end = _outer_end(g, text, start, end, scan)
     if text[start] < 0x80:
         sc = &g.shortcut[text[start]]
         if sc.kind == SC_RUN:
