@@ -33,7 +33,6 @@ Decisions:
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -104,10 +103,23 @@ class Tokenizer:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or path, not {type(path).__name__}")
         path = Path(path)
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        name = path.parent.name if path.name == "tokenizer.json" else path.stem
+        return cls.from_str(text, config=config, name=name, source=str(path))
+
+    @classmethod
+    def from_str(cls, json: str, *, config: TokenizerConfig | None = None, name: str = "tokenizer",
+                 source: str = "<json>") -> Tokenizer:
+        """A tokenizer.json's text (as ``tokenizers.Tokenizer.to_str()`` gives it)."""
+        import json as _json
+
+        if not isinstance(json, str):
+            raise TypeError(f"json must be a str, not {type(json).__name__}")
+        path = source
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except json.JSONDecodeError as exc:
+            data = _json.loads(json)
+        except _json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path}: the top level must be a JSON object")
@@ -117,7 +129,7 @@ class Tokenizer:
                              "files (fastbpe.load reads a WordPiece tokenizer.json as a WordPiece)")
         truncation, padding = data.get("truncation"), data.get("padding")
         data = {**data, "truncation": None, "padding": None}
-        enc = HFEncoding(path.parent.name if path.name == "tokenizer.json" else path.stem, read_pipeline(data, str(path)))
+        enc = HFEncoding(name, read_pipeline(data, str(path)))
         return cls(enc, truncation=_file_truncation(truncation, path), padding=_file_padding(padding, path),
                    config=config)
 
