@@ -97,5 +97,11 @@ def test_cli_takes_a_folder_and_a_cached_name(fake_cache, tmp_path, vocab_file):
     for spec in ("org/tiny", fake_cache):
         out = ok(run("count", "-t", spec, text, env_extra=env))
         assert str(want) in out, out
+    stats = ok(run("stats", "org/tiny", str(fake_cache), "--files", text, env_extra=env))
+    assert "org/tiny" in stats
+    ok(run("encode", "-t", "org/tiny", "--no-eot", "--shards", tmp_path / "shards", text, env_extra=env))
+    from fastbpe import shards
+
+    assert len(shards.open(tmp_path / "shards")) == want
     proc = run("count", "-t", "org/absent", text, env_extra=env)
     assert proc.returncode == 2 and b"models--org--absent/refs/main: not found" in proc.stderr
