@@ -28,8 +28,8 @@ Decisions:
   windows for a single sequence (a truncated pair raises on ``.overflowing``: not built).
   Padding: to the batch's longest or a fixed length, ``pad_to_multiple_of``, direction
   right or left, ``pad_id`` / ``pad_type_id`` / ``pad_token``.
-- Byte-level BPE files only (what ``HFEncoding`` reads); a WordPiece tokenizer.json is
-  refused with a ValueError (``fastbpe.load`` gives its ``WordPiece``).
+- Byte-level BPE files (an ``HFEncoding``) and WordPiece files (BERT: a ``WordPiece``,
+  which tracks offsets through its normalizer itself); ``tok.encoding`` hands out either.
 """
 from __future__ import annotations
 
@@ -78,18 +78,31 @@ class Encoded:
 class Tokenizer:
     """A byte-level BPE tokenizer.json with ``tokenizers.Tokenizer``'s methods."""
 
-    def __init__(self, encoding: HFEncoding, *, truncation: dict | None = None, padding: dict | None = None,
-                 config: TokenizerConfig | None = None):
-        if not isinstance(encoding, HFEncoding):
-            raise TypeError(f"encoding must be an HFEncoding (fastbpe.load of a tokenizer.json), not {type(encoding).__name__}")
+    def __init__(self, encoding, *, truncation: dict | None = None, padding: dict | None = None,
+                 config: TokenizerConfig | None = None, post_processor: dict | None = None):
+        from .wordpiece.model import WordPiece
+
         self._enc = encoding
-        p = encoding.pipeline
-        self._id_to_token = {i: t for t, i in p.vocab.items()}
-        self._special_ids = set()
-        for entry in p.added:
-            self._id_to_token[entry["id"]] = entry["content"]
-            if entry["special"]:
-                self._special_ids.add(entry["id"])
+        if isinstance(encoding, HFEncoding):
+            p = encoding.pipeline
+            self._base_vocab = p.vocab
+            self._post = p.post_processor
+            self._id_to_token = {i: t for t, i in p.vocab.items()}
+            self._special_ids = set()
+            for entry in p.added:
+                self._id_to_token[entry["id"]] = entry["content"]
+                if entry["special"]:
+                    self._special_ids.add(entry["id"])
+        elif isinstance(encoding, WordPiece):
+            # WordPiece (BERT): the file's post_processor JSON, given by from_str
+            self._base_vocab = encoding.vocab
+            self._post = post_processor
+            self._id_to_token = {i: t for t, i in self._base_vocab.items()}
+            self._special_ids = {self._base_vocab[t] for t in encoding.special_tokens if t in self._base_vocab}
+        else:
+            raise TypeError("encoding must be an HFEncoding (fastbpe.load of a byte-level BPE tokenizer.json) "
+                            f"or a WordPiece, not {type(encoding).__name__}")
+        self._base_ids = frozenset(self._base_vocab.values())
         self._token_to_id = {t: i for i, t in self._id_to_token.items()}
         self.config = config
         self._truncation = self._padding = None
@@ -124,14 +137,17 @@ class Tokenizer:
         if not isinstance(data, dict):
             raise ValueError(f"{path}: the top level must be a JSON object")
         model = data.get("model")
-        if isinstance(model, dict) and model.get("type", "BPE") != "BPE":
-            raise ValueError(f"{path}: model.type {model.get('type')!r}: fastbpe.Tokenizer reads byte-level BPE "
-                             "files (fastbpe.load reads a WordPiece tokenizer.json as a WordPiece)")
         truncation, padding = data.get("truncation"), data.get("padding")
         data = {**data, "truncation": None, "padding": None}
-        enc = HFEncoding(name, read_pipeline(data, str(path)))
+        kind = model.get("type", "BPE") if isinstance(model, dict) else "BPE"
+        if kind == "WordPiece":
+            enc = _wordpiece(data, path)
+        elif kind == "BPE":
+            enc = HFEncoding(name, read_pipeline(data, str(path)))
+        else:
+            raise ValueError(f"{path}: model.type {kind!r}: fastbpe.Tokenizer reads byte-level BPE and WordPiece files")
         return cls(enc, truncation=_file_truncation(truncation, path), padding=_file_padding(padding, path),
-                   config=config)
+                   config=config, post_processor=data.get("post_processor"))
 
     @classmethod
     def from_pretrained(cls, path_or_name: str | os.PathLike, *, revision: str = "main", cache_dir=None,
@@ -159,10 +175,10 @@ class Tokenizer:
     def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
         if with_added_tokens:
             return dict(self._token_to_id)
-        return dict(self._enc.pipeline.vocab)
+        return dict(self._base_vocab)
 
     def get_vocab_size(self, with_added_tokens: bool = True) -> int:
-        return len(self._token_to_id) if with_added_tokens else len(self._enc.pipeline.vocab)
+        return len(self._token_to_id) if with_added_tokens else len(self._base_vocab)
 
     # ------------------------------------------------------------------ truncation and padding
     def enable_truncation(self, max_length: int, stride: int = 0, strategy: str = "longest_first",
@@ -242,18 +258,21 @@ class Tokenizer:
         for i, item in enumerate(input):
             a, b = (item, None) if isinstance(item, str) else _pair(item, i)
             pairs.append((a, b))
-        firsts = self._enc.encode_batch([a for a, _ in pairs], allowed_special="all")
-        seconds = self._enc.encode_batch([b for _, b in pairs if b is not None], allowed_special="all")
-        seconds_iter = iter(seconds)
-        out = []
-        for (a, b), ids_a in zip(pairs, firsts):
-            part_a = self._part(a, ids_a)
-            part_b = None if b is None else self._part(b, next(seconds_iter))
-            out.append(self._finish(part_a, part_b, add_special_tokens))
+        firsts = self._parts([a for a, _ in pairs])
+        seconds = iter(self._parts([b for _, b in pairs if b is not None]))
+        out = [self._finish(part_a, None if b is None else next(seconds), add_special_tokens)
+               for (_, b), part_a in zip(pairs, firsts)]
         return self._pad(out)
 
-    def _part(self, text: str, ids: list[int]) -> tuple[list[int], list[tuple[int, int]] | str]:
-        return ids, self._offsets_of(text, ids)
+    def _parts(self, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]] | str]]:
+        """Each text's ids (special-token text matched, as HF) and offsets, before the
+        post-processor."""
+        if not isinstance(self._enc, HFEncoding):   # WordPiece tracks its own offsets
+            outs = [self._enc.encode_plus(t, add_special_tokens=False, padding=False, allowed_special="all")
+                    for t in texts]
+            return [(o["input_ids"], [tuple(x) for x in o["offsets"]]) for o in outs]
+        ids = self._enc.encode_batch(texts, allowed_special="all")
+        return [(i, self._offsets_of(t, i)) for t, i in zip(texts, ids)]
 
     def _offsets_of(self, text: str, ids: list[int]) -> list[tuple[int, int]] | str:
         p = self._enc.pipeline
@@ -266,7 +285,7 @@ class Tokenizer:
         return "offsets: the tokens' bytes are not the text's (an added token strips whitespace)" if offsets is None else offsets
 
     def _token_bytes(self, i: int) -> bytes:
-        if i in self._special_ids or i not in self._enc.pipeline.vocab.values() and i in self._id_to_token:
+        if i in self._special_ids or i not in self._base_ids and i in self._id_to_token:
             return self._id_to_token[i].encode("utf-8")
         return self._enc.decode_single_token_bytes(i)
 
@@ -277,7 +296,7 @@ class Tokenizer:
         if self._truncation is not None:
             budget = self._truncation["max_length"]
             if add_special_tokens:
-                budget -= len(post_process_pair(self._enc.pipeline.post_processor, [], None if pair is None else [])[0])
+                budget -= len(post_process_pair(self._post, [], None if pair is None else [])[0])
             cut = truncate(len(ids_a), None if pair is None else len(ids_b), max(budget, 0), self._truncation["strategy"])
             if cut[0] < len(ids_a) and pair is None:
                 overflow = [self._finish((w, wo), None, add_special_tokens) for w, wo in
@@ -289,7 +308,7 @@ class Tokenizer:
             if pair is not None:
                 ids_b, off_b = keep(ids_b, cut[1]), off_b if isinstance(off_b, str) else keep(off_b, cut[1])
         if add_special_tokens:
-            ids, types, special, where = post_process_pair(self._enc.pipeline.post_processor, ids_a, ids_b)
+            ids, types, special, where = post_process_pair(self._post, ids_a, ids_b)
         else:
             ids = ids_a + (ids_b or [])
             types = [0] * len(ids_a) + [1] * len(ids_b or [])
@@ -318,7 +337,9 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ decoding
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        return self._enc.hf_decode(ids, skip_special_tokens=skip_special_tokens)
+        if isinstance(self._enc, HFEncoding):
+            return self._enc.hf_decode(ids, skip_special_tokens=skip_special_tokens)
+        return self._enc.decode(ids, skip_special_tokens=skip_special_tokens)
 
     def decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
         return [self.decode(s, skip_special_tokens=skip_special_tokens) for s in sequences]
@@ -486,6 +507,22 @@ def _unaligned(spec: dict | None) -> str | None:
         if s["type"] == "ByteLevel" and s.get("trim_offsets"):
             return "a ByteLevel post-processor with trim_offsets: true is not implemented"
     return None
+
+
+def _wordpiece(data: dict, path):
+    """A WordPiece of a tokenizer.json's parsed data (truncation and padding removed:
+    the ``Tokenizer`` applies them)."""
+    import tempfile
+
+    from .wordpiece.model import WordPiece
+
+    with tempfile.TemporaryDirectory() as d:   # WordPiece reads files
+        tmp = Path(d) / "tokenizer.json"
+        tmp.write_text(__import__("json").dumps(data), encoding="utf-8")
+        try:
+            return WordPiece.from_file(tmp)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace(str(tmp), str(path))) from None
 
 
 def _file_truncation(t, path) -> dict | None:
