@@ -15,12 +15,12 @@ transformers = pytest.importorskip("transformers")
 
 from fastbpe.transformers import FastTokenizer, wrap  # noqa: E402
 
-FILES = ["gpt2.tokenizer.json", "llama-3.2/tokenizer.json"]
+FILES = ["gpt2.tokenizer.json", "llama-3.2/tokenizer.json", "bert-base-uncased/tokenizer.json"]
 _LOADED: dict = {}
 DOCS = [d for d in documents(16)]
 
 
-@pytest.fixture(params=FILES, ids=["gpt2", "llama-3.2"])
+@pytest.fixture(params=FILES, ids=["gpt2", "llama-3.2", "bert"])
 def pair(request, vocab_file):
     if request.param not in _LOADED:
         hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(vocab_file(request.param)))
