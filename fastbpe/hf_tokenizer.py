@@ -103,6 +103,7 @@ class Tokenizer:
             raise TypeError("encoding must be an HFEncoding (fastbpe.load of a byte-level BPE tokenizer.json) "
                             f"or a WordPiece, not {type(encoding).__name__}")
         self._base_ids = frozenset(self._base_vocab.values())
+        self._byte_lengths: dict[int, int] = {}
         self._token_to_id = {t: i for i, t in self._id_to_token.items()}
         self.config = config
         self._truncation = self._padding = None
@@ -281,8 +282,15 @@ class Tokenizer:
             why = f"the normalizer ({p.normalizer.get('type')}) changes this text; offsets through it are not aligned yet"
         if why is not None:
             return "offsets: " + why
-        offsets = byte_offsets(text, [len(self._token_bytes(i)) for i in ids])
+        offsets = byte_offsets(text, [self._byte_length(i) for i in ids])
         return "offsets: the tokens' bytes are not the text's (an added token strips whitespace)" if offsets is None else offsets
+
+    def _byte_length(self, i: int) -> int:
+        try:
+            return self._byte_lengths[i]
+        except KeyError:
+            n = self._byte_lengths[i] = len(self._token_bytes(i))
+            return n
 
     def _token_bytes(self, i: int) -> bytes:
         if i in self._special_ids or i not in self._base_ids and i in self._id_to_token:
@@ -357,14 +365,19 @@ def byte_offsets(text: str, lengths: list[int]) -> list[tuple[int, int]] | None:
     >>> byte_offsets("aé b", [1, 1, 1, 2])   # 'é' is 2 bytes, split over two tokens
     [(0, 1), (1, 2), (1, 2), (2, 4)]
     """
-    char_of = [k for k, c in enumerate(text) for _ in range(len(c.encode("utf-8", "surrogatepass")))]
-    if sum(lengths) != len(char_of):
+    import numpy as np
+
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    widths = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)   # UTF-8 bytes per character
+    char_of = np.repeat(np.arange(len(points), dtype=np.int64), widths)
+    char_of = np.append(char_of, len(points))   # a zero-length token at the end sits there
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if int(lengths.sum()) != len(char_of) - 1:
         return None
-    out, at = [], 0
-    for n in lengths:
-        out.append((char_of[at], char_of[at + n - 1] + 1) if n else (char_of[at] if at < len(char_of) else len(text),) * 2)
-        at += n
-    return out
+    ends = np.cumsum(lengths)
+    starts = char_of[ends - lengths]
+    stops = np.where(lengths > 0, char_of[np.maximum(ends - 1, 0)] + 1, starts)
+    return list(zip(starts.tolist(), stops.tolist()))
 
 
 def post_process_pair(spec: dict | None, a: list[int], b: list[int] | None):
