@@ -249,6 +249,12 @@ class Tokenizer:
                                  add_special_tokens=add_special_tokens)[0]
 
     def encode_batch(self, input: Sequence, is_pretokenized: bool = False, add_special_tokens: bool = True) -> list[Encoded]:
+        return self._encode_batch(input, is_pretokenized, add_special_tokens, offsets=True)
+
+    def _encode_batch(self, input: Sequence, is_pretokenized: bool, add_special_tokens: bool, *,
+                      offsets: bool) -> list[Encoded]:
+        """``encode_batch``; ``offsets=False`` (for callers that read ids and masks only,
+        such as ``fastbpe.transformers``) skips the offsets, whose ``.offsets`` then raises."""
         if is_pretokenized:
             raise ValueError("is_pretokenized=True is not implemented (pass the text)")
         if isinstance(input, str) or not isinstance(input, Sequence):
@@ -259,15 +265,18 @@ class Tokenizer:
         for i, item in enumerate(input):
             a, b = (item, None) if isinstance(item, str) else _pair(item, i)
             pairs.append((a, b))
-        firsts = self._parts([a for a, _ in pairs])
-        seconds = iter(self._parts([b for _, b in pairs if b is not None]))
+        firsts = self._parts([a for a, _ in pairs], offsets)
+        seconds = iter(self._parts([b for _, b in pairs if b is not None], offsets))
         out = [self._finish(part_a, None if b is None else next(seconds), add_special_tokens)
                for (_, b), part_a in zip(pairs, firsts)]
         return self._pad(out)
 
-    def _parts(self, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]] | str]]:
+    def _parts(self, texts: list[str], offsets: bool = True) -> list[tuple[list[int], list[tuple[int, int]] | str]]:
         """Each text's ids (special-token text matched, as HF) and offsets, before the
         post-processor."""
+        if not offsets and isinstance(self._enc, HFEncoding):
+            return [(i, "offsets: not computed (encoded for ids only)")
+                    for i in self._enc.encode_batch(texts, allowed_special="all")]
         if not isinstance(self._enc, HFEncoding):   # WordPiece tracks its own offsets
             outs = [self._enc.encode_plus(t, add_special_tokens=False, padding=False, allowed_special="all")
                     for t in texts]

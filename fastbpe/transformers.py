@@ -83,7 +83,7 @@ class FastTokenizer:
         old_truncation, old_padding = tok.truncation, tok.padding
         try:
             self._configure(padding, truncation, max_length, stride, pad_to_multiple_of, padding_side)
-            encoded = tok.encode_batch(inputs, add_special_tokens=add_special_tokens)
+            encoded = tok._encode_batch(inputs, False, add_special_tokens, offsets=False)
         finally:
             tok._set_truncation(old_truncation, "truncation")
             tok._set_padding(old_padding, "padding")
