@@ -18,8 +18,10 @@ view       a local web page: type text, see it tokenized side by side (``fastbpe
 =========  ==========================================================================
 
 Any ``TOKENIZER`` argument is a file (``.tiktoken``, ``tokenizer.json``, ``vocab.txt``,
-GPT-2 ``vocab.bpe``) or a built-in name (``gpt2``, ``cl100k_base``, ``o200k_base``),
-resolved offline as ``fastbpe.get_encoding`` does.
+GPT-2 ``vocab.bpe``), a model folder (``tokenizer.json`` + ``tokenizer_config.json``), a
+built-in name (``gpt2``, ``cl100k_base``, ``o200k_base``, resolved offline as
+``fastbpe.get_encoding`` does) or a model name in the Hugging Face cache
+(``org/name``, as ``fastbpe.from_pretrained`` resolves it).
 
 Errors are one line on stderr and exit code 2, never a traceback.
 
@@ -98,12 +100,13 @@ def stdlib_sources(max_bytes: int) -> list[Path]:
 
 
 def load_tokenizer(spec: str):
-    """A file path, or a built-in name resolved offline as ``get_encoding`` does."""
+    """A file or model folder, a built-in name resolved offline as ``get_encoding`` does,
+    or a model name in the Hugging Face cache (``fastbpe.from_pretrained``)."""
     import fastbpe
 
     if os.path.exists(spec):
         try:
-            return fastbpe.load(spec)
+            return fastbpe.from_pretrained(spec) if os.path.isdir(spec) else fastbpe.load(spec)
         except ImportError as exc:  # e.g. WordPiece support not installed
             raise CLIError(f"cannot load {spec}: {exc}") from None
     if spec in fastbpe.list_encoding_names():
@@ -111,7 +114,13 @@ def load_tokenizer(spec: str):
             return fastbpe.get_encoding(spec)
         except FileNotFoundError as exc:
             raise CLIError(str(exc).splitlines()[0] + " (set FASTBPE_VOCAB_DIR to the folder that has it)") from None
-    raise CLIError(f"tokenizer {spec!r} is neither a file nor one of {fastbpe.list_encoding_names()}")
+    from .pretrained import from_pretrained
+
+    try:  # a model name in the Hugging Face cache (or downloaded, when allowed)
+        return from_pretrained(spec)
+    except FileNotFoundError as exc:
+        raise CLIError(f"tokenizer {spec!r} is neither a file nor a folder, nor one of "
+                       f"{fastbpe.list_encoding_names()}, nor a model found: {exc}") from None
 
 
 def tokenizer_name(spec: str, tok) -> str:
@@ -742,7 +751,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"fastbpe {__version__}",
                    help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    tok_help = "a tokenizer file or gpt2 / cl100k_base / o200k_base"
+    tok_help = "a tokenizer file, model folder, gpt2 / cl100k_base / o200k_base, or a cached model name (org/name)"
     threads_help = "native threads for a batch of files (default: CPUs, at most 8)"
     files_help = "text files (.gz too); stdin when none"
 

@@ -221,3 +221,17 @@ def _threads_as_asked():
     old = _encode.default_tuning(points_per_thread=0, cap_to_cpus=False)
     yield
     _encode.default_tuning(**old)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _hub_offline():
+    """No test downloads a model: ``fastbpe.from_pretrained`` (and the CLI's ``-t
+    org/name``, run in subprocesses that inherit this) stays on the local cache."""
+    old = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    yield
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-VOCABS = ["gpt2.tiktoken", "cl100k_base.tiktoken", "o200k_base.tiktoken", "bert-base-uncased/vocab.txt",
+VOCABS = ["gpt2.tiktoken", "gpt2.tokenizer.json", "cl100k_base.tiktoken", "o200k_base.tiktoken", "bert-base-uncased/vocab.txt",
           "bert-base-uncased/tokenizer.json", "bert-base-uncased/tokenizer_config.json"]
 #: Commands of the README that are not snippets to run here, and why.
 NOT_RUN = {"pip": "installs the package (the tests use this checkout)", "pytest": "runs this very test suite"}
