@@ -58,10 +58,10 @@ SPECIALS = {
 }
 
 
-def build(name: str, encoding: bool = False):
+def build(name: str, encoding: bool = False, path: Path | None = None):
     """(fastbpe CoreBPE, tiktoken.Encoding) over the same ranks and pattern; with
     encoding=True, fastbpe's public Encoding instead of its core (which it holds as
-    ``_core_bpe``)."""
+    ``_core_bpe``). ``path``: the ``.tiktoken`` file (default: ``VOCAB_DIR``'s)."""
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
@@ -70,7 +70,7 @@ def build(name: str, encoding: bool = False):
     from fastbpe.reference import patterns
 
     pat = {"gpt2": patterns.GPT2, "cl100k_base": patterns.CL100K, "o200k_base": patterns.O200K}[name]
-    ranks = load_tiktoken_bpe(str(VOCAB_DIR / f"{name}.tiktoken"))
+    ranks = load_tiktoken_bpe(str(path or VOCAB_DIR / f"{name}.tiktoken"))
     tk = tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens=SPECIALS[name])
     if encoding:
         enc = fastbpe.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens=SPECIALS[name])

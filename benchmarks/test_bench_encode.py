@@ -11,7 +11,6 @@ robust to a busy machine) run ``python benchmarks/encode_ratios.py``.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,20 +22,19 @@ sys.path.insert(0, str(HERE))
 
 from corpus import LANGUAGES, corpus, documents  # noqa: E402
 
-VOCAB_DIR = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", HERE.parent.parent / "shared" / "vocab"))
 VOCABS = ("gpt2", "cl100k_base", "o200k_base")
 
 _BUILT: dict = {}
 
 
-def _pair(name):
+def _pair(name, vocab_file):
+    """(fastbpe core, tiktoken) on ``name``'s ranks: the shared folder's file, else the
+    copy fastbpe ships (``vocab_file``, as the tests find vocabularies)."""
     pytest.importorskip("tiktoken")
-    if not (VOCAB_DIR / f"{name}.tiktoken").exists():
-        pytest.skip(f"{name}.tiktoken not found in {VOCAB_DIR}")
     if name not in _BUILT:
         from encode_ratios import build
 
-        _BUILT[name] = build(name)
+        _BUILT[name] = build(name, path=vocab_file(f"{name}.tiktoken"))
     return _BUILT[name]
 
 
@@ -51,8 +49,8 @@ def _run(benchmark, fn, core=None):
 @pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("vocab", VOCABS)
 @pytest.mark.parametrize("impl", ["fastbpe", "tiktoken"])
-def test_encode_ordinary(benchmark, impl, vocab, lang):
-    core, tk = _pair(vocab)
+def test_encode_ordinary(benchmark, impl, vocab, lang, vocab_file):
+    core, tk = _pair(vocab, vocab_file)
     text = corpus(lang)
     benchmark.group = f"encode_ordinary {vocab} {lang}"
     benchmark.extra_info["mb"] = len(text.encode()) / 1e6
@@ -63,8 +61,8 @@ def test_encode_ordinary(benchmark, impl, vocab, lang):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("lang", ["english", "chinese"])
-def test_encode_batch(benchmark, threads, lang):
-    core, _ = _pair("cl100k_base")
+def test_encode_batch(benchmark, threads, lang, vocab_file):
+    core, _ = _pair("cl100k_base", vocab_file)
     docs = documents(lang, 2000)
     benchmark.group = f"encode_ordinary_batch cl100k_base {lang}"
     out = _run(benchmark, lambda: core.encode_ordinary_batch(docs, threads), core)
@@ -73,14 +71,14 @@ def test_encode_batch(benchmark, threads, lang):
 
 @pytest.mark.parametrize("call", ["decode", "decode_batch"])
 @pytest.mark.parametrize("impl", ["fastbpe", "tiktoken"])
-def test_decode(benchmark, impl, call):
+def test_decode(benchmark, impl, call, vocab_file):
     """Decoding Python lists of ids (what encode returns) through the public classes:
     one list of the English corpus, or one per ~2 KB document."""
-    _, tk = _pair("o200k_base")
+    _, tk = _pair("o200k_base", vocab_file)
     if "enc" not in _BUILT:
         from encode_ratios import build
 
-        _BUILT["enc"] = build("o200k_base", encoding=True)[0]
+        _BUILT["enc"] = build("o200k_base", encoding=True, path=vocab_file("o200k_base.tiktoken"))[0]
     enc = _BUILT["enc"] if impl == "fastbpe" else tk
     benchmark.group = f"{call} o200k_base english"
     if call == "decode":

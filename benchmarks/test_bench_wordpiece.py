@@ -84,14 +84,9 @@ TEXTS = {
 }
 
 
-VOCAB_DIR = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", Path(__file__).resolve().parents[2] / "shared" / "vocab"))
-
-
 @pytest.fixture(scope="module")
-def bert():
-    path = VOCAB_DIR / "bert-base-uncased" / "tokenizer.json"
-    if not path.exists():
-        pytest.skip(f"{path} not found (../shared/vocab beside the project, or FASTBPE_TEST_VOCAB_DIR)")
+def bert(vocab_file):
+    path = vocab_file("bert-base-uncased/tokenizer.json")   # shared folder, else tests/data
     hf = tokenizers.Tokenizer.from_file(str(path))
     hf.no_truncation()
     hf.no_padding()

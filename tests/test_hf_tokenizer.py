@@ -99,8 +99,8 @@ def test_truncation_and_padding(pair, strategy, direction):
         same(a, b)
 
 
-def test_truncate_rule_matches_hf_on_small_cases():
-    ours, hf = _gpt2()
+def test_truncate_rule_matches_hf_on_small_cases(vocab_file):
+    ours, hf = _gpt2(vocab_file)
     for n_a in range(0, 7):
         for n_b in range(0, 7):
             a, b = " a" * n_a, " b" * n_b
@@ -113,10 +113,8 @@ def test_truncate_rule_matches_hf_on_small_cases():
         truncate(10, None, 4, "only_second")
 
 
-def _gpt2():
-    path = str(Path(__import__("os").environ.get("FASTBPE_TEST_VOCAB_DIR", "")) / "gpt2.tokenizer.json")
-    if not Path(path).is_file():
-        pytest.skip(f"{path} is absent")
+def _gpt2(vocab_file):
+    path = str(vocab_file("gpt2.tokenizer.json"))   # the shared file, else converted (conftest)
     return fastbpe.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
 
 
@@ -165,8 +163,8 @@ def test_file_truncation_and_padding_are_read(tmp_path, vocab_file):
         fastbpe.Tokenizer.from_file(path)
 
 
-def test_bad_arguments():
-    ours, _ = _gpt2()
+def test_bad_arguments(vocab_file):
+    ours, _ = _gpt2(vocab_file)
     with pytest.raises(TypeError, match="input must be a list"):
         ours.encode_batch("text")
     with pytest.raises(TypeError, match=r"input\[1\]"):
