@@ -45,6 +45,12 @@ cdef struct CacheEntry:       # one 64-byte cache line
     uint32_t tokens[CACHE_TOK_MAX]
 
 
+cdef inline CacheEntry* cache_line(CacheEntry* cache, uint64_t h) noexcept nogil:
+    """The one line of the cache that may hold a chunk of hash h (a prefetch target:
+    it depends on the hash alone)."""
+    return &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
+
+
 cdef inline bint cache_get(CacheEntry* e, const unsigned char* p, Py_ssize_t n, uint64_t h,
                            OutBuf* out, int* rc) noexcept nogil:
     """On a hit in entry e, append its tokens to out (rc: ERR_NONE or ERR_NOMEM)."""
