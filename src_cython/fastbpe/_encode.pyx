@@ -8,6 +8,9 @@ once, releases the GIL, and hands the work to the kernels, one idea per module:
 
 - ``_vocab``: the vocabulary tables (byte string -> rank), and the checks of a
   vocabulary given; ``_decode``: id -> bytes, and the decode loops;
+- ``_chunk_block``: the chunk loop of native patterns in two phases (split, key and
+  prefetch a block of chunks, then encode them); ``_seed_table``: the encoder's table of
+  short tokens and chunks seen, bounded, that the block loop asks first;
 - ``_chunk``: one pre-tokenized chunk (fast paths, then ``_chunk_cache``, then a merge:
   ``_merge`` picks ``_merge_scan``, ``_merge_heap`` or ``_merge_buckets``;
   ``_merge_chars`` merges CJK-like chunks by characters, see docs/merge_rules.md);

@@ -32,9 +32,11 @@ _default.pieces_per_thread = 16
 # calls ran at once; one cache for a single-threaded data loader): kept caches are what
 # makes encode() on short documents fast (see fastbpe/_chunk_cache.pyx).
 _default.kept_chunk_caches = CACHE_POOL
-# The fused loop until the block loop is measured ahead (see fastbpe/_chunk_block.pxd
-# and benchmarks/PERFORMANCE_NOTES.md, "Two-phase block loop").
-_default.block_chunks = 0
+# Blocks of 64 chunks with the seeded table (benchmarks/PERFORMANCE_NOTES.md, "Issue 41:
+# the two-phase block loop and the seeded table"): per ~2 KB document, ab_duel.py on
+# over off, Turkish 1.39-1.52x, English 1.11-1.17x, gpt2 Python 0.92-0.93x; 256 lost
+# 18% on o200k Turkish, 16 lost 3-6%. 0 runs the fused loop (no table).
+_default.block_chunks = 64
 # A bound, not a size: the table takes 4 entries of 16 bytes per token of 3..8 bytes,
 # rounded up to a power of two (gpt2 4 MiB, cl100k_base 8 MiB, o200k_base 16 MiB: 37k,
 # 76k and 143k seeds), and at most this.
