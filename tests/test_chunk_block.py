@@ -24,13 +24,11 @@ _CORES: dict = {}
 
 @pytest.fixture(scope="module")
 def pair(tiktoken_encoding):
-    def get(name):
-        tk = tiktoken_encoding(name)
-        if name not in _CORES:
-            _CORES[name] = CoreBPE(tk._mergeable_ranks, tk._special_tokens, tk._pat_str)
-        return _CORES[name], tk
-
-    return get
+    """pair(name) -> (a CoreBPE kept for the module, tiktoken's Encoding)."""
+    tks = {n: tiktoken_encoding(n) for n in VOCABS}
+    for n, tk in tks.items():
+        _CORES.setdefault(n, CoreBPE(tk._mergeable_ranks, tk._special_tokens, tk._pat_str))
+    return lambda name: (_CORES[name], tks[name])
 
 
 TEXTS = [
