@@ -14,7 +14,8 @@ phases over 256 pre-tokens.
 Exactness does not depend on the block: phase B encodes the same chunks, in the same
 order, through the same functions as the fused loop; a block only changes when the
 cache lines are loaded. A chunk needs its hash only if it is not short
-(``bpe_chunk_short``), so phase A skips one-byte chunks.
+(``bpe_chunk_short``), so phase A keys chunks of 3 bytes or more; a 2-byte chunk
+that is not a token (rare) is keyed in phase B.
 
 With the encoder's seeded table (``_seed_table``, item 2), phase A prefetches the
 table's bucket for chunks of 3..8 bytes instead of their chunk-cache line, and phase B
@@ -40,7 +41,7 @@ cdef enum:
 cdef struct BlockChunk:
     Py_ssize_t s              # offset of the chunk in the text
     Py_ssize_t n              # its length
-    uint64_t w                # chunk_key's word and hash (unset for n == 1)
+    uint64_t w                # chunk_key's word and hash (unset for n <= 2)
     uint64_t h
 
 
@@ -86,7 +87,7 @@ cdef inline int encode_blocks(const Vocab* v, int pattern, const unsigned char* 
             e = split_next(&win, pattern, text, s, end)
             blk[k].s = s
             blk[k].n = e - s
-            if e - s > 1:
+            if e - s > 2:
                 chunk_key(text + s, e - s, &blk[k].w, &blk[k].h)
                 if seeds != NULL and seed_len_ok(e - s):
                     fbe_prefetch(seed_bucket(seeds, blk[k].h))
@@ -102,6 +103,8 @@ cdef inline int encode_blocks(const Vocab* v, int pattern, const unsigned char* 
                 rc = seed_chunk(v, seeds, text + blk[i].s, blk[i].n, blk[i].w, blk[i].h,
                                 out, &local, cache, tuning)
             else:
+                if blk[i].n == 2:     # a pair that is no token (rare): keyed here
+                    chunk_key(text + blk[i].s, 2, &blk[i].w, &blk[i].h)
                 rc = bpe_chunk_keyed(v, text + blk[i].s, blk[i].n, blk[i].w, blk[i].h,
                                      out, &local, cache, tuning)
             if rc != ERR_NONE:
