@@ -1,7 +1,7 @@
 """The seeded table (issue 41, item 2): one per encoder, shared by every call and
 thread, holding the ids of chunks of 3..8 bytes: seeded at load with every token of
 that length, then every chunk of at most 3 tokens that a call merged. Bounded: its size
-is fixed when it is built (``Tuning.seed_table_mb``, see ``seed_table_build``), and a
+is fixed when it is built (``Tuning.seed_table_kb``, see ``seed_table_build``), and a
 chunk that finds its bucket full replaces one that is not a seed.
 
 Entries are 16 bytes, four to a 64-byte bucket (``include/fbe_seed_table.h``: the
