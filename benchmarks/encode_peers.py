@@ -182,6 +182,9 @@ class Peers:
         self.quick = _optional("quicktok")
         if self.quick is None:
             self.absent["quicktok"] = "not installed"
+        elif not hasattr(self.quick, "Tokenizer"):     # quicktok 0.2 renamed its API
+            self.absent["quicktok"] = f"quicktok {getattr(self.quick, '__version__', '?')} has no Tokenizer"
+            self.quick = None
         elif vocab == "gpt2":
             self.absent["quicktok"] = "ships no gpt2"
             self.quick = None

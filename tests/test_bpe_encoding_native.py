@@ -1384,7 +1384,8 @@ def test_tuning_is_per_core_and_new_cores_copy_the_default():
     assert core.tuning == default_tuning()
     assert set(core.tuning) == {"heap_threshold", "bucket_threshold", "by_chars", "utf8_simd",
                                 "points_per_thread", "cap_to_cpus", "piece_min",
-                                "pieces_per_thread", "kept_chunk_caches"}
+                                "pieces_per_thread", "kept_chunk_caches", "block_chunks",
+                                "seed_table_kb"}
     old = core.set_tuning(heap_threshold=0, by_chars=False)
     assert old == {"heap_threshold": default_tuning()["heap_threshold"], "by_chars": True}
     assert core.tuning["heap_threshold"] == 0 and default_tuning()["heap_threshold"] != 0

@@ -5,14 +5,49 @@ characters or by bytes) is also compiled into the job's module (inline here), wh
 compiler keeps it out of the loop as a direct call; the merges it picks are calls."""
 from libc.stdint cimport uint32_t, uint64_t
 
-from fastbpe._chunk_cache cimport (CACHE_ENTRIES, CACHE_KEY_MAX, CacheEntry, cache_get,
-                                   cache_get_word, cache_put)
+from fastbpe._chunk_cache cimport (CACHE_KEY_MAX, CacheEntry, cache_get, cache_get_word,
+                                   cache_line, cache_put)
 from fastbpe._merge cimport bpe_merge
 from fastbpe._merge_chars cimport UNITS_MAX, UNITS_MIN, bpe_by_chars
 from fastbpe._common cimport ERR_BYTE, ERR_NOMEM, ERR_NONE, NO_RANK, fbe_hash, fbe_hash_word, fbe_load64, fbe_word
 from fastbpe._out cimport OutBuf, out_push
 from fastbpe._tuning cimport Tuning
 from fastbpe._vocab cimport Vocab, vocab_rank_hashed
+
+
+cdef inline bint bpe_chunk_short(const Vocab* v, const unsigned char* p, Py_ssize_t n,
+                                 OutBuf* out, Py_ssize_t* err_pos, int* rc) noexcept nogil:
+    """The chunks that need no hash: one byte, or two that are a token. True (rc set)
+    if p[:n] is one of them."""
+    cdef uint32_t r
+    # A quarter of all chunks is one byte (punctuation, newlines): its token comes from
+    # a 1 KiB table, cheaper than hashing it for the chunk cache.
+    if n == 1:
+        r = v.byte_rank[p[0]]
+        if r == NO_RANK:
+            err_pos[0] = 0
+            rc[0] = ERR_BYTE
+        else:
+            rc[0] = ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+        return True
+    if n == 2:
+        r = v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
+        if r != NO_RANK:
+            rc[0] = ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
+            return True
+    return False
+
+
+cdef inline void chunk_key(const unsigned char* p, Py_ssize_t n, uint64_t* w,
+                           uint64_t* h) noexcept nogil:
+    """The chunk's word w (zero-padded for n <= 8, else its first 8 bytes) and hash h,
+    as the chunk cache and the vocabulary's slot_hash take them."""
+    if n <= 8:
+        w[0] = fbe_word(p, n)
+        h[0] = fbe_hash_word(w[0], n)
+    else:
+        w[0] = fbe_load64(p)
+        h[0] = fbe_hash(p, n)
 
 
 cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutBuf* out,
@@ -26,29 +61,22 @@ cdef inline int bpe_chunk(const Vocab* v, const unsigned char* p, Py_ssize_t n, 
     call would save and restore registers for each); the rest is bpe_chunk_miss.
     """
     cdef uint64_t w, h
-    cdef uint32_t r
+    cdef int rc
+    if bpe_chunk_short(v, p, n, out, err_pos, &rc):
+        return rc
+    chunk_key(p, n, &w, &h)
+    return bpe_chunk_keyed(v, p, n, w, h, out, err_pos, cache, tuning)
+
+
+cdef inline int bpe_chunk_keyed(const Vocab* v, const unsigned char* p, Py_ssize_t n,
+                                uint64_t w, uint64_t h, OutBuf* out, Py_ssize_t* err_pos,
+                                CacheEntry* cache, const Tuning* tuning) noexcept nogil:
+    """bpe_chunk past bpe_chunk_short, given chunk_key's w and h: the cache line, then
+    bpe_chunk_miss."""
     cdef CacheEntry* e = NULL
     cdef int rc
-    # A quarter of all chunks is one byte (punctuation, newlines): its token comes from
-    # a 1 KiB table, cheaper than hashing it for the chunk cache.
-    if n == 1:
-        r = v.byte_rank[p[0]]
-        if r == NO_RANK:
-            err_pos[0] = 0
-            return ERR_BYTE
-        return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
-    if n == 2:
-        r = v.pair_rank2[p[0] | (<uint32_t>p[1] << 8)]
-        if r != NO_RANK:
-            return ERR_NOMEM if out_push(out, r) < 0 else ERR_NONE
-    if n <= 8:
-        w = fbe_word(p, n)
-        h = fbe_hash_word(w, n)
-    else:
-        w = fbe_load64(p)
-        h = fbe_hash(p, n)
     if cache != NULL and n <= CACHE_KEY_MAX:
-        e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
+        e = cache_line(cache, h)
         if (cache_get_word(e, w, n, h, out, &rc) if n <= 8
                 else cache_get(e, p, n, h, out, &rc)):
             return rc

@@ -12,7 +12,10 @@ Decisions, measured (benchmarks/PERFORMANCE_NOTES.md, "Chunk cache"):
 
 - One table per thread, not one shared by all: three shared designs (seqlocked lines
   with hit-count admission, gigatoken's open addressing, a table seeded with every
-  token) were built and lost on distinct text; their lines come from L3 or DRAM.
+  token) were built and lost on distinct text when probed in the fused loop; their
+  lines come from L3 or DRAM. Since issue 41 the block loop (``_chunk_block``)
+  prefetches a block's lines before it probes any, and chunks of 3..8 bytes go to the
+  encoder's seeded table (``_seed_table``) instead; this cache keeps the longer ones.
 - Direct-mapped, and a miss always takes the line (no admission rule): simulated on
   ~2 KB documents, a second-chance bit raises the misses (cl100k English: whole-token
   misses 9.4% -> 9.6%, merges 3.9% -> 4.5%). Two ways per line, or 16-byte entries
@@ -43,6 +46,12 @@ cdef struct CacheEntry:       # one 64-byte cache line
     uint16_t n_tokens
     unsigned char key[CACHE_KEY_MAX]
     uint32_t tokens[CACHE_TOK_MAX]
+
+
+cdef inline CacheEntry* cache_line(CacheEntry* cache, uint64_t h) noexcept nogil:
+    """The one line of the cache that may hold a chunk of hash h (a prefetch target:
+    it depends on the hash alone)."""
+    return &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
 
 
 cdef inline bint cache_get(CacheEntry* e, const unsigned char* p, Py_ssize_t n, uint64_t h,

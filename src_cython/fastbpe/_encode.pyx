@@ -8,6 +8,9 @@ once, releases the GIL, and hands the work to the kernels, one idea per module:
 
 - ``_vocab``: the vocabulary tables (byte string -> rank), and the checks of a
   vocabulary given; ``_decode``: id -> bytes, and the decode loops;
+- ``_chunk_block``: the chunk loop of native patterns in two phases (split, key and
+  prefetch a block of chunks, then encode them); ``_seed_table``: the encoder's table of
+  short tokens and chunks seen, bounded, that the block loop asks first;
 - ``_chunk``: one pre-tokenized chunk (fast paths, then ``_chunk_cache``, then a merge:
   ``_merge`` picks ``_merge_scan``, ``_merge_heap`` or ``_merge_buckets``;
   ``_merge_chars`` merges CJK-like chunks by characters, see docs/merge_rules.md);
@@ -51,6 +54,8 @@ from fastbpe._jobs cimport (Context, Job, context_bind, cut_job, job_free, job_p
 from fastbpe._merge_chars cimport bigram_filter, chars_ids, split_points
 from fastbpe._out cimport OutArena, arena_release
 from fastbpe._runner cimport batch_threads, run_jobs
+from fastbpe._seed_table cimport (SEED_WAYS, SeedTable, seed_table_build, seed_table_free,
+                                  seed_table_put)
 from fastbpe._specials cimport (NeedleSet, SpecialSet, needle_set_cached, special_set_fill,
                                 specials_hold_newline)
 from fastbpe._tuning cimport Tuning, tuning_default, tuning_fields, tuning_update
@@ -145,6 +150,7 @@ cdef class CoreBPE:
     cdef Py_ssize_t n_shared_ints   # ids below this have a shared int (see _id_block)
     cdef void* cache_pool[CACHE_POOL]   # chunk caches kept between calls (new_chunk_cache)
     cdef Tuning knobs               # its tuning: a copy of the process default (default_tuning)
+    cdef SeedTable seeds            # tokens of 3..8 bytes and chunks seen (_seed_table)
 
     def __cinit__(self):
         cdef int i
@@ -153,6 +159,7 @@ cdef class CoreBPE:
         decode_clear(&self.table)
         self.pattern_id = -1
         self.needle_sets = {}
+        self.seeds.entries = NULL
         for i in range(CACHE_POOL):
             self.cache_pool[i] = NULL
 
@@ -160,6 +167,7 @@ cdef class CoreBPE:
         self.free_chunk_caches()
         vocab_free(&self.vocab)
         decode_free(&self.table)
+        seed_table_free(&self.seeds)
 
     cdef void free_chunk_caches(self) noexcept nogil:
         cdef void* c
@@ -244,6 +252,28 @@ cdef class CoreBPE:
             rc_tables = vocab_build(&self.vocab, n, lens_p, ids_p, self.table.entry_off)
         if rc_tables < 0:
             raise MemoryError()
+        with nogil:
+            rc_tables = seed_table_build(&self.seeds, self.vocab.arena, n, lens_p, ids_p,
+                                         self.table.entry_off, self.knobs.seed_table_kb)
+        if rc_tables < 0:
+            raise MemoryError()
+
+    def _seed_table_info(self):
+        """Testing hook: the seeded table's size in bytes, its entries and how many
+        tokens were seeded (zeros when it was not built)."""
+        cdef Py_ssize_t entries = (self.seeds.mask + 1) * SEED_WAYS if self.seeds.entries else 0
+        return {"bytes": entries * 16, "entries": entries, "seeds": self.seeds.n_seeds}
+
+    def _seed_table_put(self, bytes piece, ids):
+        """Testing hook: pre-seed piece -> ids (seed_table_put with seed=True); whether
+        it was stored."""
+        cdef uint32_t buf[3]
+        if len(ids) > 3:
+            return False
+        for i, t in enumerate(ids):
+            buf[i] = t
+        return bool(seed_table_put(&self.seeds, <const unsigned char*>PyBytes_AS_STRING(piece),
+                                   len(piece), buf, len(ids), True))
 
     @property
     def max_token_value(self):
@@ -354,6 +384,8 @@ cdef class CoreBPE:
             ctx.jobs = jobs
             ctx.runner.n_jobs = n_jobs
             ctx.cache_pool = self.cache_pool
+            ctx.seeds = (&self.seeds if self.seeds.entries != NULL and tuning.seed_table_kb > 0
+                         else NULL)
             ctx.runner.notify = False
             # 3. encode
             if result == LISTS and n_jobs > 1 and num_threads > 1:

@@ -16,6 +16,7 @@ from libc.stdint cimport int64_t, uint8_t
 from fastbpe._chunk_cache cimport CacheEntry
 from fastbpe._out cimport OutArena, OutBuf
 from fastbpe._runner cimport Runner
+from fastbpe._seed_table cimport SeedTable
 from fastbpe._specials cimport SpecialSet
 from fastbpe._tuning cimport Tuning
 from fastbpe._vocab cimport Vocab
@@ -49,6 +50,7 @@ cdef struct Context:
     int pattern               # native pre-tokenizer id, or -1 when spans are given
     Job* jobs
     void** cache_pool         # the encoder's chunk caches (see new_chunk_cache)
+    const SeedTable* seeds    # the encoder's seeded table, for the block loop (NULL: none)
     OutArena* arenas          # per thread slot: where its jobs' ids go (see OutArena)
     # Last: the caller writes its lock, cond and waiting flag while workers run; in front
     # of the fields above they shared a cache line with what every chunk reads (measured:

@@ -5,6 +5,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memchr, memcpy
 
 from fastbpe._chunk cimport bpe_chunk, encode_chunk
+from fastbpe._chunk_block cimport encode_blocks
 from fastbpe._chunk_cache cimport new_chunk_cache, return_chunk_cache
 from fastbpe._common cimport (ERR_BYTE, ERR_DISALLOWED, ERR_NOMEM, ERR_NONE, ERR_SURROGATE,
                               ERR_TOO_LONG, ERR_UTF8)
@@ -88,6 +89,12 @@ cdef int encode_segment(const Context* ctx, Job* job, OutBuf* out, Py_ssize_t st
     cdef Py_ssize_t s, e, local
     cdef int rc
     cdef FbpeWin win
+    if ctx.pattern >= 0 and ctx.tuning.block_chunks > 0:
+        rc = encode_blocks(ctx.vocab, ctx.pattern, text, start, end, out, &local, cache,
+                           ctx.seeds, ctx.tuning)
+        if rc != ERR_NONE:
+            job.err_pos = local
+        return rc
     if ctx.pattern >= 0:
         fbpe_win_reset(&win)
         s = start

@@ -15,8 +15,8 @@ from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcmp, memcpy, memmove
 
-from fastbpe._chunk_cache cimport (CACHE_ENTRIES, CACHE_KEY_MAX, PURE_SALT, CacheEntry,
-                                   cache_get, cache_put)
+from fastbpe._chunk_cache cimport (CACHE_KEY_MAX, PURE_SALT, CacheEntry, cache_get,
+                                   cache_line, cache_put)
 from fastbpe._common cimport ERR_NONE, NO_RANK, fbe_hash, fbe_hash_word, fbe_min_u32, fbe_word
 from fastbpe._idlists cimport outbuf_to_list
 from fastbpe._merge cimport bpe_merge
@@ -37,7 +37,7 @@ cdef int merge_cached(const Vocab* v, const unsigned char* p, Py_ssize_t n, OutB
     if cache == NULL or n > CACHE_KEY_MAX:
         return bpe_merge(v, p, n, out, err_pos, tuning)
     h = (fbe_hash_word(fbe_word(p, n), n) if n <= 8 else fbe_hash(p, n)) ^ PURE_SALT
-    e = &cache[(h >> 24) & (CACHE_ENTRIES - 1)]
+    e = cache_line(cache, h)
     if cache_get(e, p, n, h, out, &rc):
         return rc
     rc = bpe_merge(v, p, n, out, err_pos, tuning)

@@ -31,6 +31,15 @@ cdef struct Tuning:
     # Lowering it frees the extra ones at once (CoreBPE.set_tuning); a call running then
     # gives its cache back under the bound it started with.
     Py_ssize_t kept_chunk_caches
+    # The chunk loop of native patterns (fastbpe._chunk_block): 0 runs the fused loop
+    # (split a chunk, probe its cache line, encode it, next); K > 0 runs blocks of K
+    # chunks in two phases: split all K and hash them, prefetching their cache lines,
+    # then probe and encode them in order (at most BLOCK_MAX).
+    Py_ssize_t block_chunks
+    # The seeded table (fastbpe._seed_table) of an encoder is built with at most this
+    # many KiB when the encoder is built (0: none); a call's block loop uses it when the
+    # call's value is not 0 (set_tuning does not resize a built table).
+    Py_ssize_t seed_table_kb
 
 
 cdef Tuning tuning_default() noexcept

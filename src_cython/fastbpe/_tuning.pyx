@@ -2,6 +2,10 @@
 one: ``tuning_fields`` / ``tuning_update`` (behind ``CoreBPE.tuning``,
 ``CoreBPE.set_tuning`` and ``default_tuning``)."""
 from fastbpe._chunk_cache cimport CACHE_POOL
+from fastbpe._chunk_block cimport BLOCK_MAX
+
+#: The largest block_chunks (the two-phase loop keeps a block on the stack).
+BLOCK_MAX_CHUNKS = BLOCK_MAX
 
 cdef Tuning _default
 # Chunks longer than this (in bytes) are merged with the heap; shorter ones by the
@@ -28,6 +32,15 @@ _default.pieces_per_thread = 16
 # calls ran at once; one cache for a single-threaded data loader): kept caches are what
 # makes encode() on short documents fast (see fastbpe/_chunk_cache.pyx).
 _default.kept_chunk_caches = CACHE_POOL
+# Blocks of 64 chunks with the seeded table (benchmarks/PERFORMANCE_NOTES.md, "Issue 41:
+# the two-phase block loop and the seeded table"): per ~2 KB document, ab_duel.py on
+# over off, Turkish 1.39-1.52x, English 1.11-1.17x, gpt2 Python 0.92-0.93x; 256 lost
+# 18% on o200k Turkish, 16 lost 3-6%. 0 runs the fused loop (no table).
+_default.block_chunks = 64
+# A bound, not a size: the table takes 4 entries of 16 bytes per token of 3..8 bytes,
+# rounded up to a power of two (gpt2 4 MiB, cl100k_base 8 MiB, o200k_base 16 MiB: 37k,
+# 76k and 143k seeds), and at most this.
+_default.seed_table_kb = 64 << 10
 
 # name -> (lowest, highest) for the int fields; None for the bools
 _RANGES = {
@@ -40,6 +53,8 @@ _RANGES = {
     "piece_min": (1, None),
     "pieces_per_thread": (1, None),
     "kept_chunk_caches": (0, CACHE_POOL),
+    "block_chunks": (0, BLOCK_MAX),
+    "seed_table_kb": (0, 1 << 22),
 }
 
 
@@ -58,6 +73,8 @@ cdef dict tuning_fields(const Tuning* t):
         "piece_min": t.piece_min,
         "pieces_per_thread": t.pieces_per_thread,
         "kept_chunk_caches": t.kept_chunk_caches,
+        "block_chunks": t.block_chunks,
+        "seed_table_kb": t.seed_table_kb,
     }
 
 
@@ -93,8 +110,12 @@ cdef int tuning_update(Tuning* t, dict fields) except -1:
             new.piece_min = value
         elif name == "pieces_per_thread":
             new.pieces_per_thread = value
-        else:
+        elif name == "kept_chunk_caches":
             new.kept_chunk_caches = value
+        elif name == "block_chunks":
+            new.block_chunks = value
+        else:
+            new.seed_table_kb = value
     t[0] = new
     return 0
 
