@@ -1,8 +1,8 @@
 """The native sentencepiece core (``fastbpe._spm``) against its specification, the reference.
 
 Golden cases and hypothesis text on Mistral's files, tiny trained models and random
-hand-made models (spaces inside pieces turn the segment cache off; user-defined pieces,
-ties, no byte fallback), batches on threads, and long inputs staying linear.
+hand-made models (spaces and space marks inside pieces, which move the segments' cuts;
+user-defined pieces, ties, no byte fallback), batches on threads, and long inputs staying linear.
 """
 from __future__ import annotations
 
@@ -46,7 +46,6 @@ def _check(data: bytes, texts: list[str], where: str) -> None:
 @pytest.mark.parametrize("name", MISTRAL_FILES)
 def test_mistral_golden(vocab_file, name):
     data = vocab_file(name).read_bytes()
-    assert _spm.segments_ok(_cores(data, name)[1])
     _check(data, CORPUS + random_texts(11, 500) + random_texts(12, 200, "ab ▁☃\n"), name)
 
 
@@ -97,13 +96,46 @@ def test_hand_made(model, texts):
     assert core.encode_batch(texts, 3) == expected
 
 
-def test_segments_rule():
-    def tables(*pieces):
-        return R.build_tables(SpmModel((Piece("<unk>", 0.0, UNKNOWN),) + pieces, TrainerSpec(model_type=BPE)))
+def test_joinable_pairs_tables():
+    """The native pair tables hold exactly the reference's pairs: small characters (below
+    U+0100, and the space mark) as bits, the others in the probed table."""
+    def tables(*pieces, escape=True):
+        return R.build_tables(SpmModel((Piece("<unk>", 0.0, UNKNOWN),) + pieces, TrainerSpec(model_type=BPE),
+                                       NormalizerSpec("identity", b"", True, False, escape)))
 
-    assert _spm.segments_ok(tables(Piece("▁▁a"), Piece("▁x")))
-    assert not _spm.segments_ok(tables(Piece("a▁b")))
-    assert not _spm.segments_ok(tables(Piece("[u▁]", 0.0, USER_DEFINED)))
+    bits, other = _spm.joinable_pairs(tables(Piece("▁▁a"), Piece("a▁b"), Piece("[u ]", 0.0, USER_DEFINED),
+                                             Piece("中文"), Piece("é中")))
+    small = {k for k in range(257 ** 2) if bits[k >> 3] >> (k & 7) & 1}
+    code = {256: "▁"}
+    got = {code.get(k // 257, chr(k // 257)) + code.get(k % 257, chr(k % 257)) for k in small}
+    assert got == {"▁▁", "▁a", "a▁", "▁b", "[u", "u ", " ]"}
+    assert {chr(k >> 21) + chr(k & 0x1FFFFF) for k in other} == {"中文", "é中"}
+    bits, other = _spm.joinable_pairs(tables(Piece("a▁"), escape=False))   # unescaped: ▁ is no space mark
+    assert not any(bits) and [chr(k >> 21) + chr(k & 0x1FFFFF) for k in other] == ["a▁"]
+
+
+def test_batches_keep_their_caches_and_share_nothing():
+    """encode_batch's scratches (with their segment caches) are kept from call to call;
+    batches running at once on other Python threads use their own and agree."""
+    import threading
+
+    data = trained_model("byte_fallback")
+    core, tables = _cores(data, "byte_fallback")
+    texts = CORPUS + random_texts(21, 400)
+    expected = [R.encode(t, tables) for t in texts]
+    results = []
+
+    def run():
+        for _ in range(5):
+            results.append(core.encode_batch(texts, 3) == expected)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [True] * 15
+    assert core.encode_batch(["x" * 2_000_000, "ab"], 2) == [R.encode(t, tables) for t in ["x" * 2_000_000, "ab"]]
 
 
 def test_unused_pieces_stay_on_the_reference():

@@ -18,18 +18,19 @@ encoded by ``spm_encode`` in four linear steps, each a loop over bytes:
    normal/user-defined piece, else unknown), unknown symbols as their ``<0xXX>`` bytes
    with ``byte_fallback``, runs of unknown symbols as one unknown id without.
 
-**Segments and the cache.** When no piece (normal or user-defined) has a space mark
-``▁`` right after a character that is not one (``a▁`` ...: Llama 2's and Mistral's have
-none; ``segments_ok``), no merge can cross the point before a ``▁`` that follows another
-character: every string spanning it contains such a pair. The normalized text is then
-cut there into segments (``▁word``), merged independently (the heap's order within a
-segment is unchanged: same scores, same relative positions) and each short segment's
-ids are kept in a direct-mapped cache (``CacheSlot``), so a word seen before costs a hash
-and a compare. Without ``byte_fallback`` a run of unknown symbols spanning segments
-still gives one unknown id: a segment's leading unknown id is dropped after one (an
-unknown id in the output comes only from an unknown symbol). A character that is in no piece of two or more characters (a "wall":
-Mistral's newline, which only byte fallback encodes, its digits, most CJK characters)
-never merges with a neighbour, so it is a segment of its own too.
+**Segments and the cache.** The normalized text is cut between two adjacent characters
+that appear next to each other in no piece merges may make (``pairs``: the proof that no
+merge crosses such a cut, and that each segment merges as it would in the whole text,
+is ``fastbpe.reference.sentencepiece.segments``'). Llama 2's and Mistral's vocabularies
+cut before every ``▁`` that follows another character, around the newline, digits and
+most CJK characters, and inside words at pairs no piece holds. Each segment is merged on
+its own, and one of up to ``CACHE_KEY`` bytes keeps its ids in a direct-mapped cache
+(``CacheSlot``), so a segment seen before costs a hash and a compare. Pairs of
+characters below U+0100 or ``▁`` are one bit in ``pair_bits``; other pairs are a code
+point ``wall`` test (a character in no piece of two or more characters joins nothing),
+then a probe in ``pair_table``. Without ``byte_fallback`` a run of unknown symbols
+spanning segments still gives one unknown id: a segment's leading unknown id is dropped
+after one (an unknown id in the output comes only from an unknown symbol).
 
 Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
 reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
@@ -54,12 +55,15 @@ cdef struct Entry:
 
 cdef enum:
     SCAN_MAX = 48         # pieces of up to this many symbols merge by scanning
-    CACHE_KEY = 24        # segments of up to 24 bytes ...
-    CACHE_IDS = 6         # ... and 6 ids are cached
-    CACHE_SLOTS = 65536   # 4 MiB per cache: ~18k distinct words in 600 KB of English
+    CACHE_KEY = 72        # segments of up to 72 bytes (Python's "▁" * 12 + "return") ...
+    CACHE_IDS = 10        # ... and 10 ids are cached
+    CACHE_SLOTS = 32768   # 4 MiB per cache: ~15k distinct segments per MB of English
+    SMALL_CHARS = 257     # pair_bits' characters: U+0000-U+00FF, then the space mark
+    PAIR_BYTES = 8257     # (SMALL_CHARS * SMALL_CHARS + 7) / 8
+    POOL = 8              # scratches (with their caches) an SpmCore keeps for batches
 
 
-cdef struct CacheSlot:    # 64 bytes, one cache line
+cdef struct CacheSlot:    # 128 bytes, two cache lines
     uint64_t hash
     uint32_t key_len      # 0: empty
     uint32_t n_ids
@@ -78,10 +82,14 @@ cdef struct Model:
     bint remove_extra_whitespaces
     bint escape_whitespaces
     bint treat_whitespace_as_suffix
-    bint segments_ok      # merges never cross a segment boundary (module docstring)
     uint8_t* wall         # bit c set: code point c is in no piece of two or more
-                          # characters (Mistral's newline, digits, most CJK): a segment
-                          # of its own (0x110000 bits)
+                          # characters (Mistral's newline, digits, most CJK): joins
+                          # nothing (0x110000 bits)
+    uint32_t space_mark   # the code point a space becomes (U+2581, or U+0020 unescaped)
+    uint8_t pair_bits[PAIR_BYTES]   # bit a * 257 + b: the pair
+                          # of small characters a, b (module docstring) is in some piece
+    uint64_t* pair_table  # the other pairs, a << 21 | b, + 1 (0: free), open addressing
+    uint64_t pair_mask
     # user-defined pieces, grouped by first byte and longest first within a group:
     # those starting with byte b are user_off/user_len[user_first[b]:user_first[b + 1]]
     uint8_t user_start[256]  # 1 for a byte that starts some user-defined piece
@@ -92,15 +100,15 @@ cdef struct Model:
 
 cdef struct Scratch:
     # reused across the texts a thread encodes; grown on demand
+    void* mem             # one block for norm and the per-symbol arrays below
+    Py_ssize_t cap        # ... sized for texts of up to cap input bytes
     unsigned char* norm   # the normalized text
-    Py_ssize_t norm_cap
     uint32_t* start       # per symbol: byte offset in norm
     uint32_t* length      # bytes; 0 once merged into its left neighbour
     int32_t* prev
     int32_t* next
     uint8_t* frozen       # a user-defined piece: never merged
     uint32_t* pair_rank   # short pieces (merge_scan): rank of (i, next[i]), NO_PAIR if none
-    Py_ssize_t sym_cap
     uint64_t* heap        # candidate pairs as rank << 32 | left, smallest first: an 8-ary
                           # heap (node i's children are 8i+1..8i+8) at heap_mem + 7, so
                           # that every group of children is one 64-byte line (long texts

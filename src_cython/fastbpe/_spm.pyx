@@ -20,7 +20,8 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
     ctypedef struct PyObject
     void set_item_raw "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)
-    PyObject* long_raw "PyLong_FromLong"(long v)
+    PyObject* list_get_raw "PyList_GET_ITEM"(object lst, Py_ssize_t i)
+    void incref_raw "Py_INCREF"(PyObject* o)
 
 cdef enum:
     OUT_FIRST = 64
@@ -67,39 +68,33 @@ cdef inline uint32_t char_len(unsigned char b) noexcept nogil:
 
 
 # --------------------------------------------------------------------------- scratch
-cdef inline int grow(void** p, size_t size) noexcept nogil:
-    """realloc *p to size bytes; -1 (*p unchanged) when memory runs out."""
-    cdef void* q = realloc(p[0], size)
-    if q == NULL:
-        return -1
-    p[0] = q
-    return 0
-
-
 cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
-    """Room for a text of n input bytes: 3n + 3 normalized bytes, as many symbols."""
-    cdef Py_ssize_t want = 3 * n + 8
-    if want > s.norm_cap:
-        if grow(<void**>&s.norm, want) < 0:
-            return -1
-        s.norm_cap = want
-    if want > s.sym_cap:
-        if (grow(<void**>&s.start, want * sizeof(uint32_t)) < 0 or grow(<void**>&s.length, want * sizeof(uint32_t)) < 0
-                or grow(<void**>&s.prev, want * sizeof(int32_t)) < 0 or grow(<void**>&s.next, want * sizeof(int32_t)) < 0
-                or grow(<void**>&s.frozen, want) < 0 or grow(<void**>&s.pair_rank, want * sizeof(uint32_t)) < 0):
-            return -1
-        s.sym_cap = want
+    """Room for a text of n input bytes: 3n + 3 normalized bytes, as many symbols, all in
+    one block (its contents need not survive: a text fills it from the start)."""
+    cdef Py_ssize_t want, sym
+    cdef unsigned char* mem
+    if n <= s.cap and s.mem != NULL:
+        return 0
+    want = 3 * n + 8            # bytes of norm, and symbols at most
+    sym = (want + 7) & ~7       # 8-aligned arrays after norm
+    mem = <unsigned char*>malloc(sym + want * (5 * sizeof(uint32_t) + 1))
+    if mem == NULL:
+        return -1
+    free(s.mem)
+    s.mem = mem
+    s.cap = n
+    s.norm = mem
+    s.start = <uint32_t*>(mem + sym)
+    s.length = s.start + want
+    s.prev = <int32_t*>(s.length + want)
+    s.next = s.prev + want
+    s.pair_rank = <uint32_t*>(s.next + want)
+    s.frozen = <uint8_t*>(s.pair_rank + want)
     return 0
 
 
 cdef void scratch_free(Scratch* s) noexcept nogil:
-    free(s.norm)
-    free(s.start)
-    free(s.length)
-    free(s.prev)
-    free(s.next)
-    free(s.frozen)
-    free(s.pair_rank)
+    free(s.mem)
     free(s.heap_mem)
     free(s.cache)
     memset(s, 0, sizeof(Scratch))
@@ -266,11 +261,21 @@ cdef inline uint32_t pair_rank(const Model* m, const Scratch* s, int32_t left) n
     return e.rank if e != NULL else NO_PAIR
 
 
+cdef inline void join(Scratch* s, int32_t left) noexcept nogil:
+    """Merge symbol left with the next one (which leaves the list)."""
+    cdef int32_t right = s.next[left]
+    s.length[left] += s.length[right]
+    s.length[right] = 0
+    s.next[left] = s.next[right]
+    if s.next[right] >= 0:
+        s.prev[s.next[right]] = left
+
+
 cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     """``merge`` for a short piece: scan for the lowest (rank, position) pair each time
     (strict ``<`` from the left: the leftmost of equal ranks)."""
     cdef Py_ssize_t i
-    cdef int32_t j, best_j, right
+    cdef int32_t j, best_j
     cdef uint32_t best
     if count == 0:
         return
@@ -287,12 +292,7 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
             j = s.next[j]
         if best_j < 0:
             return
-        right = s.next[best_j]
-        s.length[best_j] += s.length[right]
-        s.length[right] = 0
-        s.next[best_j] = s.next[right]
-        if s.next[right] >= 0:
-            s.prev[s.next[right]] = best_j
+        join(s, best_j)
         s.pair_rank[best_j] = pair_rank(m, s, best_j)
         if s.prev[best_j] >= 0:
             s.pair_rank[s.prev[best_j]] = pair_rank(m, s, s.prev[best_j])
@@ -300,7 +300,7 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
 
 cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     cdef Py_ssize_t i
-    cdef int32_t left, right
+    cdef int32_t left
     cdef uint64_t key
     cdef const Entry* e
     s.heap_size = 0
@@ -315,12 +315,7 @@ cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
         e = pair_entry(m, s, left)
         if e == NULL or e.rank != (key >> 32):
             continue                        # stale: the pair changed since the push
-        right = s.next[left]
-        s.length[left] += s.length[right]
-        s.length[right] = 0
-        s.next[left] = s.next[right]
-        if s.next[right] >= 0:
-            s.prev[s.next[right]] = left
+        join(s, left)
         if add_pair(m, s, s.prev[left]) < 0 or add_pair(m, s, left) < 0:
             return -1
     return 0
@@ -361,45 +356,67 @@ cdef int encode_piece(const Model* m, Scratch* s, const unsigned char* base, Py_
 
 
 # --------------------------------------------------------------------------- segments
-cdef inline bint is_space_at(const Model* m, const unsigned char* p, Py_ssize_t avail) noexcept nogil:
-    if m.escape_whitespaces:
-        return avail >= 3 and p[0] == 0xE2 and p[1] == 0x96 and p[2] == 0x81
-    return avail >= 1 and p[0] == 32
-
-
-cdef inline bint is_wall(const Model* m, const unsigned char* p) noexcept nogil:
-    """Whether the (valid UTF-8) character at p is a wall (``_spm.pxd``)."""
+cdef inline uint32_t code_point(const unsigned char* p, uint32_t* size) noexcept nogil:
+    """The code point of the (valid UTF-8) character at p; its length in *size."""
     cdef uint32_t c = p[0]
-    if c >= 0x80:
-        if c < 0xE0:
-            c = (c & 0x1F) << 6 | (p[1] & 0x3F)
-        elif c < 0xF0:
-            c = (c & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F)
-        else:
-            c = (c & 0x07) << 18 | (p[1] & 0x3F) << 12 | (p[2] & 0x3F) << 6 | (p[3] & 0x3F)
-    return (m.wall[c >> 3] >> (c & 7)) & 1
+    if c < 0x80:
+        size[0] = 1
+        return c
+    if c < 0xE0:
+        size[0] = 2
+        return (c & 0x1F) << 6 | (p[1] & 0x3F)
+    if c < 0xF0:
+        size[0] = 3
+        return (c & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F)
+    size[0] = 4
+    return (c & 0x07) << 18 | (p[1] & 0x3F) << 12 | (p[2] & 0x3F) << 6 | (p[3] & 0x3F)
+
+
+cdef inline int32_t small_char(const Model* m, uint32_t c) noexcept nogil:
+    """c's index in pair_bits, or -1."""
+    if c < 256:
+        return <int32_t>c
+    return 256 if c == m.space_mark else -1
+
+
+cdef inline uint64_t pair_key(uint32_t a, uint32_t b) noexcept nogil:
+    return ((<uint64_t>a << 21) | b) + 1
+
+
+cdef inline uint64_t pair_slot(uint64_t key, uint64_t mask) noexcept nogil:
+    return ((key * 0x9E3779B97F4A7C15ULL) >> 32) & mask
+
+
+cdef inline bint joinable(const Model* m, uint32_t a, uint32_t b) noexcept nogil:
+    """Whether the characters a, b stand next to each other in some piece merges may
+    make (else the text is cut between them: ``_spm.pxd``, "Segments")."""
+    cdef int32_t i = small_char(m, a), j = small_char(m, b)
+    cdef uint64_t key, slot, k
+    if i >= 0 and j >= 0:
+        k = <uint64_t>(i * SMALL_CHARS + j)
+        return (m.pair_bits[k >> 3] >> (k & 7)) & 1
+    if (m.wall[a >> 3] >> (a & 7)) & 1 or (m.wall[b >> 3] >> (b & 7)) & 1:
+        return False
+    key = pair_key(a, b)
+    slot = pair_slot(key, m.pair_mask)
+    while m.pair_table[slot] != 0:
+        if m.pair_table[slot] == key:
+            return True
+        slot = (slot + 1) & m.pair_mask
+    return False
 
 
 cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
-    """The end of the segment starting at pos: the next space mark that follows a
-    character which is not one (or n)."""
-    cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
-    cdef bint prev_space
-    if is_wall(m, norm + pos):
-        return pos + char_len(norm[pos])
-    prev_space = is_space_at(m, norm + pos, n - pos)
-    pos += space_len if prev_space else char_len(norm[pos])
+    """The end of the segment starting at pos: the first place after it between two
+    characters that are not joinable (or n)."""
+    cdef uint32_t size, prev = code_point(norm + pos, &size), c
+    pos += size
     while pos < n:
-        if is_wall(m, norm + pos):
+        c = code_point(norm + pos, &size)
+        if not joinable(m, prev, c):
             return pos
-        if is_space_at(m, norm + pos, n - pos):
-            if not prev_space:
-                return pos
-            prev_space = True
-            pos += space_len
-        else:
-            prev_space = False
-            pos += char_len(norm[pos])
+        prev = c
+        pos += size
     return n
 
 
@@ -448,8 +465,6 @@ cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ss
     if scratch_reserve(s, n) < 0:
         return -1
     norm_len = normalize(m, text, n, s.norm)
-    if not m.segments_ok:
-        return encode_piece(m, s, s.norm, norm_len, out)
     while pos < norm_len:
         end = segment_end(m, s.norm, pos, norm_len)
         if encode_segment(m, s, s.norm + pos, end - pos, out) < 0:
@@ -466,47 +481,76 @@ cdef struct Job:
     I32Vec* outs
     Py_ssize_t first
     Py_ssize_t last
+    Scratch* kept         # a scratch of the core's pool, or NULL: one of the job's own
     int error
+
+
+cdef enum:
+    KEEP_TEXT = 1 << 20   # a pooled scratch keeps room for texts of up to 1 MB between calls
 
 
 cdef void run_one(void* payload, Py_ssize_t j, Py_ssize_t slot, void* state) noexcept nogil:
     cdef Job* job = &(<Job*>payload)[j]
-    cdef Scratch s
+    cdef Scratch own
+    cdef Scratch* s = job.kept
     cdef Py_ssize_t t
-    memset(&s, 0, sizeof(Scratch))
+    if s == NULL:
+        memset(&own, 0, sizeof(Scratch))
+        s = &own
     for t in range(job.first, job.last):
-        if spm_encode(job.model, &s, job.texts[t], job.lengths[t], &job.outs[t]) < 0:
+        if spm_encode(job.model, s, job.texts[t], job.lengths[t], &job.outs[t]) < 0:
             job.error = 1
             break
-    scratch_free(&s)
+    if s == &own:
+        scratch_free(s)
+    elif s.cap > KEEP_TEXT:     # keep the cache, not the room a huge text took
+        free(s.mem)
+        free(s.heap_mem)
+        s.mem = s.heap_mem = s.heap = NULL
+        s.cap = s.heap_cap = s.heap_size = 0
 
 
-cdef list ids_list(const I32Vec* v):
+cdef list ids_list(const I32Vec* v, list id_objects):
+    """The ids as a list of the core's shared int objects (no int made per id)."""
     cdef list out = PyList_New(v.size)
     cdef Py_ssize_t i
+    cdef PyObject* o
     for i in range(v.size):
-        set_item_raw(out, i, long_raw(v.data[i]))    # the list takes the new reference
+        o = list_get_raw(id_objects, v.data[i])
+        incref_raw(o)
+        set_item_raw(out, i, o)    # the list takes the reference
     return out
 
 
-def segments_ok(tables):
-    """Whether no piece merges may make has a space mark right after a character that is
-    not one (``_spm.pxd``, "Segments"); never with ``treat_whitespace_as_suffix``.
+def joinable_pairs(tables):
+    """``fastbpe.reference.sentencepiece.joinable_pairs`` as the native tables want
+    them: (the ``pair_bits`` bitmap, the other pairs as ``a << 21 | b``).
 
     >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec, build_tables
-    >>> segments_ok(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("▁▁a", -1)), TrainerSpec(model_type=2))))
+    >>> bits, other = joinable_pairs(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("▁a", -1),
+    ...                                                     Piece("ağ", -1)), TrainerSpec(model_type=2))))
+    >>> [k for k in range(257 * 257) if bits[k >> 3] >> (k & 7) & 1] == [256 * 257 + 97]   # ▁a (▁ is 256)
     True
-    >>> segments_ok(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("a▁", -1)), TrainerSpec(model_type=2))))
-    False
+    >>> other == [97 << 21 | 0x11F]
+    True
     """
-    if tables.treat_whitespace_as_suffix:
-        return False
-    space = "\u2581" if tables.escape_whitespaces else " "
-    for piece in tables.pieces:
-        for i in range(1, len(piece)):
-            if piece[i] == space and piece[i - 1] != space:
-                return False
-    return True
+    from fastbpe.reference.sentencepiece import joinable_pairs as pairs_of
+
+    space = 0x2581 if tables.escape_whitespaces else 0x20
+    bits = bytearray(PAIR_BYTES)
+    other = []
+
+    def small(c):
+        return c if c < 256 else 256 if c == space else -1
+
+    for pair in sorted(pairs_of(tables)):
+        a, b = ord(pair[0]), ord(pair[1])
+        if small(a) >= 0 and small(b) >= 0:
+            k = small(a) * SMALL_CHARS + small(b)
+            bits[k >> 3] |= 1 << (k & 7)
+        else:
+            other.append(a << 21 | b)
+    return bytes(bits), other
 
 
 def walls(tables) -> bytes:
@@ -537,11 +581,15 @@ cdef class SpmCore:
 
     cdef Model m
     cdef Scratch scratch          # for encode(): calls hold the GIL, so one is enough
+    cdef Scratch pool[POOL]       # for the jobs of encode_batch, warm from call to call
+    cdef bint pool_busy           # a batch (without the GIL) is using the pool
+    cdef list id_objects          # id -> its int, so that a result list holds shared ints
     cdef readonly object tables
 
     def __cinit__(self):
         memset(&self.m, 0, sizeof(Model))
         memset(&self.scratch, 0, sizeof(Scratch))
+        memset(self.pool, 0, sizeof(self.pool))
 
     def __init__(self, tables):
         from fastbpe.reference.sentencepiece import BYTE, UNUSED, byte_piece, piece_id
@@ -614,15 +662,35 @@ cdef class SpmCore:
         self.m.remove_extra_whitespaces = tables.remove_extra_whitespaces
         self.m.escape_whitespaces = tables.escape_whitespaces
         self.m.treat_whitespace_as_suffix = tables.treat_whitespace_as_suffix
-        self.m.segments_ok = segments_ok(tables)
+        self.m.space_mark = 0x2581 if tables.escape_whitespaces else 0x20
         wall_bits = walls(tables)
         self.m.wall = <uint8_t*>malloc(len(wall_bits))
         if self.m.wall == NULL:
             raise MemoryError()
         memcpy(self.m.wall, <const char*>wall_bits, len(wall_bits))
+        pair_bits, other = joinable_pairs(tables)
+        memcpy(self.m.pair_bits, <const char*>pair_bits, len(pair_bits))
+        size = 1
+        while size < 2 * len(other) + 2:
+            size *= 2
+        self.m.pair_table = <uint64_t*>calloc(size, sizeof(uint64_t))
+        if self.m.pair_table == NULL:
+            raise MemoryError()
+        self.m.pair_mask = size - 1
+        for packed in other:
+            h = pair_key(packed >> 21, packed & 0x1FFFFF)
+            slot = pair_slot(h, self.m.pair_mask)
+            while self.m.pair_table[slot] != 0:
+                slot = (slot + 1) & self.m.pair_mask
+            self.m.pair_table[slot] = h
+        self.id_objects = list(range(len(tables.texts)))
 
     def __dealloc__(self):
+        cdef int k
         free(self.m.wall)
+        free(self.m.pair_table)
+        for k in range(POOL):
+            scratch_free(&self.pool[k])
         free(self.m.arena)
         free(self.m.table)
         free(self.m.user_off)
@@ -649,7 +717,7 @@ cdef class SpmCore:
             free(out.data)
             raise MemoryError("out of memory while encoding")
         try:
-            return ids_list(&out)
+            return ids_list(&out, self.id_objects)
         finally:
             free(out.data)
 
@@ -661,6 +729,7 @@ cdef class SpmCore:
         cdef I32Vec* outs = <I32Vec*>calloc(n + 1, sizeof(I32Vec))
         cdef Job* jobs = NULL
         cdef Runner runner
+        cdef bint use_pool = False
         try:
             if ptrs == NULL or lengths == NULL or outs == NULL:
                 raise MemoryError()
@@ -675,7 +744,10 @@ cdef class SpmCore:
             if jobs == NULL:
                 raise MemoryError()
             t = 0
+            use_pool = not self.pool_busy   # under the GIL: one batch at a time uses the pool
+            self.pool_busy = self.pool_busy or use_pool
             for k in range(n_thr):
+                jobs[k].kept = &self.pool[k] if use_pool and k < POOL else NULL
                 jobs[k].model = &self.m
                 jobs[k].texts = ptrs
                 jobs[k].lengths = lengths
@@ -694,12 +766,16 @@ cdef class SpmCore:
             runner.end = NULL
             runner.n_jobs = n_thr
             runner.notify = False
-            with nogil:
-                run_jobs(&runner, n_thr)
+            try:
+                with nogil:
+                    run_jobs(&runner, n_thr)
+            finally:
+                if use_pool:
+                    self.pool_busy = False
             for k in range(n_thr):
                 if jobs[k].error:
                     raise MemoryError("out of memory while encoding")
-            return [ids_list(&outs[i]) for i in range(n)]
+            return [ids_list(&outs[i], self.id_objects) for i in range(n)]
         finally:
             if outs != NULL:
                 for i in range(n):
