@@ -148,18 +148,53 @@ def test_unused_pieces_stay_on_the_reference():
     assert "unused" in tok.native_reason and tok.encode_ordinary("ab") == R.encode("ab", tok._tables)
 
 
-def test_long_line_is_not_quadratic(vocab_file):
-    """A line without spaces is one sequence of merges: 5x the text must not cost 25x
-    (quadratic); the bound (12x) is loose for a loaded machine's noise.
-    (The issue's bound, 10 MB <= 12x the time of 1 MB, is measured by
-    benchmarks/spm_peers.py --long: too slow for a unit test.)"""
+def test_cache_full_of_distinct_segments(vocab_file):
+    """More distinct segments than the cache has slots (short and long ones: words and
+    indented words), encoded three times: every slot is taken, evicted and hit, and the
+    ids stay the reference's, one text at a time and in batches."""
     import random
 
+    core, tables = _cores(vocab_file(MISTRAL_FILES[0]).read_bytes(), "v1")
+    rng = random.Random(5)
+    letters = "abcdefghijklmnopqrstuvwxyzéğ中"
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(1, 12))) for _ in range(45_000)]
+    docs = []
+    for i in range(0, len(words), 60):
+        chunk = words[i:i + 60]
+        docs.append(" ".join(chunk[:40]) + "\n" + "\n".join(" " * rng.choice([4, 8, 12, 16, 20]) + w for w in chunk[40:]))
+    expected = [R.encode(d, tables) for d in docs]
+    for _ in range(2):
+        assert [core.encode(d) for d in docs] == expected
+    assert core.encode_batch(docs, 2) == expected
+    assert core.encode_batch(docs, 2) == expected
+
+
+def _uncut_line(tables, size: int, seed: int = 0) -> str:
+    """Letters without spaces where every adjacent pair stands side by side in some piece:
+    no cut shortens it (``R.segments``), so it is one sequence of merges."""
+    import random
+
+    rng = random.Random(seed)
+    pairs = R.joinable_pairs(tables)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    follow = {a: [b for b in letters if a + b in pairs] for a in letters}
+    out, c = [], "t"
+    for _ in range(size):
+        c = rng.choice(follow[c])
+        out.append(c)
+    return "".join(out)
+
+
+def test_long_line_is_not_quadratic(vocab_file):
+    """A line no cut shortens is one sequence of merges (the heap): 5x the text must not
+    cost 25x (quadratic); the bound (12x) is loose for a loaded machine's noise.
+    (The issue's bound, 10 MB <= 12x the time of 1 MB, is measured by
+    benchmarks/spm_peers.py --long: too slow for a unit test.)"""
     data = vocab_file(MISTRAL_FILES[0]).read_bytes()
     core, tables = _cores(data, "v1")
-    rng = random.Random(0)
-    big = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(1_000_000))
+    big = _uncut_line(tables, 1_000_000)
     small = big[:200_000]
+    assert len(R.segments(R.normalize(big[:5000], tables), R.joinable_pairs(tables))) == 1
     assert core.encode(small[:5000]) == R.encode(small[:5000], tables)
 
     def best(text):

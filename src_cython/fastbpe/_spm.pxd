@@ -24,8 +24,10 @@ merge crosses such a cut, and that each segment merges as it would in the whole 
 is ``fastbpe.reference.sentencepiece.segments``'). Llama 2's and Mistral's vocabularies
 cut before every ``▁`` that follows another character, around the newline, digits and
 most CJK characters, and inside words at pairs no piece holds. Each segment is merged on
-its own, and one of up to ``CACHE_KEY`` bytes keeps its ids in a direct-mapped cache
-(``CacheSlot``), so a segment seen before costs a hash and a compare. Pairs of
+its own, and one of up to ``LONG_KEY`` bytes keeps its ids in a direct-mapped cache
+(``SlotHead``: 64-byte slots for short segments, 128-byte ones for longer), so a segment
+seen before costs a hash and a compare; the next segment's slot is prefetched while
+one is looked up (a slot is a miss to L3 or DRAM: the tables are megabytes). Pairs of
 characters below U+0100 or ``▁`` are one bit in ``pair_bits``; other pairs are a code
 point ``wall`` test (a character in no piece of two or more characters joins nothing),
 then a probe in ``pair_table``. Without ``byte_fallback`` a run of unknown symbols
@@ -35,7 +37,7 @@ after one (an unknown id in the output comes only from an unknown symbol).
 Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
 reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
 """
-from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from fastbpe._vec cimport I32Vec
 
@@ -55,20 +57,33 @@ cdef struct Entry:
 
 cdef enum:
     SCAN_MAX = 48         # pieces of up to this many symbols merge by scanning
-    CACHE_KEY = 72        # segments of up to 72 bytes (Python's "▁" * 12 + "return") ...
-    CACHE_IDS = 10        # ... and 10 ids are cached
-    CACHE_SLOTS = 32768   # 4 MiB per cache: ~15k distinct segments per MB of English
+    SHORT_KEY = 32        # segments of up to 32 bytes ("▁" * 8 + "return") and 6 ids: a
+    SHORT_IDS = 6         # 64-byte slot (one cache line: one miss per lookup) ...
+    SHORT_SLOTS = 32768   # ... 2 MiB of them: ~15k distinct segments per MB of English
+    LONG_KEY = 88         # longer ones, up to 88 bytes and 8 ids (Python's "▁" * 16 +
+    LONG_IDS = 8          # "return"): 128-byte slots ...
+    LONG_SLOTS = 4096     # ... 512 KiB (indentation + keyword: few distinct)
     SMALL_CHARS = 257     # pair_bits' characters: U+0000-U+00FF, then the space mark
     PAIR_BYTES = 8257     # (SMALL_CHARS * SMALL_CHARS + 7) / 8
     POOL = 8              # scratches (with their caches) an SpmCore keeps for batches
 
 
-cdef struct CacheSlot:    # 128 bytes, two cache lines
-    uint64_t hash
-    uint32_t key_len      # 0: empty
-    uint32_t n_ids
-    unsigned char key[CACHE_KEY]
-    int32_t ids[CACHE_IDS]
+cdef struct SlotHead:     # 8 bytes: a cache slot starts so; its key follows (SHORT_KEY or
+    uint32_t tag          # LONG_KEY bytes), then its ids (SHORT_IDS or LONG_IDS int32).
+    uint16_t key_len      # tag: the low half of the key's hash; key_len 0: empty
+    uint16_t n_ids
+
+
+cdef struct Sym:          # a symbol: 16 bytes, so that merging touches one line per symbol
+    uint32_t start        # byte offset in norm
+    uint32_t length       # bytes, | FROZEN for a user-defined piece (never merged); 0 once
+                          # merged into its left neighbour
+    int32_t prev
+    int32_t next
+
+
+cdef enum:
+    FROZEN = 0x80000000
 
 
 cdef struct Model:
@@ -103,11 +118,7 @@ cdef struct Scratch:
     void* mem             # one block for norm and the per-symbol arrays below
     Py_ssize_t cap        # ... sized for texts of up to cap input bytes
     unsigned char* norm   # the normalized text
-    uint32_t* start       # per symbol: byte offset in norm
-    uint32_t* length      # bytes; 0 once merged into its left neighbour
-    int32_t* prev
-    int32_t* next
-    uint8_t* frozen       # a user-defined piece: never merged
+    Sym* sym              # the symbols of the segment being merged
     uint32_t* pair_rank   # short pieces (merge_scan): rank of (i, next[i]), NO_PAIR if none
     uint64_t* heap        # candidate pairs as rank << 32 | left, smallest first: an 8-ary
                           # heap (node i's children are 8i+1..8i+8) at heap_mem + 7, so
@@ -119,7 +130,8 @@ cdef struct Scratch:
     void* heap_mem
     Py_ssize_t heap_size
     Py_ssize_t heap_cap
-    CacheSlot* cache      # CACHE_SLOTS slots, allocated on first use (NULL: none yet)
+    unsigned char* short_slots  # SHORT_SLOTS slots of 64 bytes, allocated on first use
+    unsigned char* long_slots   # LONG_SLOTS slots of 128 bytes, likewise
 
 
 cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ssize_t n,

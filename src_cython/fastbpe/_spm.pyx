@@ -3,14 +3,14 @@ for the rules): ``SpmCore`` encodes one text or a batch, the batch without the G
 threads of ``fastbpe._runner`` (one job per run of consecutive texts, as WordPiece does).
 """
 from cpython.list cimport PyList_New
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 
 cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void** memptr, size_t alignment, size_t size)
 from libc.string cimport memcmp, memcpy, memmove, memset
 
-from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash
+from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch
 from fastbpe._runner cimport Runner, run_jobs
 from fastbpe._vec cimport I32Vec, i32_push
 
@@ -27,6 +27,12 @@ cdef enum:
     OUT_FIRST = 64
     # a normalized text of up to 3 bytes per input byte must index with int32/uint32
     MAX_TEXT_BYTES = 600000000
+
+# the layouts the cache and the merge loops count on (internal invariants)
+assert sizeof(SlotHead) + SHORT_KEY + SHORT_IDS * sizeof(int32_t) == 64
+assert sizeof(SlotHead) + LONG_KEY + LONG_IDS * sizeof(int32_t) == 128
+assert sizeof(Sym) == 16
+
 
 # --------------------------------------------------------------------------- lookups
 cdef inline const Entry* lookup(const Model* m, const unsigned char* p, uint32_t n) noexcept nogil:
@@ -76,27 +82,24 @@ cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
     if n <= s.cap and s.mem != NULL:
         return 0
     want = 3 * n + 8            # bytes of norm, and symbols at most
-    sym = (want + 7) & ~7       # 8-aligned arrays after norm
-    mem = <unsigned char*>malloc(sym + want * (5 * sizeof(uint32_t) + 1))
+    sym = (want + 15) & ~15     # 16-aligned arrays after norm
+    mem = <unsigned char*>malloc(sym + want * (sizeof(Sym) + sizeof(uint32_t)))
     if mem == NULL:
         return -1
     free(s.mem)
     s.mem = mem
     s.cap = n
     s.norm = mem
-    s.start = <uint32_t*>(mem + sym)
-    s.length = s.start + want
-    s.prev = <int32_t*>(s.length + want)
-    s.next = s.prev + want
-    s.pair_rank = <uint32_t*>(s.next + want)
-    s.frozen = <uint8_t*>(s.pair_rank + want)
+    s.sym = <Sym*>(mem + sym)
+    s.pair_rank = <uint32_t*>(s.sym + want)
     return 0
 
 
 cdef void scratch_free(Scratch* s) noexcept nogil:
     free(s.mem)
     free(s.heap_mem)
-    free(s.cache)
+    free(s.short_slots)
+    free(s.long_slots)
     memset(s, 0, sizeof(Scratch))
 
 
@@ -115,7 +118,8 @@ cdef Py_ssize_t normalize(const Model* m, const unsigned char* s, Py_ssize_t n, 
     """The normalized text's length in out (reference: ``normalize``)."""
     cdef Py_ssize_t pos = 0, k = 0, size, i
     cdef uint32_t u
-    cdef bint prev_space = m.remove_extra_whitespaces, any_kept
+    cdef unsigned char b
+    cdef bint prev_space = m.remove_extra_whitespaces
     cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
     if m.remove_extra_whitespaces:
         # the normalizer's chunk is " " (a space, or a user-defined piece " ")
@@ -126,6 +130,17 @@ cdef Py_ssize_t normalize(const Model* m, const unsigned char* s, Py_ssize_t n, 
     if m.add_dummy_prefix and not m.treat_whitespace_as_suffix:
         k = put_space(m, out, k)
     while pos < n:
+        b = s[pos]
+        if not m.user_start[b]:     # the common case, byte by byte: no user-defined piece
+            pos += 1                # starts here (nor at a UTF-8 continuation byte)
+            if b != 32:
+                out[k] = b
+                k += 1
+                prev_space = False
+            elif not prev_space:
+                k = put_space(m, out, k)
+                prev_space = m.remove_extra_whitespaces
+            continue
         u = user_match(m, s + pos, n - pos)
         size = u if u else char_len(s[pos])
         i = pos
@@ -159,15 +174,14 @@ cdef Py_ssize_t symbolize(const Model* m, Scratch* s, const unsigned char* base,
     cdef uint32_t u
     while pos < n:
         u = user_match(m, base + pos, n - pos)
-        s.start[count] = <uint32_t>(origin + pos)
-        s.length[count] = u if u else char_len(base[pos])
-        s.frozen[count] = u != 0
-        s.prev[count] = <int32_t>count - 1
-        s.next[count] = <int32_t>count + 1
-        pos += s.length[count]
+        s.sym[count].start = <uint32_t>(origin + pos)
+        s.sym[count].length = (u | FROZEN) if u else char_len(base[pos])
+        s.sym[count].prev = <int32_t>count - 1
+        s.sym[count].next = <int32_t>count + 1
+        pos += u if u else char_len(base[pos])
         count += 1
     if count:
-        s.next[count - 1] = -1
+        s.sym[count - 1].next = -1
     return count
 
 
@@ -234,11 +248,11 @@ cdef inline uint64_t heap_pop(Scratch* s) noexcept nogil:
 
 cdef inline const Entry* pair_entry(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
     """The piece merges may make of (left, next[left]), or NULL."""
-    cdef int32_t right = s.next[left]
+    cdef int32_t right = s.sym[left].next
     cdef const Entry* e
-    if right < 0 or s.frozen[left] or s.frozen[right]:
+    if right < 0 or (s.sym[left].length | s.sym[right].length) & FROZEN:
         return NULL
-    e = lookup(m, s.norm + s.start[left], s.length[left] + s.length[right])
+    e = lookup(m, s.norm + s.sym[left].start, s.sym[left].length + s.sym[right].length)
     return e if e != NULL and e.merge_id >= 0 else NULL
 
 
@@ -263,12 +277,13 @@ cdef inline uint32_t pair_rank(const Model* m, const Scratch* s, int32_t left) n
 
 cdef inline void join(Scratch* s, int32_t left) noexcept nogil:
     """Merge symbol left with the next one (which leaves the list)."""
-    cdef int32_t right = s.next[left]
-    s.length[left] += s.length[right]
-    s.length[right] = 0
-    s.next[left] = s.next[right]
-    if s.next[right] >= 0:
-        s.prev[s.next[right]] = left
+    cdef Sym* a = &s.sym[left]
+    cdef Sym* b = &s.sym[a.next]
+    a.length += b.length
+    b.length = 0
+    a.next = b.next
+    if b.next >= 0:
+        s.sym[b.next].prev = left
 
 
 cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
@@ -289,13 +304,13 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
             if s.pair_rank[j] < best:
                 best = s.pair_rank[j]
                 best_j = j
-            j = s.next[j]
+            j = s.sym[j].next
         if best_j < 0:
             return
         join(s, best_j)
         s.pair_rank[best_j] = pair_rank(m, s, best_j)
-        if s.prev[best_j] >= 0:
-            s.pair_rank[s.prev[best_j]] = pair_rank(m, s, s.prev[best_j])
+        if s.sym[best_j].prev >= 0:
+            s.pair_rank[s.sym[best_j].prev] = pair_rank(m, s, s.sym[best_j].prev)
 
 
 cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
@@ -310,13 +325,13 @@ cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     while s.heap_size:
         key = heap_pop(s)
         left = <int32_t><uint32_t>key
-        if s.length[left] == 0:
+        if s.sym[left].length == 0:
             continue                        # merged into its left neighbour since
         e = pair_entry(m, s, left)
         if e == NULL or e.rank != (key >> 32):
             continue                        # stale: the pair changed since the push
         join(s, left)
-        if add_pair(m, s, s.prev[left]) < 0 or add_pair(m, s, left) < 0:
+        if add_pair(m, s, s.sym[left].prev) < 0 or add_pair(m, s, left) < 0:
             return -1
     return 0
 
@@ -325,22 +340,23 @@ cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
 cdef int emit(const Model* m, Scratch* s, Py_ssize_t count, I32Vec* out) noexcept nogil:
     """Append the symbols' ids (a run of unknown symbols as one id, without byte fallback)."""
     cdef int32_t i = 0 if count else -1, pid
-    cdef uint32_t k
+    cdef uint32_t k, length
     cdef const Entry* e
     cdef bint unk, prev_unk = False
     while i >= 0:
-        e = lookup(m, s.norm + s.start[i], s.length[i])
+        length = s.sym[i].length & ~FROZEN
+        e = lookup(m, s.norm + s.sym[i].start, length)
         pid = e.id if e != NULL else m.unk_id
         unk = pid == m.unk_id
         if unk and m.byte_fallback:
-            for k in range(s.length[i]):
-                if i32_push(out, m.byte_ids[s.norm[s.start[i] + k]], OUT_FIRST) < 0:
+            for k in range(length):
+                if i32_push(out, m.byte_ids[s.norm[s.sym[i].start + k]], OUT_FIRST) < 0:
                     return -1
         elif not (unk and prev_unk):
             if i32_push(out, pid, OUT_FIRST) < 0:
                 return -1
         prev_unk = unk
-        i = s.next[i]
+        i = s.sym[i].next
     return 0
 
 
@@ -420,32 +436,52 @@ cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_
     return n
 
 
+cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noexcept nogil:
+    """The cache slot of a segment of n bytes hashing to h; NULL when it is too long to
+    be cached (or memory runs out: then nothing is cached)."""
+    if n <= SHORT_KEY:
+        if s.short_slots == NULL:
+            s.short_slots = <unsigned char*>calloc(SHORT_SLOTS, 64)
+            if s.short_slots == NULL:
+                return NULL
+        return s.short_slots + ((h >> 20) & (SHORT_SLOTS - 1)) * 64
+    if n <= LONG_KEY:
+        if s.long_slots == NULL:
+            s.long_slots = <unsigned char*>calloc(LONG_SLOTS, 128)
+            if s.long_slots == NULL:
+                return NULL
+        return s.long_slots + ((h >> 20) & (LONG_SLOTS - 1)) * 128
+    return NULL
+
+
+cdef inline int32_t* slot_ids(unsigned char* slot, Py_ssize_t n) noexcept nogil:
+    return <int32_t*>(slot + sizeof(SlotHead) + (SHORT_KEY if n <= SHORT_KEY else LONG_KEY))
+
+
 cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, Py_ssize_t n,
-                        I32Vec* out) noexcept nogil:
-    """A segment's ids, from the cache when it has them (``_spm.pxd``, "Segments")."""
-    cdef Py_ssize_t first = out.size, k
+                        uint64_t h, unsigned char* slot, I32Vec* out) noexcept nogil:
+    """A segment's ids, from its cache slot (hash h; NULL: not cached) when it holds
+    them (``_spm.pxd``, "Segments")."""
+    cdef Py_ssize_t first = out.size, k, made
     cdef bint after_unk = first > 0 and out.data[first - 1] == m.unk_id and not m.byte_fallback
-    cdef uint64_t h
-    cdef CacheSlot* slot = NULL
-    if n <= CACHE_KEY:
-        if s.cache == NULL:
-            s.cache = <CacheSlot*>calloc(CACHE_SLOTS, sizeof(CacheSlot))
-        if s.cache != NULL:
-            h = fbe_hash(base, n)
-            slot = &s.cache[(h >> 20) & (CACHE_SLOTS - 1)]
-            if slot.hash == h and slot.key_len == n and memcmp(slot.key, base, n) == 0:
-                for k in range(slot.n_ids):
-                    if i32_push(out, slot.ids[k], OUT_FIRST) < 0:
-                        return -1
-                return drop_fused_unk(m, out, first, after_unk)
+    cdef SlotHead* head = <SlotHead*>slot
+    cdef int32_t* ids
+    if slot != NULL:
+        ids = slot_ids(slot, n)
+        if head.tag == <uint32_t>h and head.key_len == n and memcmp(slot + sizeof(SlotHead), base, n) == 0:
+            for k in range(head.n_ids):
+                if i32_push(out, ids[k], OUT_FIRST) < 0:
+                    return -1
+            return drop_fused_unk(m, out, first, after_unk)
     if encode_piece(m, s, base, n, out) < 0:
         return -1
-    if slot != NULL and out.size - first <= CACHE_IDS:
-        slot.hash = h
-        slot.key_len = <uint32_t>n
-        slot.n_ids = <uint32_t>(out.size - first)
-        memcpy(slot.key, base, n)
-        memcpy(slot.ids, out.data + first, (out.size - first) * sizeof(int32_t))
+    made = out.size - first
+    if slot != NULL and made <= (SHORT_IDS if n <= SHORT_KEY else LONG_IDS):
+        head.tag = <uint32_t>h
+        head.key_len = <uint16_t>n
+        head.n_ids = <uint16_t>made
+        memcpy(slot + sizeof(SlotHead), base, n)
+        memcpy(ids, out.data + first, made * sizeof(int32_t))
     return drop_fused_unk(m, out, first, after_unk)
 
 
@@ -459,17 +495,30 @@ cdef inline int drop_fused_unk(const Model* m, I32Vec* out, Py_ssize_t first, bi
 
 cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ssize_t n,
                     I32Vec* out) noexcept nogil:
-    cdef Py_ssize_t norm_len, pos = 0, end
+    cdef Py_ssize_t norm_len, pos = 0, end, next_end
+    cdef uint64_t h, next_h
+    cdef unsigned char* slot
+    cdef unsigned char* next_slot
     if n == 0:
         return 0
     if scratch_reserve(s, n) < 0:
         return -1
     norm_len = normalize(m, text, n, s.norm)
+    if norm_len == 0:
+        return 0
+    # one segment ahead: its slot is prefetched while the current one is looked up
+    end = segment_end(m, s.norm, 0, norm_len)
+    h = fbe_hash(s.norm, end)
+    slot = cache_slot(s, end, h)
     while pos < norm_len:
-        end = segment_end(m, s.norm, pos, norm_len)
-        if encode_segment(m, s, s.norm + pos, end - pos, out) < 0:
+        next_end = segment_end(m, s.norm, end, norm_len) if end < norm_len else end
+        next_h = fbe_hash(s.norm + end, next_end - end)
+        next_slot = cache_slot(s, next_end - end, next_h)
+        if next_slot != NULL:
+            fbe_prefetch(next_slot)
+        if encode_segment(m, s, s.norm + pos, end - pos, h, slot, out) < 0:
             return -1
-        pos = end
+        pos, end, h, slot = end, next_end, next_h, next_slot
     return 0
 
 
