@@ -98,17 +98,18 @@ def test_hand_made(model, texts):
 
 def test_joinable_pairs_tables():
     """The native pair tables hold exactly the reference's pairs: small characters (below
-    U+0100, and the space mark) as bits, the others in the probed table."""
+    U+0600, and the space mark) as bits, the others in the probed table."""
     def tables(*pieces, escape=True):
         return R.build_tables(SpmModel((Piece("<unk>", 0.0, UNKNOWN),) + pieces, TrainerSpec(model_type=BPE),
                                        NormalizerSpec("identity", b"", True, False, escape)))
 
     bits, other = _spm.joinable_pairs(tables(Piece("▁▁a"), Piece("a▁b"), Piece("[u ]", 0.0, USER_DEFINED),
-                                             Piece("中文"), Piece("é中")))
-    small = {k for k in range(257 ** 2) if bits[k >> 3] >> (k & 7) & 1}
-    code = {256: "▁"}
-    got = {code.get(k // 257, chr(k // 257)) + code.get(k % 257, chr(k % 257)) for k in small}
-    assert got == {"▁▁", "▁a", "a▁", "▁b", "[u", "u ", " ]"}
+                                             Piece("中文"), Piece("é中"), Piece("ğı"), Piece("я▁")))
+    n = 0x601                       # U+0000-U+05FF, then the space mark
+    small = {k for k in range(len(bits) * 8) if bits[k >> 3] >> (k & 7) & 1}
+    code = {0x600: "▁"}
+    got = {code.get(k // n, chr(k // n)) + code.get(k % n, chr(k % n)) for k in small}
+    assert got == {"▁▁", "▁a", "a▁", "▁b", "[u", "u ", " ]", "ğı", "я▁"}
     assert {chr(k >> 21) + chr(k & 0x1FFFFF) for k in other} == {"中文", "é中"}
     bits, other = _spm.joinable_pairs(tables(Piece("a▁"), escape=False))   # unescaped: ▁ is no space mark
     assert not any(bits) and [chr(k >> 21) + chr(k & 0x1FFFFF) for k in other] == ["a▁"]

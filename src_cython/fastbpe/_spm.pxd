@@ -25,14 +25,17 @@ is ``fastbpe.reference.sentencepiece.segments``'). Llama 2's and Mistral's vocab
 cut before every ``▁`` that follows another character, around the newline, digits and
 most CJK characters, and inside words at pairs no piece holds. Each segment is merged on
 its own, and one of up to ``LONG_KEY`` bytes keeps its ids in a direct-mapped cache
-(``SlotHead``: 64-byte slots for short segments, 128-byte ones for longer), so a segment
+(``SlotHead``: 64-byte slots for short segments, 128-byte ones for longer, two ways
+per set), so a segment
 seen before costs a hash and a compare; the next segment's slot is prefetched while
 one is looked up (a slot is a miss to L3 or DRAM: the tables are megabytes). Pairs of
-characters below U+0100 or ``▁`` are one bit in ``pair_bits``; other pairs are a code
+characters below U+0600 or ``▁`` are one bit in ``pair_bits``; other pairs are a code
 point ``wall`` test (a character in no piece of two or more characters joins nothing),
 then a probe in ``pair_table``. Without ``byte_fallback`` a run of unknown symbols
 spanning segments still gives one unknown id: a segment's leading unknown id is dropped
-after one (an unknown id in the output comes only from an unknown symbol).
+after one (an unknown id in the output comes only from an unknown symbol). A segment of
+one character in the BMP that is a piece (most CJK text, punctuation) takes its id from
+``char_ids``: no hash, no cache.
 
 Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
 reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
@@ -59,12 +62,14 @@ cdef enum:
     SCAN_MAX = 48         # pieces of up to this many symbols merge by scanning
     SHORT_KEY = 32        # segments of up to 32 bytes ("▁" * 8 + "return") and 6 ids: a
     SHORT_IDS = 6         # 64-byte slot (one cache line: one miss per lookup) ...
-    SHORT_SLOTS = 32768   # ... 2 MiB of them: ~15k distinct segments per MB of English
+    SHORT_SLOTS = 65536   # ... 4 MiB of them: ~15k distinct segments per MB of English
     LONG_KEY = 88         # longer ones, up to 88 bytes and 8 ids (Python's "▁" * 16 +
     LONG_IDS = 8          # "return"): 128-byte slots ...
     LONG_SLOTS = 4096     # ... 512 KiB (indentation + keyword: few distinct)
-    SMALL_CHARS = 257     # pair_bits' characters: U+0000-U+00FF, then the space mark
-    PAIR_BYTES = 8257     # (SMALL_CHARS * SMALL_CHARS + 7) / 8
+    SMALL_LIMIT = 0x600   # pair_bits' characters: U+0000-U+05FF (Latin, Greek, Cyrillic,
+    SMALL_CHARS = 0x601   # Armenian, Hebrew), then the space mark
+    PAIR_BYTES = 295297   # (SMALL_CHARS * SMALL_CHARS + 7) / 8
+    DIRECT_CHARS = 0x10000  # char_ids covers the BMP
     POOL = 8              # scratches (with their caches) an SpmCore keeps for batches
 
 
@@ -101,10 +106,12 @@ cdef struct Model:
                           # characters (Mistral's newline, digits, most CJK): joins
                           # nothing (0x110000 bits)
     uint32_t space_mark   # the code point a space becomes (U+2581, or U+0020 unescaped)
-    uint8_t pair_bits[PAIR_BYTES]   # bit a * 257 + b: the pair
+    uint8_t* pair_bits    # PAIR_BYTES: bit a * SMALL_CHARS + b: the pair
                           # of small characters a, b (module docstring) is in some piece
     uint64_t* pair_table  # the other pairs, a << 21 | b, + 1 (0: free), open addressing
     uint64_t pair_mask
+    int32_t* char_ids     # DIRECT_CHARS: the id of a one-character segment (what emit
+                          # gives that symbol), or -1 where it is unknown (the general way)
     # user-defined pieces, grouped by first byte and longest first within a group:
     # those starting with byte b are user_off/user_len[user_first[b]:user_first[b + 1]]
     uint8_t user_start[256]  # 1 for a byte that starts some user-defined piece

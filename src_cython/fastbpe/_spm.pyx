@@ -32,6 +32,7 @@ cdef enum:
 assert sizeof(SlotHead) + SHORT_KEY + SHORT_IDS * sizeof(int32_t) == 64
 assert sizeof(SlotHead) + LONG_KEY + LONG_IDS * sizeof(int32_t) == 128
 assert sizeof(Sym) == 16
+assert PAIR_BYTES * 8 >= SMALL_CHARS * SMALL_CHARS and SMALL_CHARS == SMALL_LIMIT + 1
 
 
 # --------------------------------------------------------------------------- lookups
@@ -390,9 +391,9 @@ cdef inline uint32_t code_point(const unsigned char* p, uint32_t* size) noexcept
 
 cdef inline int32_t small_char(const Model* m, uint32_t c) noexcept nogil:
     """c's index in pair_bits, or -1."""
-    if c < 256:
+    if c < SMALL_LIMIT:
         return <int32_t>c
-    return 256 if c == m.space_mark else -1
+    return SMALL_LIMIT if c == m.space_mark else -1
 
 
 cdef inline uint64_t pair_key(uint32_t a, uint32_t b) noexcept nogil:
@@ -437,39 +438,47 @@ cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_
 
 
 cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noexcept nogil:
-    """The cache slot of a segment of n bytes hashing to h; NULL when it is too long to
-    be cached (or memory runs out: then nothing is cached)."""
+    """The cache set (two slots side by side) of a segment of n bytes hashing to h; NULL
+    when it is too long to be cached (or memory runs out: then nothing is cached)."""
     if n <= SHORT_KEY:
         if s.short_slots == NULL:
             s.short_slots = <unsigned char*>calloc(SHORT_SLOTS, 64)
             if s.short_slots == NULL:
                 return NULL
-        return s.short_slots + ((h >> 20) & (SHORT_SLOTS - 1)) * 64
+        return s.short_slots + ((h >> 20) & (SHORT_SLOTS - 2)) * 64
     if n <= LONG_KEY:
         if s.long_slots == NULL:
             s.long_slots = <unsigned char*>calloc(LONG_SLOTS, 128)
             if s.long_slots == NULL:
                 return NULL
-        return s.long_slots + ((h >> 20) & (LONG_SLOTS - 1)) * 128
+        return s.long_slots + ((h >> 20) & (LONG_SLOTS - 2)) * 128
     return NULL
 
 
-cdef inline int32_t* slot_ids(unsigned char* slot, Py_ssize_t n) noexcept nogil:
-    return <int32_t*>(slot + sizeof(SlotHead) + (SHORT_KEY if n <= SHORT_KEY else LONG_KEY))
+cdef inline bint slot_has(unsigned char* slot, const unsigned char* base, Py_ssize_t n, uint64_t h) noexcept nogil:
+    cdef SlotHead* head = <SlotHead*>slot
+    return head.tag == <uint32_t>h and head.key_len == n and memcmp(slot + sizeof(SlotHead), base, n) == 0
 
 
 cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, Py_ssize_t n,
                         uint64_t h, unsigned char* slot, I32Vec* out) noexcept nogil:
-    """A segment's ids, from its cache slot (hash h; NULL: not cached) when it holds
-    them (``_spm.pxd``, "Segments")."""
+    """A segment's ids, from its cache set (hash h; NULL: not cached) when it holds them
+    (``_spm.pxd``, "Segments"). A set is two ways: a new segment goes first, the first
+    moves second (the older of the two is evicted)."""
     cdef Py_ssize_t first = out.size, k, made
     cdef bint after_unk = first > 0 and out.data[first - 1] == m.unk_id and not m.byte_fallback
-    cdef SlotHead* head = <SlotHead*>slot
+    cdef size_t size = 64 if n <= SHORT_KEY else 128
+    cdef size_t ids_at = sizeof(SlotHead) + (SHORT_KEY if n <= SHORT_KEY else LONG_KEY)
+    cdef unsigned char* hit = NULL
     cdef int32_t* ids
     if slot != NULL:
-        ids = slot_ids(slot, n)
-        if head.tag == <uint32_t>h and head.key_len == n and memcmp(slot + sizeof(SlotHead), base, n) == 0:
-            for k in range(head.n_ids):
+        if slot_has(slot, base, n, h):
+            hit = slot
+        elif slot_has(slot + size, base, n, h):
+            hit = slot + size
+        if hit != NULL:
+            ids = <int32_t*>(hit + ids_at)
+            for k in range((<SlotHead*>hit).n_ids):
                 if i32_push(out, ids[k], OUT_FIRST) < 0:
                     return -1
             return drop_fused_unk(m, out, first, after_unk)
@@ -477,11 +486,12 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
         return -1
     made = out.size - first
     if slot != NULL and made <= (SHORT_IDS if n <= SHORT_KEY else LONG_IDS):
-        head.tag = <uint32_t>h
-        head.key_len = <uint16_t>n
-        head.n_ids = <uint16_t>made
+        memcpy(slot + size, slot, size)
+        (<SlotHead*>slot).tag = <uint32_t>h
+        (<SlotHead*>slot).key_len = <uint16_t>n
+        (<SlotHead*>slot).n_ids = <uint16_t>made
         memcpy(slot + sizeof(SlotHead), base, n)
-        memcpy(ids, out.data + first, made * sizeof(int32_t))
+        memcpy(slot + ids_at, out.data + first, made * sizeof(int32_t))
     return drop_fused_unk(m, out, first, after_unk)
 
 
@@ -506,20 +516,40 @@ cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ss
     norm_len = normalize(m, text, n, s.norm)
     if norm_len == 0:
         return 0
-    # one segment ahead: its slot is prefetched while the current one is looked up
+    # one segment ahead: its cache slot is prefetched while the current one is looked up
     end = segment_end(m, s.norm, 0, norm_len)
-    h = fbe_hash(s.norm, end)
-    slot = cache_slot(s, end, h)
+    slot = ahead(s, s.norm, 0, end, &h)
     while pos < norm_len:
         next_end = segment_end(m, s.norm, end, norm_len) if end < norm_len else end
-        next_h = fbe_hash(s.norm + end, next_end - end)
-        next_slot = cache_slot(s, next_end - end, next_h)
-        if next_slot != NULL:
-            fbe_prefetch(next_slot)
-        if encode_segment(m, s, s.norm + pos, end - pos, h, slot, out) < 0:
+        next_slot = ahead(s, s.norm, end, next_end, &next_h)
+        if end - pos == char_len(s.norm[pos]) and direct_id(m, s.norm + pos) >= 0:
+            if i32_push(out, direct_id(m, s.norm + pos), OUT_FIRST) < 0:
+                return -1
+        elif encode_segment(m, s, s.norm + pos, end - pos, h, slot, out) < 0:
             return -1
         pos, end, h, slot = end, next_end, next_h, next_slot
     return 0
+
+
+cdef inline int32_t direct_id(const Model* m, const unsigned char* p) noexcept nogil:
+    """The id of the one-character segment at p from char_ids, or -1."""
+    cdef uint32_t size, c = code_point(p, &size)
+    return m.char_ids[c] if c < DIRECT_CHARS else -1
+
+
+cdef inline unsigned char* ahead(Scratch* s, const unsigned char* norm, Py_ssize_t pos, Py_ssize_t end,
+                                 uint64_t* h) noexcept nogil:
+    """Hash norm[pos:end] into *h and return its cache slot (NULL: not cached), prefetched
+    unless the segment is one character (which mostly goes by char_ids)."""
+    cdef unsigned char* slot
+    if pos == end:
+        return NULL
+    h[0] = fbe_hash(norm + pos, end - pos)
+    slot = cache_slot(s, end - pos, h[0])
+    if slot != NULL and end - pos > char_len(norm[pos]):
+        fbe_prefetch(slot)          # both ways of a short set (the first of a long one)
+        fbe_prefetch(slot + 64)
+    return slot
 
 
 # --------------------------------------------------------------------------- batches
@@ -577,10 +607,10 @@ def joinable_pairs(tables):
 
     >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec, build_tables
     >>> bits, other = joinable_pairs(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("▁a", -1),
-    ...                                                     Piece("ağ", -1)), TrainerSpec(model_type=2))))
-    >>> [k for k in range(257 * 257) if bits[k >> 3] >> (k & 7) & 1] == [256 * 257 + 97]   # ▁a (▁ is 256)
+    ...                                                     Piece("a中", -1)), TrainerSpec(model_type=2))))
+    >>> [k for k in range(0x601 * 0x601) if bits[k >> 3] >> (k & 7) & 1] == [0x600 * 0x601 + 97]   # ▁a (▁ is 0x600)
     True
-    >>> other == [97 << 21 | 0x11F]
+    >>> other == [97 << 21 | 0x4E2D]
     True
     """
     from fastbpe.reference.sentencepiece import joinable_pairs as pairs_of
@@ -590,7 +620,7 @@ def joinable_pairs(tables):
     other = []
 
     def small(c):
-        return c if c < 256 else 256 if c == space else -1
+        return c if c < SMALL_LIMIT else SMALL_LIMIT if c == space else -1
 
     for pair in sorted(pairs_of(tables)):
         a, b = ord(pair[0]), ord(pair[1])
@@ -718,7 +748,17 @@ cdef class SpmCore:
             raise MemoryError()
         memcpy(self.m.wall, <const char*>wall_bits, len(wall_bits))
         pair_bits, other = joinable_pairs(tables)
-        memcpy(self.m.pair_bits, <const char*>pair_bits, len(pair_bits))
+        self.m.pair_bits = <uint8_t*>malloc(PAIR_BYTES)
+        self.m.char_ids = <int32_t*>malloc(DIRECT_CHARS * sizeof(int32_t))
+        if self.m.pair_bits == NULL or self.m.char_ids == NULL:
+            raise MemoryError()
+        memcpy(self.m.pair_bits, <const char*>pair_bits, PAIR_BYTES)
+        for i in range(DIRECT_CHARS):
+            self.m.char_ids[i] = -1
+        for piece, pid in {**tables.pieces, **tables.reserved}.items():
+            if len(piece) == 1 and ord(piece) < DIRECT_CHARS and not 0xD800 <= ord(piece) < 0xE000:
+                i = piece_id(piece, tables)
+                self.m.char_ids[ord(piece)] = i if i != tables.unk_id else -1
         size = 1
         while size < 2 * len(other) + 2:
             size *= 2
@@ -738,6 +778,8 @@ cdef class SpmCore:
         cdef int k
         free(self.m.wall)
         free(self.m.pair_table)
+        free(self.m.pair_bits)
+        free(self.m.char_ids)
         for k in range(POOL):
             scratch_free(&self.pool[k])
         free(self.m.arena)
