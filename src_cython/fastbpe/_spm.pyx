@@ -509,6 +509,7 @@ cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ss
     cdef uint64_t h, next_h
     cdef unsigned char* slot
     cdef unsigned char* next_slot
+    cdef int32_t direct, next_direct
     if n == 0:
         return 0
     if scratch_reserve(s, n) < 0:
@@ -518,35 +519,36 @@ cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ss
         return 0
     # one segment ahead: its cache slot is prefetched while the current one is looked up
     end = segment_end(m, s.norm, 0, norm_len)
-    slot = ahead(s, s.norm, 0, end, &h)
+    slot = ahead(m, s, s.norm, 0, end, &h, &direct)
     while pos < norm_len:
         next_end = segment_end(m, s.norm, end, norm_len) if end < norm_len else end
-        next_slot = ahead(s, s.norm, end, next_end, &next_h)
-        if end - pos == char_len(s.norm[pos]) and direct_id(m, s.norm + pos) >= 0:
-            if i32_push(out, direct_id(m, s.norm + pos), OUT_FIRST) < 0:
+        next_slot = ahead(m, s, s.norm, end, next_end, &next_h, &next_direct)
+        if direct >= 0:
+            if i32_push(out, direct, OUT_FIRST) < 0:
                 return -1
         elif encode_segment(m, s, s.norm + pos, end - pos, h, slot, out) < 0:
             return -1
-        pos, end, h, slot = end, next_end, next_h, next_slot
+        pos, end, h, slot, direct = end, next_end, next_h, next_slot, next_direct
     return 0
 
 
-cdef inline int32_t direct_id(const Model* m, const unsigned char* p) noexcept nogil:
-    """The id of the one-character segment at p from char_ids, or -1."""
-    cdef uint32_t size, c = code_point(p, &size)
-    return m.char_ids[c] if c < DIRECT_CHARS else -1
-
-
-cdef inline unsigned char* ahead(Scratch* s, const unsigned char* norm, Py_ssize_t pos, Py_ssize_t end,
-                                 uint64_t* h) noexcept nogil:
-    """Hash norm[pos:end] into *h and return its cache slot (NULL: not cached), prefetched
-    unless the segment is one character (which mostly goes by char_ids)."""
+cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char* norm, Py_ssize_t pos,
+                                 Py_ssize_t end, uint64_t* h, int32_t* direct) noexcept nogil:
+    """Look at the segment norm[pos:end] before its turn: a single character that is a
+    piece (BMP) sets *direct to its id (from char_ids: no hash, no cache); else *direct
+    is -1, *h its hash, and its cache set is returned (NULL: not cached) and prefetched."""
     cdef unsigned char* slot
+    cdef uint32_t size, c
+    direct[0] = -1
     if pos == end:
+        return NULL
+    c = code_point(norm + pos, &size)
+    if end - pos == size and c < DIRECT_CHARS and m.char_ids[c] >= 0:
+        direct[0] = m.char_ids[c]
         return NULL
     h[0] = fbe_hash(norm + pos, end - pos)
     slot = cache_slot(s, end - pos, h[0])
-    if slot != NULL and end - pos > char_len(norm[pos]):
+    if slot != NULL:
         fbe_prefetch(slot)          # both ways of a short set (the first of a long one)
         fbe_prefetch(slot + 64)
     return slot
