@@ -207,3 +207,18 @@ def test_long_line_is_not_quadratic(vocab_file):
         return min(times)
 
     assert best(big) <= 12 * best(small)
+
+
+def test_whole_pieces_only_when_their_text_merges_into_them():
+    """A segment that is exactly a piece's text is that piece only when merging the text
+    alone makes it (decided at load): "▁abc" is a piece no merge reaches (no "▁ab",
+    "ab" nor "bc"), "▁xy" is reached."""
+    model = SpmModel((Piece("<unk>", 0.0, UNKNOWN), Piece("▁", -1.0), Piece("a", -1.0), Piece("b", -1.0),
+                      Piece("c", -1.0), Piece("▁abc", -0.5), Piece("x", -1.0), Piece("y", -1.0), Piece("xy", -0.7),
+                      Piece("▁xy", -0.6)), TrainerSpec(model_type=BPE, byte_fallback=False))
+    tables = R.build_tables(model)
+    core = _spm.SpmCore(tables)
+    for text in ["abc", "xy", "abc xy abc", "xy abc"]:
+        assert core.encode(text) == R.encode(text, tables), text
+        assert core.encode(text) == R.encode(text, tables), text      # from the cache
+    assert core.encode("abc") == [1, 2, 3, 4] and core.encode("xy") == [9]

@@ -35,7 +35,9 @@ then a probe in ``pair_table``. Without ``byte_fallback`` a run of unknown symbo
 spanning segments still gives one unknown id: a segment's leading unknown id is dropped
 after one (an unknown id in the output comes only from an unknown symbol). A segment of
 one character in the BMP that is a piece (most CJK text, punctuation) takes its id from
-``char_ids``: no hash, no cache.
+``char_ids``: no hash, no cache. On a cache miss, a segment that is exactly a piece
+whose text merges into itself (``Entry.whole``: most words of a fresh text) is one
+lookup, not a merge.
 
 Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
 reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
@@ -53,7 +55,9 @@ cdef struct Entry:
                           # make), or -1
     int32_t id            # what sentencepiece's PieceToId gives: a control/unknown/byte
                           # piece first, else merge_id
-    float score           # merge_id's score, float32 as stored in the model
+    uint32_t whole        # 1: a segment that is exactly this text merges into this one
+                          # piece (decided at load by merging the text alone), so a cache
+                          # miss on it costs one lookup, not a merge
     uint32_t rank         # merge_id's place among the distinct scores, best first: the
                           # heap orders by (rank, left), which is (score desc, left)
 
@@ -95,6 +99,7 @@ cdef struct Model:
     unsigned char* arena  # every piece's bytes, then every user-defined piece's
     Entry* table          # open addressing, linear probing, a power of two of slots
     uint64_t mask
+    uint32_t max_whole    # the longest piece's bytes: no longer segment is a whole piece
     int32_t unk_id
     int32_t byte_ids[256] # PieceToId("<0xXX>") of each byte (the unknown id when absent)
     bint byte_fallback

@@ -471,6 +471,7 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
     cdef size_t ids_at = sizeof(SlotHead) + (SHORT_KEY if n <= SHORT_KEY else LONG_KEY)
     cdef unsigned char* hit = NULL
     cdef int32_t* ids
+    cdef const Entry* whole
     if slot != NULL:
         if slot_has(slot, base, n, h):
             hit = slot
@@ -482,7 +483,11 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
                 if i32_push(out, ids[k], OUT_FIRST) < 0:
                     return -1
             return drop_fused_unk(m, out, first, after_unk)
-    if encode_piece(m, s, base, n, out) < 0:
+    whole = lookup(m, base, <uint32_t>n) if n <= m.max_whole else NULL
+    if whole != NULL and whole.whole:
+        if i32_push(out, whole.id, OUT_FIRST) < 0:
+            return -1
+    elif encode_piece(m, s, base, n, out) < 0:
         return -1
     made = out.size - first
     if slot != NULL and made <= (SHORT_IDS if n <= SHORT_KEY else LONG_IDS):
@@ -653,6 +658,31 @@ def walls(tables) -> bytes:
     return bytes(bits)
 
 
+cdef int mark_whole(Model* m, Scratch* s) noexcept nogil:
+    """Set ``whole`` on each piece merges may make whose text, merged alone as a segment,
+    is that one piece (``_spm.pxd``, ``Entry``); -1 when memory runs out."""
+    cdef uint64_t i
+    cdef Entry* e
+    cdef Py_ssize_t count
+    cdef const Entry* found
+    for i in range(m.mask + 1):
+        e = &m.table[i]
+        if e.len == 0 or e.merge_id < 0 or e.id == m.unk_id:
+            continue
+        if scratch_reserve(s, e.len) < 0:
+            return -1
+        memcpy(s.norm, m.arena + e.off, e.len)
+        count = symbolize(m, s, s.norm, e.len)
+        if count <= SCAN_MAX:
+            merge_scan(m, s, count)
+        elif merge(m, s, count) < 0:
+            return -1
+        if s.sym[0].next == -1 and (s.sym[0].length & ~FROZEN) == e.len:
+            found = lookup(m, s.norm, e.len)
+            e.whole = found == e
+    return 0
+
+
 cdef class SpmCore:
     """The native core of ``SentencePieceBPE`` for a model without unused pieces.
 
@@ -702,6 +732,7 @@ cdef class SpmCore:
         if self.m.arena == NULL or self.m.table == NULL or self.m.user_off == NULL or self.m.user_len == NULL:
             raise MemoryError()
         self.m.mask = size - 1
+        self.m.max_whole = max((len(b) for b in blobs), default=0)
         cdef uint32_t off = 0
         cdef bytes b
         cdef uint64_t h, slot
@@ -719,7 +750,6 @@ cdef class SpmCore:
             self.m.table[slot].len = len(b)
             self.m.table[slot].merge_id = merge_id
             self.m.table[slot].id = tables.reserved.get(piece, merge_id)
-            self.m.table[slot].score = tables.scores[merge_id] if merge_id >= 0 else 0.0
             self.m.table[slot].rank = ranks[tables.scores[merge_id]] if merge_id >= 0 else 0
             off += len(b)
         cdef int first = 0
@@ -775,6 +805,8 @@ cdef class SpmCore:
                 slot = (slot + 1) & self.m.pair_mask
             self.m.pair_table[slot] = h
         self.id_objects = list(range(len(tables.texts)))
+        if mark_whole(&self.m, &self.scratch) < 0:
+            raise MemoryError()
 
     def __dealloc__(self):
         cdef int k
