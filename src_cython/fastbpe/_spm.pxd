@@ -48,7 +48,8 @@ from fastbpe._vec cimport I32Vec
 
 
 cdef struct Entry:
-    uint64_t hash         # fbe_hash of the piece's UTF-8 bytes; 0 length marks a free slot
+    uint64_t word         # fbe_word of the first min(len, 8) bytes: a piece of up to 8
+                          # bytes compares without reading the arena; 0 len: a free slot
     uint32_t off          # the bytes, in Model.arena
     uint32_t len
     int32_t merge_id      # the normal/user-defined piece with this text (what merges may

@@ -10,7 +10,7 @@ cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void** memptr, size_t alignment, size_t size)
 from libc.string cimport memcmp, memcpy, memmove, memset
 
-from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch
+from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, table_alloc
 from fastbpe._runner cimport Runner, run_jobs
 from fastbpe._vec cimport I32Vec, i32_push
 
@@ -38,14 +38,14 @@ assert PAIR_BYTES * 8 >= SMALL_CHARS * SMALL_CHARS and SMALL_CHARS == SMALL_LIMI
 # --------------------------------------------------------------------------- lookups
 cdef inline const Entry* lookup(const Model* m, const unsigned char* p, uint32_t n) noexcept nogil:
     """The table entry of the n bytes at p, or NULL."""
-    cdef uint64_t h = fbe_hash(p, n)
-    cdef uint64_t i = h & m.mask
+    cdef uint64_t i = fbe_hash(p, n) & m.mask
+    cdef uint64_t w = fbe_word(p, n if n < 8 else 8)
     cdef const Entry* e
     while True:
         e = &m.table[i]
         if e.len == 0:
             return NULL
-        if e.hash == h and e.len == n and memcmp(m.arena + e.off, p, n) == 0:
+        if e.len == n and e.word == w and (n <= 8 or memcmp(m.arena + e.off + 8, p + 8, n - 8) == 0):
             return e
         i = (i + 1) & m.mask
 
@@ -442,13 +442,13 @@ cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noex
     when it is too long to be cached (or memory runs out: then nothing is cached)."""
     if n <= SHORT_KEY:
         if s.short_slots == NULL:
-            s.short_slots = <unsigned char*>calloc(SHORT_SLOTS, 64)
+            s.short_slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64)
             if s.short_slots == NULL:
                 return NULL
         return s.short_slots + ((h >> 20) & (SHORT_SLOTS - 2)) * 64
     if n <= LONG_KEY:
         if s.long_slots == NULL:
-            s.long_slots = <unsigned char*>calloc(LONG_SLOTS, 128)
+            s.long_slots = <unsigned char*>table_alloc(LONG_SLOTS * 128)
             if s.long_slots == NULL:
                 return NULL
         return s.long_slots + ((h >> 20) & (LONG_SLOTS - 2)) * 128
@@ -726,7 +726,7 @@ cdef class SpmCore:
         while size < 2 * n_pieces + 2:
             size *= 2
         self.m.arena = <unsigned char*>malloc(total + 1)
-        self.m.table = <Entry*>calloc(size, sizeof(Entry))
+        self.m.table = <Entry*>table_alloc(size * sizeof(Entry))
         self.m.user_off = <uint32_t*>malloc((len(user) + 1) * sizeof(uint32_t))
         self.m.user_len = <uint32_t*>malloc((len(user) + 1) * sizeof(uint32_t))
         if self.m.arena == NULL or self.m.table == NULL or self.m.user_off == NULL or self.m.user_len == NULL:
@@ -745,7 +745,7 @@ cdef class SpmCore:
             slot = h & self.m.mask
             while self.m.table[slot].len != 0:
                 slot = (slot + 1) & self.m.mask
-            self.m.table[slot].hash = h
+            self.m.table[slot].word = fbe_word(self.m.arena + off, len(b) if len(b) < 8 else 8)
             self.m.table[slot].off = off
             self.m.table[slot].len = len(b)
             self.m.table[slot].merge_id = merge_id
