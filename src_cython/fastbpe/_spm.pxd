@@ -143,8 +143,8 @@ cdef struct Scratch:
     void* heap_mem
     Py_ssize_t heap_size
     Py_ssize_t heap_cap
-    unsigned char* short_slots  # SHORT_SLOTS slots of 64 bytes, allocated on first use
-    unsigned char* long_slots   # LONG_SLOTS slots of 128 bytes, likewise
+    unsigned char* slots  # the segment cache, allocated on first use: SHORT_SLOTS slots of
+                          # 64 bytes, then LONG_SLOTS of 128
 
 
 cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ssize_t n,

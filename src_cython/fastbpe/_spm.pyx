@@ -99,8 +99,7 @@ cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
 cdef void scratch_free(Scratch* s) noexcept nogil:
     free(s.mem)
     free(s.heap_mem)
-    free(s.short_slots)
-    free(s.long_slots)
+    free(s.slots)
     memset(s, 0, sizeof(Scratch))
 
 
@@ -440,19 +439,15 @@ cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_
 cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noexcept nogil:
     """The cache set (two slots side by side) of a segment of n bytes hashing to h; NULL
     when it is too long to be cached (or memory runs out: then nothing is cached)."""
+    if n > LONG_KEY:
+        return NULL
+    if s.slots == NULL:
+        s.slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64 + LONG_SLOTS * 128)
+        if s.slots == NULL:
+            return NULL
     if n <= SHORT_KEY:
-        if s.short_slots == NULL:
-            s.short_slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64)
-            if s.short_slots == NULL:
-                return NULL
-        return s.short_slots + ((h >> 20) & (SHORT_SLOTS - 2)) * 64
-    if n <= LONG_KEY:
-        if s.long_slots == NULL:
-            s.long_slots = <unsigned char*>table_alloc(LONG_SLOTS * 128)
-            if s.long_slots == NULL:
-                return NULL
-        return s.long_slots + ((h >> 20) & (LONG_SLOTS - 2)) * 128
-    return NULL
+        return s.slots + ((h >> 20) & (SHORT_SLOTS - 2)) * 64
+    return s.slots + SHORT_SLOTS * 64 + ((h >> 20) & (LONG_SLOTS - 2)) * 128
 
 
 cdef inline bint slot_has(unsigned char* slot, const unsigned char* base, Py_ssize_t n, uint64_t h) noexcept nogil:
