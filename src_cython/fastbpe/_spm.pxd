@@ -19,16 +19,16 @@ encoded by ``spm_encode`` in four linear steps, each a loop over bytes:
    with ``byte_fallback``, runs of unknown symbols as one unknown id without.
 
 **Segments and the cache.** The normalized text is cut between two adjacent characters
-that appear next to each other in no piece merges may make (``pairs``: the proof that no
-merge crosses such a cut, and that each segment merges as it would in the whole text,
-is ``fastbpe.reference.sentencepiece.segments``'). Llama 2's and Mistral's vocabularies
-cut before every ``▁`` that follows another character, around the newline, digits and
-most CJK characters, and inside words at pairs no piece holds. Each segment is merged on
-its own, and one of up to ``LONG_KEY`` bytes keeps its ids in a direct-mapped cache
-(``SlotHead``: 64-byte slots for short segments, 128-byte ones for longer, two ways
-per set), so a segment
-seen before costs a hash and a compare; the next segment's slot is prefetched while
-one is looked up (a slot is a miss to L3 or DRAM: the tables are megabytes). Pairs of
+that appear next to each other in no piece merges may make (``joinable_pairs``; the
+proof that no merge crosses such a cut, and that each segment merges as it would in the
+whole text, is ``fastbpe.reference.sentencepiece.segments``'). Llama 2's and Mistral's
+vocabularies cut before every ``▁`` that follows another character, around the newline,
+digits and most CJK characters, and inside words at pairs no piece holds. Each segment
+is merged on its own, and one of up to ``LONG_KEY`` bytes keeps its ids in a two-way
+set-associative cache per thread (``SlotHead``: 64-byte slots for short segments,
+128-byte ones for longer), so a segment seen before costs a hash and a compare; the
+next segment's set is prefetched while one is looked up (a set is a miss to L3 or DRAM:
+the tables are megabytes). Pairs of
 characters below U+0600 or ``▁`` are one bit in ``pair_bits``; other pairs are a code
 point ``wall`` test (a character in no piece of two or more characters joins nothing),
 then a probe in ``pair_table``. Without ``byte_fallback`` a run of unknown symbols
