@@ -28,8 +28,10 @@ Decisions:
   windows for a single sequence (a truncated pair raises on ``.overflowing``: not built).
   Padding: to the batch's longest or a fixed length, ``pad_to_multiple_of``, direction
   right or left, ``pad_id`` / ``pad_type_id`` / ``pad_token``.
-- Byte-level BPE files (an ``HFEncoding``) and WordPiece files (BERT: a ``WordPiece``,
-  which tracks offsets through its normalizer itself); ``tok.encoding`` hands out either.
+- Byte-level BPE files (an ``HFEncoding``), WordPiece files (BERT: a ``WordPiece``,
+  which tracks offsets through its normalizer itself) and sentencepiece-style BPE files
+  (Llama 2, Mistral: an ``HFSentencePieceBPE``, offsets by
+  ``fastbpe.reference.hf_spm.encode_with_offsets``); ``tok.encoding`` hands out each.
 """
 from __future__ import annotations
 
@@ -40,8 +42,10 @@ from pathlib import Path
 
 from .bpe.hf import HFEncoding
 from .formats.hf_pipeline import read_pipeline
+from .formats.hf_spm import is_spm_json, read_hf_spm
 from .pretrained import TokenizerConfig, resolve
 from .reference import hf
+from .spm import HFSentencePieceBPE
 
 _STRATEGIES = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
 
@@ -93,6 +97,12 @@ class Tokenizer:
                 self._id_to_token[entry["id"]] = entry["content"]
                 if entry["special"]:
                     self._special_ids.add(entry["id"])
+        elif isinstance(encoding, HFSentencePieceBPE):
+            # sentencepiece-style BPE: the file's post_processor JSON, given by from_str
+            self._base_vocab = encoding._spec.vocab
+            self._post = post_processor
+            self._id_to_token = {i: t for i, t in encoding._id_to_token.items()}
+            self._special_ids = set(encoding.special_tokens.values())
         elif isinstance(encoding, WordPiece):
             # WordPiece (BERT): the file's post_processor JSON, given by from_str
             self._base_vocab = encoding.vocab
@@ -100,8 +110,8 @@ class Tokenizer:
             self._id_to_token = {i: t for t, i in self._base_vocab.items()}
             self._special_ids = {self._base_vocab[t] for t in encoding.special_tokens if t in self._base_vocab}
         else:
-            raise TypeError("encoding must be an HFEncoding (fastbpe.load of a byte-level BPE tokenizer.json) "
-                            f"or a WordPiece, not {type(encoding).__name__}")
+            raise TypeError("encoding must be an HFEncoding (fastbpe.load of a byte-level BPE tokenizer.json), "
+                            f"an HFSentencePieceBPE or a WordPiece, not {type(encoding).__name__}")
         self._base_ids = frozenset(self._base_vocab.values())
         self._byte_lengths: dict[int, int] = {}
         self._token_to_id = {t: i for i, t in self._id_to_token.items()}
@@ -143,10 +153,12 @@ class Tokenizer:
         kind = model.get("type", "BPE") if isinstance(model, dict) else "BPE"
         if kind == "WordPiece":
             enc = _wordpiece(data, path)
+        elif kind == "BPE" and is_spm_json(data):    # sentencepiece-style: Llama 2, Mistral
+            enc = HFSentencePieceBPE(read_hf_spm(data, str(path)), name=name, source=str(path))
         elif kind == "BPE":
             enc = HFEncoding(name, read_pipeline(data, str(path)))
         else:
-            raise ValueError(f"{path}: model.type {kind!r}: fastbpe.Tokenizer reads byte-level BPE and WordPiece files")
+            raise ValueError(f"{path}: model.type {kind!r}: fastbpe.Tokenizer reads BPE and WordPiece files")
         return cls(enc, truncation=_file_truncation(truncation, path), padding=_file_padding(padding, path),
                    config=config, post_processor=data.get("post_processor"))
 
@@ -277,6 +289,8 @@ class Tokenizer:
         if not offsets and isinstance(self._enc, HFEncoding):
             return [(i, "offsets: not computed (encoded for ids only)")
                     for i in self._enc.encode_batch(texts, allowed_special="all")]
+        if isinstance(self._enc, HFSentencePieceBPE):   # offsets through its ▁ escaping
+            return [self._enc.encode_with_offsets(t) for t in texts]
         if not isinstance(self._enc, HFEncoding):   # WordPiece tracks its own offsets
             outs = [self._enc.encode_plus(t, add_special_tokens=False, padding=False, allowed_special="all")
                     for t in texts]

@@ -28,12 +28,14 @@ from .reference import patterns
 #: What a folder may hold, in the order looked for: (format, the file that stands for it,
 #: the files it needs).
 FOLDER_FILES = (("hf", "tokenizer.json", ("tokenizer.json",)),
-                ("gpt2", "encoder.json", ("encoder.json", "vocab.bpe")))
+                ("gpt2", "encoder.json", ("encoder.json", "vocab.bpe")),
+                ("sentencepiece", "tokenizer.model", ("tokenizer.model",)))
 
 
 def _folder_file(folder: Path, format: str | None) -> tuple[Path, str]:
     """The tokenizer file of a folder and its format: a transformers folder's
-    ``tokenizer.json``, or GPT-2's ``encoder.json`` with ``vocab.bpe``; else
+    ``tokenizer.json``, or GPT-2's ``encoder.json`` with ``vocab.bpe``, or a
+    ``tokenizer.model`` (sentencepiece: Llama 2, Mistral; or Meta's tiktoken ranks); else
     FileNotFoundError naming the folder and what was looked for. (``vocab.txt`` and
     ``.tiktoken`` files are named, not found: a BERT folder's casing lives elsewhere.)
 
@@ -41,7 +43,7 @@ def _folder_file(folder: Path, format: str | None) -> tuple[Path, str]:
     >>> _folder_file(Path(tempfile.mkdtemp(prefix="empty")), None)
     Traceback (most recent call last):
     ...
-    FileNotFoundError: .../empty...: a folder with no tokenizer file fastbpe knows: looked for tokenizer.json, or encoder.json with vocab.bpe (pass a .tiktoken or vocab.txt file itself)
+    FileNotFoundError: .../empty...: a folder with no tokenizer file fastbpe knows: looked for tokenizer.json, or encoder.json with vocab.bpe, or tokenizer.model (pass a .tiktoken or vocab.txt file itself)
     """
     wanted = [entry for entry in FOLDER_FILES if format in (None, entry[0])]
     if not wanted:
@@ -75,6 +77,8 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
     fmt = None
     if path.is_dir():
         path, fmt = _folder_file(path, format)
+        if fmt == "sentencepiece" and not is_sentencepiece_file(path):
+            fmt = "tiktoken"    # Meta's Llama 3 folders: tiktoken ranks named tokenizer.model
     if format == "sentencepiece" or (format is None and is_sentencepiece_file(path)):
         if pat_str is not None or special_tokens is not None or model is not None:
             raise ValueError(f"{path}: a sentencepiece model has no split pattern and its own special tokens")

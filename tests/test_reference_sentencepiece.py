@@ -124,6 +124,37 @@ def test_hand_made_models(model, texts):
     _check(data, texts, "hand-made")
 
 
+def _merged_by_segments(text: str, t: R.SpmTables) -> tuple[list[str], list[str]]:
+    """(``bpe`` of the whole normalized text, ``bpe`` of each segment joined)."""
+    normalized = R.normalize(text, t)
+    whole = R.bpe(R.initial_symbols(normalized, t.user_defined), t)
+    parts = [p for seg in R.segments(normalized, R.joinable_pairs(t))
+             for p in R.bpe(R.initial_symbols(seg, t.user_defined), t)]
+    return whole, parts
+
+
+@settings(max_examples=400)
+@given(model=hand_made(), texts=st.lists(st.text(st.sampled_from(list("ab▁c中 d\n")), max_size=30), max_size=5))
+def test_segments_merge_as_the_whole_text(model, texts):
+    """``segments``' theorem: without unused pieces, merging segment by segment gives
+    the pieces of merging the whole text (random pieces with spaces, space marks,
+    user-defined pieces and many ties)."""
+    t = R.build_tables(model)
+    if any(kind == UNUSED for kind in t.types):
+        return
+    for text in texts:
+        whole, parts = _merged_by_segments(text, t)
+        assert parts == whole
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+def test_segments_on_mistral(vocab_file, name):
+    t = R.build_tables(read_model(vocab_file(name)))
+    for text in CORPUS + ["".join(CORPUS) * 3]:
+        whole, parts = _merged_by_segments(text, t)
+        assert parts == whole
+
+
 def test_unused_pieces_are_split_back():
     model = _model([Piece("a", -1.0), Piece("b", -1.0), Piece("ab", -0.5, UNUSED), Piece("abb", -0.25),
                     Piece("▁", -3.0)])

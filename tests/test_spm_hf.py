@@ -154,3 +154,36 @@ def test_refusals_name_the_json_path(tmp_path, tmp_path_factory, tiny):
     refused(lambda d: d["added_tokens"][1].update(lstrip=True), r"added_tokens\[1\].lstrip")
     refused(lambda d: d.update(decoder={"type": "ByteLevel"}), r"decoder: decoder .*ByteLevel")
     refused(lambda d: d["model"]["merges"].append(["▁", "nope"]), r"model.merges\[\d+\]: \"nope\" is not in model.vocab")
+
+
+def _check_tokenizer(path, texts):
+    """``fastbpe.Tokenizer`` on the file equals HF's ``Tokenizer``: ids, tokens, offsets,
+    masks, with and without the post-processor's special tokens."""
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    ours = fastbpe.Tokenizer.from_file(path)
+    assert isinstance(ours.encoding, HFSentencePieceBPE)
+    for text in texts:
+        for add in (False, True):
+            e, o = hf.encode(text, add_special_tokens=add), ours.encode(text, add_special_tokens=add)
+            assert (o.ids, o.tokens, o.offsets, o.special_tokens_mask) == (
+                e.ids, e.tokens, e.offsets, e.special_tokens_mask), (text, add)
+    pair = ("Hello there", "second  one")
+    e, o = hf.encode(*pair), ours.encode(*pair)
+    assert (o.ids, o.offsets, o.type_ids) == (e.ids, e.offsets, e.type_ids)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_tokenizer_offsets_on_mistral(tmp_path_factory, vocab_file, name, kind):
+    out = make_json(vocab_file(name), kind, tmp_path_factory.mktemp("tok") / f"{kind}.json")
+    _check_tokenizer(out, CORPUS + random_texts(33, 150) + EXTRA + ["[INST] hi [/INST]", " [INST]x"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=60)
+@given(text=TEXT | SPACEY)
+def test_tokenizer_offsets_hypothesis(tmp_path_factory, tiny, kind, text):
+    key = ("offsets", kind)
+    if key not in _FILES:
+        _FILES[key] = make_json(tiny, kind, tmp_path_factory.mktemp("tok") / f"{kind}.json")
+    _check_tokenizer(_FILES[key], [text])

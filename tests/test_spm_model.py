@@ -119,6 +119,40 @@ def test_refused_models_name_the_field(tmp_path):
         fastbpe.load(path)
 
 
+def test_folder_with_tokenizer_model(model_path, tmp_path):
+    """A model folder holding only tokenizer.model (and its config): ``fastbpe.load`` and
+    ``from_pretrained`` read it as sentencepiece; a tokenizer.json beside it wins (HF's
+    file, as transformers prefers it); Meta's tiktoken-format tokenizer.model is ranks."""
+    import shutil
+
+    folder = tmp_path / "llama2-like"
+    folder.mkdir()
+    shutil.copy(model_path, folder / "tokenizer.model")
+    (folder / "tokenizer_config.json").write_text('{"bos_token": "<s>", "add_bos_token": true}')
+    sp = processor(model_path.read_bytes())
+    for tok in (fastbpe.load(folder), fastbpe.from_pretrained(folder)):
+        assert isinstance(tok, SentencePieceBPE)
+        assert tok.encode_ordinary_batch(CORPUS) == [sp.encode(t) for t in CORPUS]
+    assert fastbpe.from_pretrained(folder).config.bos_token == "<s>"
+    ranks = tmp_path / "llama3-like"
+    ranks.mkdir()
+    (ranks / "tokenizer.model").write_text("IQ== 0\n")
+    with pytest.raises(ValueError, match="a rank file holds no split pattern"):
+        fastbpe.load(ranks)
+
+
+def test_batches_refuse_control_text(v3):
+    """``[INST]`` is never made from plain text: refused in a batch (naming the text),
+    its characters with the check off, the control id only when allowed."""
+    with pytest.raises(ValueError, match=r"\[INST\].*text 1|text 1.*\[INST\]"):
+        v3.encode_batch(["ok", "a [INST] b"])
+    plain = v3.encode_batch(["[INST] hi [/INST]"], disallowed_special=())[0]
+    assert 3 not in plain and 4 not in plain and plain == v3.encode_ordinary("[INST] hi [/INST]")
+    assert v3.encode_batch(["[INST] hi [/INST]"], allowed_special="all")[0][0] == 3
+    ids, offsets = v3.encode_batch_to_numpy(["[INST] hi", "x"], allowed_special={"[INST]"}, dtype="uint16")
+    assert ids.dtype.name == "uint16" and ids[offsets[0]] == 3 and offsets.tolist()[-1] == len(ids)
+
+
 @pytest.mark.parametrize("name", MISTRAL_FILES)
 def test_mistral_load(vocab_file, name):
     path = vocab_file(name)

@@ -64,24 +64,6 @@ class HFSpmSpec:
     strip_start: int = 0      # Strip(" ", start, 0)
 
 
-def split_added(text: str, tokens: dict[str, int]) -> list[tuple[int, str | int]]:
-    """``(offset, piece)`` for the text between tokens and ``(offset, id)`` for each token
-    found, leftmost and then longest first (``sentencepiece.split_specials``' rule).
-
-    >>> split_added("a<s>b", {"<s>": 1})
-    [(0, 'a'), (1, 1), (4, 'b')]
-    """
-    out, offset = [], 0
-    for part in split_specials(text, frozenset(tokens)):
-        if isinstance(part, tuple):
-            out.append((offset, tokens[part[0]]))
-            offset += len(part[0])
-        else:
-            out.append((offset, part))
-            offset += len(part)
-    return out
-
-
 def pre_tokenize(piece: str, offset: int, spec: HFSpmSpec) -> list[str]:
     """The words of a piece between added tokens (normalizer, then pre-tokenizer).
 
@@ -109,40 +91,53 @@ def pre_tokenize(piece: str, offset: int, spec: HFSpmSpec) -> list[str]:
     return words
 
 
-def initial_symbols(word: str, spec: HFSpmSpec) -> list[int]:
-    """The word's characters as ids: byte fallback, then the unknown id (fused runs)."""
-    ids, prev_unk = [], False
-    for ch in word:
+def initial_symbols(word: str, spec: HFSpmSpec) -> list[tuple[int, int, int]]:
+    """The word's characters as ``(id, start, end)``, the span in the word's characters:
+    byte fallback (each byte's id spans its character), then the unknown id (a fused run
+    spans the run).
+
+    >>> spec = HFSpmSpec({"a": 0, "<unk>": 1, "<0xC3>": 2, "<0xA9>": 3}, {}, 1, True, True, False, False, False,
+    ...                  "never", False, {}, {}, ())
+    >>> initial_symbols("aé中中", spec)
+    [(0, 0, 1), (2, 1, 2), (3, 1, 2), (1, 2, 4)]
+    """
+    out, prev_unk = [], False
+    for k, ch in enumerate(word):
         tid = spec.vocab.get(ch)
         if tid is not None:
-            ids.append(tid)
+            out.append((tid, k, k + 1))
             prev_unk = False
             continue
         if spec.byte_fallback:
             byte_ids = [spec.vocab.get(f"<0x{b:02X}>") for b in ch.encode("utf-8")]
             if all(b is not None for b in byte_ids):
-                ids.extend(byte_ids)
+                out.extend((b, k, k + 1) for b in byte_ids)
                 prev_unk = False
                 continue
         if spec.unk_id is None:
             continue        # dropped, as HF does without an unk_token (transformers 5's Llama files)
-        if not (spec.fuse_unk and prev_unk):
-            ids.append(spec.unk_id)
+        if spec.fuse_unk and prev_unk:
+            out[-1] = (spec.unk_id, out[-1][1], k + 1)
+        else:
+            out.append((spec.unk_id, k, k + 1))
         prev_unk = True
-    return ids
+    return out
 
 
-def bpe_word(word: str, spec: HFSpmSpec) -> list[int]:
-    """HF's BPE of one word (module docstring, "BPE").
+def bpe_word(word: str, spec: HFSpmSpec) -> list[tuple[int, int, int]]:
+    """HF's BPE of one word (module docstring, "BPE"), as ``(id, start, end)`` with each
+    token's span in the word's characters (its symbols' spans joined).
 
     >>> spec = HFSpmSpec({"a": 0, "b": 1, "ab": 2}, {(0, 1): (0, 2)}, None, False, False, False, False, False,
     ...                  "never", False, {}, {}, ())
     >>> bpe_word("abab", spec)
-    [2, 2]
+    [(2, 0, 2), (2, 2, 4)]
     """
     if spec.ignore_merges and word in spec.vocab:
-        return [spec.vocab[word]]
-    ids = initial_symbols(word, spec)
+        return [(spec.vocab[word], 0, len(word))]
+    symbols = initial_symbols(word, spec)
+    ids = [i for i, _, _ in symbols]
+    ends = [e for _, _, e in symbols]
     nxt = list(range(1, len(ids) + 1))
     prev = list(range(-1, len(ids) - 1))
     if ids:
@@ -166,6 +161,7 @@ def bpe_word(word: str, spec: HFSpmSpec) -> list[int]:
             continue                              # stale: the pair changed since the push
         right = nxt[left]
         ids[left] = new_id
+        ends[left] = ends[right]
         alive[right] = False
         nxt[left] = nxt[right]
         if nxt[right] >= 0:
@@ -174,7 +170,7 @@ def bpe_word(word: str, spec: HFSpmSpec) -> list[int]:
         push(left)
     out, i = [], 0 if ids else -1
     while i >= 0:
-        out.append(ids[i])
+        out.append((ids[i], symbols[i][1], ends[i]))
         i = nxt[i]
     return out
 
@@ -188,16 +184,41 @@ def encode(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozens
     >>> encode("a<s>a", spec, frozenset({"<s>"})), encode("a<s>a", spec)   # "<", "s", ">" dropped: no unk
     ([2, 3, 2], [2, 1])
     """
+    return [i for i, _ in encode_with_offsets(text, spec, allowed_special)]
+
+
+def encode_with_offsets(text: str, spec: HFSpmSpec,
+                        allowed_special: frozenset[str] = frozenset()) -> list[tuple[int, tuple[int, int]]]:
+    """``encode``'s ids with HF's offsets: ``(start, end)`` in ``text``'s characters.
+
+    The normalizer and pre-tokenizer only escape spaces (one character for one) and may
+    put one ``▁`` in front of a piece between added tokens; that ``▁`` stands for the
+    piece's first character, as HF aligns it. A token spans the characters of its
+    symbols (a byte-fallback token spans its whole character); an added token spans its
+    text.
+
+    >>> spec = HFSpmSpec({"▁": 0, "a": 1, "▁a": 2, "中": 4}, {(0, 1): (0, 2)}, None, False, False, True, True,
+    ...                  True, "never", False, {}, {"<s>": 3}, ())
+    >>> encode_with_offsets("中a<s>a a", spec, frozenset({"<s>"}))
+    [(0, (0, 1)), (4, (0, 1)), (1, (1, 2)), (3, (2, 5)), (2, (5, 6)), (2, (6, 8))]
+    """
     tokens = dict(spec.added)
     tokens.update({s: i for s, i in spec.special.items() if s in allowed_special})
-    ids = []
-    for offset, part in split_added(text, tokens):
-        if isinstance(part, int):
-            ids.append(part)
+    out, offset = [], 0
+    for part in split_specials(text, frozenset(tokens)):
+        if isinstance(part, tuple):
+            out.append((tokens[part[0]], (offset, offset + len(part[0]))))
+            offset += len(part[0])
             continue
-        for word in pre_tokenize(part, offset, spec):
-            ids.extend(bpe_word(word, spec))
-    return ids
+        words = pre_tokenize(part, offset, spec)
+        lead = sum(len(w) for w in words) - len(part)     # 1 when a "▁" was put in front
+        at = 0
+        for word in words:
+            for tid, start, end in bpe_word(word, spec):
+                out.append((tid, (offset + max(at + start - lead, 0), offset + max(at + end - lead, 1))))
+            at += len(word)
+        offset += len(part)
+    return out
 
 
 def _byte_of(token: str) -> int | None:

@@ -35,6 +35,10 @@ Decisions (each written down once, here):
   from (sentencepiece's ``rev_merge``: the latest candidate pair with that string,
   recursively); one that cannot be split (a single symbol) is unknown: the unknown id,
   or its bytes with ``byte_fallback`` (what sentencepiece 0.2 does).
+* **Segments** (``segments``): an encoder may cut the normalized text between two
+  characters that stand next to each other in no piece and merge the parts one at a
+  time (the proof is ``segments``'); sentencepiece merges the whole text, and so does
+  ``encode`` here.
 * **Ids** (``piece_id``): a control/unknown/byte piece with that text first, then a
   normal/user-defined/unused piece, else the unknown id. A symbol with the unknown id
   becomes its UTF-8 bytes as ``<0xXX>`` pieces when ``byte_fallback`` is on (a byte with
@@ -336,6 +340,60 @@ def bpe(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
     while i >= 0:
         resegment(text[i])
         i = nxt[i]
+    return out
+
+
+def joinable_pairs(t: SpmTables) -> frozenset[str]:
+    """The two-character strings that occur inside some piece merges may make (normal,
+    user-defined or unused): where the text may not be cut (``segments``).
+
+    >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("▁ab", -1), Piece("c", -2)), TrainerSpec(model_type=2)))
+    >>> sorted(joinable_pairs(t))
+    ['ab', '▁a']
+    """
+    return frozenset(piece[i:i + 2] for piece in t.pieces for i in range(len(piece) - 1))
+
+
+def segments(normalized: str, pairs: frozenset[str]) -> list[str]:
+    """The normalized text cut between every two adjacent characters ``a``, ``b`` whose
+    string ``ab`` is not in ``pairs`` (``joinable_pairs``).
+
+    For a model without unused pieces, ``bpe`` of the whole text gives the pieces of
+    ``bpe`` of each segment, in order (what lets an encoder merge, and cache, segments
+    one at a time). Proof:
+
+    1. Every symbol ``bpe`` ever holds is a piece merges may make: an initial symbol is
+       one character or a user-defined piece, and a merge makes a symbol only when its
+       string is such a piece. A symbol spanning a cut between ``a`` and ``b`` would
+       contain ``ab``, which is in ``pairs`` for a piece of two or more characters.
+       So no symbol spans a cut, including the initial ones: the longest user-defined
+       match at a segment's start lies inside the segment, and the segment's own
+       ``initial_symbols`` are the whole text's symbols of that segment.
+    2. The pair across a cut is never a candidate (its string would span the cut), so
+       a segment's candidates depend on its own symbols only, and a merge in one
+       segment changes no other segment's candidates.
+    3. ``bpe`` takes the best candidate by (score, position); restricted to one
+       segment that is the segment's own order (positions keep their relative order).
+       By induction on the merges, each segment goes through the same merges, in the
+       same order, as when merged alone.
+
+    With unused pieces it does not hold: ``rev_merge`` is per call, keyed by string,
+    so a later segment can change how an earlier one's unused piece splits. (Ids are
+    made from the joined pieces: a run of unknown pieces across a cut is still one id.)
+
+    >>> segments("▁the▁cat▁▁sat", frozenset({"▁t", "th", "he", "▁c", "ca", "at", "▁▁", "▁s", "sa"}))
+    ['▁the', '▁cat', '▁▁sat']
+    >>> segments("", frozenset())
+    []
+    """
+    out, start = [], 0
+    for i in range(1, len(normalized)):
+        if normalized[i - 1:i + 1] not in pairs:
+            out.append(normalized[start:i])
+            start = i
+    if normalized:
+        out.append(normalized[start:])
     return out
 
 

@@ -364,6 +364,13 @@ class HFSentencePieceBPE(SentencePieceBPE):
     def _encode_batch_allowed(self, texts, allowed, num_threads):
         return [self._hf.encode(t, self._spec, allowed) for t in texts]
 
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """HF's ``encode(text, add_special_tokens=False)``: its ids and offsets (every
+        special token matched, as HF does; ``fastbpe.Tokenizer`` reads these)."""
+        text = fix_surrogates(_check_text(text))
+        pairs = self._hf.encode_with_offsets(text, self._spec, self._specials)
+        return [i for i, _ in pairs], [span for _, span in pairs]
+
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
         """HF's ``decode(tokens)`` (special tokens skipped); ValueError for an unknown id."""
         tokens = _check_tokens(tokens)

@@ -18,59 +18,89 @@ encoded by ``spm_encode`` in four linear steps, each a loop over bytes:
    normal/user-defined piece, else unknown), unknown symbols as their ``<0xXX>`` bytes
    with ``byte_fallback``, runs of unknown symbols as one unknown id without.
 
-**Segments and the cache.** When no piece (normal or user-defined) has a space mark
-``▁`` right after a character that is not one (``a▁`` ...: Llama 2's and Mistral's have
-none; ``segments_ok``), no merge can cross the point before a ``▁`` that follows another
-character: every string spanning it contains such a pair. The normalized text is then
-cut there into segments (``▁word``), merged independently (the heap's order within a
-segment is unchanged: same scores, same relative positions) and each short segment's
-ids are kept in a direct-mapped cache (``CacheSlot``), so a word seen before costs a hash
-and a compare. Without ``byte_fallback`` a run of unknown symbols spanning segments
-still gives one unknown id: a segment's leading unknown id is dropped after one (an
-unknown id in the output comes only from an unknown symbol). A character that is in no piece of two or more characters (a "wall":
-Mistral's newline, which only byte fallback encodes, its digits, most CJK characters)
-never merges with a neighbour, so it is a segment of its own too.
+**Segments and the cache.** The normalized text is cut between two adjacent characters
+that appear next to each other in no piece merges may make (``joinable_pairs``; the
+proof that no merge crosses such a cut, and that each segment merges as it would in the
+whole text, is ``fastbpe.reference.sentencepiece.segments``'). Llama 2's and Mistral's
+vocabularies cut before every ``▁`` that follows another character, around the newline,
+digits and most CJK characters, and inside words at pairs no piece holds. Each segment
+is merged on its own, and one of up to ``LONG_KEY`` bytes keeps its ids in a two-way
+set-associative cache per thread (``SlotHead``: 64-byte slots for short segments,
+128-byte ones for longer), so a segment seen before costs a hash and a compare; the
+next segment's set is prefetched while one is looked up (a set is a miss to L3 or DRAM:
+the tables are megabytes). Pairs of
+characters below U+0600 or ``▁`` are one bit in ``pair_bits``; other pairs are a code
+point ``wall`` test (a character in no piece of two or more characters joins nothing),
+then a probe in ``pair_table``. Without ``byte_fallback`` a run of unknown symbols
+spanning segments still gives one unknown id: a segment's leading unknown id is dropped
+after one (an unknown id in the output comes only from an unknown symbol). A segment of
+one character in the BMP that is a piece (most CJK text, punctuation) takes its id from
+``char_ids``: no hash, no cache. On a cache miss, a segment that is exactly a piece
+whose text merges into itself (``Entry.whole``: most words of a fresh text) is one
+lookup, not a merge.
 
 Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
 reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
 """
-from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from fastbpe._vec cimport I32Vec
 
 
 cdef struct Entry:
-    uint64_t hash         # fbe_hash of the piece's UTF-8 bytes; 0 length marks a free slot
+    uint64_t word         # fbe_word of the first min(len, 8) bytes: a piece of up to 8
+                          # bytes compares without reading the arena; 0 len: a free slot
     uint32_t off          # the bytes, in Model.arena
     uint32_t len
     int32_t merge_id      # the normal/user-defined piece with this text (what merges may
                           # make), or -1
     int32_t id            # what sentencepiece's PieceToId gives: a control/unknown/byte
                           # piece first, else merge_id
-    float score           # merge_id's score, float32 as stored in the model
+    uint32_t whole        # 1: a segment that is exactly this text merges into this one
+                          # piece (decided at load by merging the text alone), so a cache
+                          # miss on it costs one lookup, not a merge
     uint32_t rank         # merge_id's place among the distinct scores, best first: the
                           # heap orders by (rank, left), which is (score desc, left)
 
 
 cdef enum:
     SCAN_MAX = 48         # pieces of up to this many symbols merge by scanning
-    CACHE_KEY = 24        # segments of up to 24 bytes ...
-    CACHE_IDS = 6         # ... and 6 ids are cached
-    CACHE_SLOTS = 65536   # 4 MiB per cache: ~18k distinct words in 600 KB of English
+    SHORT_KEY = 32        # segments of up to 32 bytes ("▁" * 8 + "return") and 6 ids: a
+    SHORT_IDS = 6         # 64-byte slot (one cache line: one miss per lookup) ...
+    SHORT_SLOTS = 65536   # ... 4 MiB of them: ~15k distinct segments per MB of English
+    LONG_KEY = 88         # longer ones, up to 88 bytes and 8 ids (Python's "▁" * 16 +
+    LONG_IDS = 8          # "return"): 128-byte slots ...
+    LONG_SLOTS = 4096     # ... 512 KiB (indentation + keyword: few distinct)
+    SMALL_LIMIT = 0x600   # pair_bits' characters: U+0000-U+05FF (Latin, Greek, Cyrillic,
+    SMALL_CHARS = 0x601   # Armenian, Hebrew), then the space mark
+    PAIR_BYTES = 295297   # (SMALL_CHARS * SMALL_CHARS + 7) / 8
+    DIRECT_CHARS = 0x10000  # char_ids covers the BMP
+    POOL = 8              # scratches (with their caches) an SpmCore keeps for batches
 
 
-cdef struct CacheSlot:    # 64 bytes, one cache line
-    uint64_t hash
-    uint32_t key_len      # 0: empty
-    uint32_t n_ids
-    unsigned char key[CACHE_KEY]
-    int32_t ids[CACHE_IDS]
+cdef struct SlotHead:     # 8 bytes: a cache slot starts so; its key follows (SHORT_KEY or
+    uint32_t tag          # LONG_KEY bytes), then its ids (SHORT_IDS or LONG_IDS int32).
+    uint16_t key_len      # tag: the low half of the key's hash; key_len 0: empty
+    uint16_t n_ids
+
+
+cdef struct Sym:          # a symbol: 16 bytes, so that merging touches one line per symbol
+    uint32_t start        # byte offset in norm
+    uint32_t length       # bytes, | FROZEN for a user-defined piece (never merged); 0 once
+                          # merged into its left neighbour
+    int32_t prev
+    int32_t next
+
+
+cdef enum:
+    FROZEN = 0x80000000
 
 
 cdef struct Model:
     unsigned char* arena  # every piece's bytes, then every user-defined piece's
     Entry* table          # open addressing, linear probing, a power of two of slots
     uint64_t mask
+    uint32_t max_whole    # the longest piece's bytes: no longer segment is a whole piece
     int32_t unk_id
     int32_t byte_ids[256] # PieceToId("<0xXX>") of each byte (the unknown id when absent)
     bint byte_fallback
@@ -78,10 +108,16 @@ cdef struct Model:
     bint remove_extra_whitespaces
     bint escape_whitespaces
     bint treat_whitespace_as_suffix
-    bint segments_ok      # merges never cross a segment boundary (module docstring)
     uint8_t* wall         # bit c set: code point c is in no piece of two or more
-                          # characters (Mistral's newline, digits, most CJK): a segment
-                          # of its own (0x110000 bits)
+                          # characters (Mistral's newline, digits, most CJK): joins
+                          # nothing (0x110000 bits)
+    uint32_t space_mark   # the code point a space becomes (U+2581, or U+0020 unescaped)
+    uint8_t* pair_bits    # PAIR_BYTES: bit a * SMALL_CHARS + b: the pair
+                          # of small characters a, b (module docstring) is in some piece
+    uint64_t* pair_table  # the other pairs, a << 21 | b, + 1 (0: free), open addressing
+    uint64_t pair_mask
+    int32_t* char_ids     # DIRECT_CHARS: the id of a one-character segment (what emit
+                          # gives that symbol), or -1 where it is unknown (the general way)
     # user-defined pieces, grouped by first byte and longest first within a group:
     # those starting with byte b are user_off/user_len[user_first[b]:user_first[b + 1]]
     uint8_t user_start[256]  # 1 for a byte that starts some user-defined piece
@@ -92,15 +128,11 @@ cdef struct Model:
 
 cdef struct Scratch:
     # reused across the texts a thread encodes; grown on demand
+    void* mem             # one block for norm and the per-symbol arrays below
+    Py_ssize_t cap        # ... sized for texts of up to cap input bytes
     unsigned char* norm   # the normalized text
-    Py_ssize_t norm_cap
-    uint32_t* start       # per symbol: byte offset in norm
-    uint32_t* length      # bytes; 0 once merged into its left neighbour
-    int32_t* prev
-    int32_t* next
-    uint8_t* frozen       # a user-defined piece: never merged
+    Sym* sym              # the symbols of the segment being merged
     uint32_t* pair_rank   # short pieces (merge_scan): rank of (i, next[i]), NO_PAIR if none
-    Py_ssize_t sym_cap
     uint64_t* heap        # candidate pairs as rank << 32 | left, smallest first: an 8-ary
                           # heap (node i's children are 8i+1..8i+8) at heap_mem + 7, so
                           # that every group of children is one 64-byte line (long texts
@@ -111,7 +143,8 @@ cdef struct Scratch:
     void* heap_mem
     Py_ssize_t heap_size
     Py_ssize_t heap_cap
-    CacheSlot* cache      # CACHE_SLOTS slots, allocated on first use (NULL: none yet)
+    unsigned char* slots  # the segment cache, allocated on first use: SHORT_SLOTS slots of
+                          # 64 bytes, then LONG_SLOTS of 128
 
 
 cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ssize_t n,

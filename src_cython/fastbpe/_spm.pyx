@@ -3,14 +3,14 @@ for the rules): ``SpmCore`` encodes one text or a batch, the batch without the G
 threads of ``fastbpe._runner`` (one job per run of consecutive texts, as WordPiece does).
 """
 from cpython.list cimport PyList_New
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 
 cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void** memptr, size_t alignment, size_t size)
 from libc.string cimport memcmp, memcpy, memmove, memset
 
-from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash
+from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, table_alloc
 from fastbpe._runner cimport Runner, run_jobs
 from fastbpe._vec cimport I32Vec, i32_push
 
@@ -20,24 +20,32 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
     ctypedef struct PyObject
     void set_item_raw "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)
-    PyObject* long_raw "PyLong_FromLong"(long v)
+    PyObject* list_get_raw "PyList_GET_ITEM"(object lst, Py_ssize_t i)
+    void incref_raw "Py_INCREF"(PyObject* o)
 
 cdef enum:
     OUT_FIRST = 64
     # a normalized text of up to 3 bytes per input byte must index with int32/uint32
     MAX_TEXT_BYTES = 600000000
 
+# the layouts the cache and the merge loops count on (internal invariants)
+assert sizeof(SlotHead) + SHORT_KEY + SHORT_IDS * sizeof(int32_t) == 64
+assert sizeof(SlotHead) + LONG_KEY + LONG_IDS * sizeof(int32_t) == 128
+assert sizeof(Sym) == 16
+assert PAIR_BYTES * 8 >= SMALL_CHARS * SMALL_CHARS and SMALL_CHARS == SMALL_LIMIT + 1
+
+
 # --------------------------------------------------------------------------- lookups
 cdef inline const Entry* lookup(const Model* m, const unsigned char* p, uint32_t n) noexcept nogil:
     """The table entry of the n bytes at p, or NULL."""
-    cdef uint64_t h = fbe_hash(p, n)
-    cdef uint64_t i = h & m.mask
+    cdef uint64_t i = fbe_hash(p, n) & m.mask
+    cdef uint64_t w = fbe_word(p, n if n < 8 else 8)
     cdef const Entry* e
     while True:
         e = &m.table[i]
         if e.len == 0:
             return NULL
-        if e.hash == h and e.len == n and memcmp(m.arena + e.off, p, n) == 0:
+        if e.len == n and e.word == w and (n <= 8 or memcmp(m.arena + e.off + 8, p + 8, n - 8) == 0):
             return e
         i = (i + 1) & m.mask
 
@@ -67,41 +75,31 @@ cdef inline uint32_t char_len(unsigned char b) noexcept nogil:
 
 
 # --------------------------------------------------------------------------- scratch
-cdef inline int grow(void** p, size_t size) noexcept nogil:
-    """realloc *p to size bytes; -1 (*p unchanged) when memory runs out."""
-    cdef void* q = realloc(p[0], size)
-    if q == NULL:
-        return -1
-    p[0] = q
-    return 0
-
-
 cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
-    """Room for a text of n input bytes: 3n + 3 normalized bytes, as many symbols."""
-    cdef Py_ssize_t want = 3 * n + 8
-    if want > s.norm_cap:
-        if grow(<void**>&s.norm, want) < 0:
-            return -1
-        s.norm_cap = want
-    if want > s.sym_cap:
-        if (grow(<void**>&s.start, want * sizeof(uint32_t)) < 0 or grow(<void**>&s.length, want * sizeof(uint32_t)) < 0
-                or grow(<void**>&s.prev, want * sizeof(int32_t)) < 0 or grow(<void**>&s.next, want * sizeof(int32_t)) < 0
-                or grow(<void**>&s.frozen, want) < 0 or grow(<void**>&s.pair_rank, want * sizeof(uint32_t)) < 0):
-            return -1
-        s.sym_cap = want
+    """Room for a text of n input bytes: 3n + 3 normalized bytes, as many symbols, all in
+    one block (its contents need not survive: a text fills it from the start)."""
+    cdef Py_ssize_t want, sym
+    cdef unsigned char* mem
+    if n <= s.cap and s.mem != NULL:
+        return 0
+    want = 3 * n + 8            # bytes of norm, and symbols at most
+    sym = (want + 15) & ~15     # 16-aligned arrays after norm
+    mem = <unsigned char*>malloc(sym + want * (sizeof(Sym) + sizeof(uint32_t)))
+    if mem == NULL:
+        return -1
+    free(s.mem)
+    s.mem = mem
+    s.cap = n
+    s.norm = mem
+    s.sym = <Sym*>(mem + sym)
+    s.pair_rank = <uint32_t*>(s.sym + want)
     return 0
 
 
 cdef void scratch_free(Scratch* s) noexcept nogil:
-    free(s.norm)
-    free(s.start)
-    free(s.length)
-    free(s.prev)
-    free(s.next)
-    free(s.frozen)
-    free(s.pair_rank)
+    free(s.mem)
     free(s.heap_mem)
-    free(s.cache)
+    free(s.slots)
     memset(s, 0, sizeof(Scratch))
 
 
@@ -120,7 +118,8 @@ cdef Py_ssize_t normalize(const Model* m, const unsigned char* s, Py_ssize_t n, 
     """The normalized text's length in out (reference: ``normalize``)."""
     cdef Py_ssize_t pos = 0, k = 0, size, i
     cdef uint32_t u
-    cdef bint prev_space = m.remove_extra_whitespaces, any_kept
+    cdef unsigned char b
+    cdef bint prev_space = m.remove_extra_whitespaces
     cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
     if m.remove_extra_whitespaces:
         # the normalizer's chunk is " " (a space, or a user-defined piece " ")
@@ -131,6 +130,17 @@ cdef Py_ssize_t normalize(const Model* m, const unsigned char* s, Py_ssize_t n, 
     if m.add_dummy_prefix and not m.treat_whitespace_as_suffix:
         k = put_space(m, out, k)
     while pos < n:
+        b = s[pos]
+        if not m.user_start[b]:     # the common case, byte by byte: no user-defined piece
+            pos += 1                # starts here (nor at a UTF-8 continuation byte)
+            if b != 32:
+                out[k] = b
+                k += 1
+                prev_space = False
+            elif not prev_space:
+                k = put_space(m, out, k)
+                prev_space = m.remove_extra_whitespaces
+            continue
         u = user_match(m, s + pos, n - pos)
         size = u if u else char_len(s[pos])
         i = pos
@@ -164,15 +174,14 @@ cdef Py_ssize_t symbolize(const Model* m, Scratch* s, const unsigned char* base,
     cdef uint32_t u
     while pos < n:
         u = user_match(m, base + pos, n - pos)
-        s.start[count] = <uint32_t>(origin + pos)
-        s.length[count] = u if u else char_len(base[pos])
-        s.frozen[count] = u != 0
-        s.prev[count] = <int32_t>count - 1
-        s.next[count] = <int32_t>count + 1
-        pos += s.length[count]
+        s.sym[count].start = <uint32_t>(origin + pos)
+        s.sym[count].length = (u | FROZEN) if u else char_len(base[pos])
+        s.sym[count].prev = <int32_t>count - 1
+        s.sym[count].next = <int32_t>count + 1
+        pos += u if u else char_len(base[pos])
         count += 1
     if count:
-        s.next[count - 1] = -1
+        s.sym[count - 1].next = -1
     return count
 
 
@@ -239,11 +248,11 @@ cdef inline uint64_t heap_pop(Scratch* s) noexcept nogil:
 
 cdef inline const Entry* pair_entry(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
     """The piece merges may make of (left, next[left]), or NULL."""
-    cdef int32_t right = s.next[left]
+    cdef int32_t right = s.sym[left].next
     cdef const Entry* e
-    if right < 0 or s.frozen[left] or s.frozen[right]:
+    if right < 0 or (s.sym[left].length | s.sym[right].length) & FROZEN:
         return NULL
-    e = lookup(m, s.norm + s.start[left], s.length[left] + s.length[right])
+    e = lookup(m, s.norm + s.sym[left].start, s.sym[left].length + s.sym[right].length)
     return e if e != NULL and e.merge_id >= 0 else NULL
 
 
@@ -266,11 +275,22 @@ cdef inline uint32_t pair_rank(const Model* m, const Scratch* s, int32_t left) n
     return e.rank if e != NULL else NO_PAIR
 
 
+cdef inline void join(Scratch* s, int32_t left) noexcept nogil:
+    """Merge symbol left with the next one (which leaves the list)."""
+    cdef Sym* a = &s.sym[left]
+    cdef Sym* b = &s.sym[a.next]
+    a.length += b.length
+    b.length = 0
+    a.next = b.next
+    if b.next >= 0:
+        s.sym[b.next].prev = left
+
+
 cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     """``merge`` for a short piece: scan for the lowest (rank, position) pair each time
     (strict ``<`` from the left: the leftmost of equal ranks)."""
     cdef Py_ssize_t i
-    cdef int32_t j, best_j, right
+    cdef int32_t j, best_j
     cdef uint32_t best
     if count == 0:
         return
@@ -284,23 +304,18 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
             if s.pair_rank[j] < best:
                 best = s.pair_rank[j]
                 best_j = j
-            j = s.next[j]
+            j = s.sym[j].next
         if best_j < 0:
             return
-        right = s.next[best_j]
-        s.length[best_j] += s.length[right]
-        s.length[right] = 0
-        s.next[best_j] = s.next[right]
-        if s.next[right] >= 0:
-            s.prev[s.next[right]] = best_j
+        join(s, best_j)
         s.pair_rank[best_j] = pair_rank(m, s, best_j)
-        if s.prev[best_j] >= 0:
-            s.pair_rank[s.prev[best_j]] = pair_rank(m, s, s.prev[best_j])
+        if s.sym[best_j].prev >= 0:
+            s.pair_rank[s.sym[best_j].prev] = pair_rank(m, s, s.sym[best_j].prev)
 
 
 cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     cdef Py_ssize_t i
-    cdef int32_t left, right
+    cdef int32_t left
     cdef uint64_t key
     cdef const Entry* e
     s.heap_size = 0
@@ -310,18 +325,13 @@ cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     while s.heap_size:
         key = heap_pop(s)
         left = <int32_t><uint32_t>key
-        if s.length[left] == 0:
+        if s.sym[left].length == 0:
             continue                        # merged into its left neighbour since
         e = pair_entry(m, s, left)
         if e == NULL or e.rank != (key >> 32):
             continue                        # stale: the pair changed since the push
-        right = s.next[left]
-        s.length[left] += s.length[right]
-        s.length[right] = 0
-        s.next[left] = s.next[right]
-        if s.next[right] >= 0:
-            s.prev[s.next[right]] = left
-        if add_pair(m, s, s.prev[left]) < 0 or add_pair(m, s, left) < 0:
+        join(s, left)
+        if add_pair(m, s, s.sym[left].prev) < 0 or add_pair(m, s, left) < 0:
             return -1
     return 0
 
@@ -330,22 +340,23 @@ cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
 cdef int emit(const Model* m, Scratch* s, Py_ssize_t count, I32Vec* out) noexcept nogil:
     """Append the symbols' ids (a run of unknown symbols as one id, without byte fallback)."""
     cdef int32_t i = 0 if count else -1, pid
-    cdef uint32_t k
+    cdef uint32_t k, length
     cdef const Entry* e
     cdef bint unk, prev_unk = False
     while i >= 0:
-        e = lookup(m, s.norm + s.start[i], s.length[i])
+        length = s.sym[i].length & ~FROZEN
+        e = lookup(m, s.norm + s.sym[i].start, length)
         pid = e.id if e != NULL else m.unk_id
         unk = pid == m.unk_id
         if unk and m.byte_fallback:
-            for k in range(s.length[i]):
-                if i32_push(out, m.byte_ids[s.norm[s.start[i] + k]], OUT_FIRST) < 0:
+            for k in range(length):
+                if i32_push(out, m.byte_ids[s.norm[s.sym[i].start + k]], OUT_FIRST) < 0:
                     return -1
         elif not (unk and prev_unk):
             if i32_push(out, pid, OUT_FIRST) < 0:
                 return -1
         prev_unk = unk
-        i = s.next[i]
+        i = s.sym[i].next
     return 0
 
 
@@ -361,74 +372,126 @@ cdef int encode_piece(const Model* m, Scratch* s, const unsigned char* base, Py_
 
 
 # --------------------------------------------------------------------------- segments
-cdef inline bint is_space_at(const Model* m, const unsigned char* p, Py_ssize_t avail) noexcept nogil:
-    if m.escape_whitespaces:
-        return avail >= 3 and p[0] == 0xE2 and p[1] == 0x96 and p[2] == 0x81
-    return avail >= 1 and p[0] == 32
-
-
-cdef inline bint is_wall(const Model* m, const unsigned char* p) noexcept nogil:
-    """Whether the (valid UTF-8) character at p is a wall (``_spm.pxd``)."""
+cdef inline uint32_t code_point(const unsigned char* p, uint32_t* size) noexcept nogil:
+    """The code point of the (valid UTF-8) character at p; its length in *size."""
     cdef uint32_t c = p[0]
-    if c >= 0x80:
-        if c < 0xE0:
-            c = (c & 0x1F) << 6 | (p[1] & 0x3F)
-        elif c < 0xF0:
-            c = (c & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F)
-        else:
-            c = (c & 0x07) << 18 | (p[1] & 0x3F) << 12 | (p[2] & 0x3F) << 6 | (p[3] & 0x3F)
-    return (m.wall[c >> 3] >> (c & 7)) & 1
+    if c < 0x80:
+        size[0] = 1
+        return c
+    if c < 0xE0:
+        size[0] = 2
+        return (c & 0x1F) << 6 | (p[1] & 0x3F)
+    if c < 0xF0:
+        size[0] = 3
+        return (c & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F)
+    size[0] = 4
+    return (c & 0x07) << 18 | (p[1] & 0x3F) << 12 | (p[2] & 0x3F) << 6 | (p[3] & 0x3F)
+
+
+cdef inline int32_t small_char(const Model* m, uint32_t c) noexcept nogil:
+    """c's index in pair_bits, or -1."""
+    if c < SMALL_LIMIT:
+        return <int32_t>c
+    return SMALL_LIMIT if c == m.space_mark else -1
+
+
+cdef inline uint64_t pair_key(uint32_t a, uint32_t b) noexcept nogil:
+    return ((<uint64_t>a << 21) | b) + 1
+
+
+cdef inline uint64_t pair_slot(uint64_t key, uint64_t mask) noexcept nogil:
+    return ((key * 0x9E3779B97F4A7C15ULL) >> 32) & mask
+
+
+cdef inline bint joinable(const Model* m, uint32_t a, uint32_t b) noexcept nogil:
+    """Whether the characters a, b stand next to each other in some piece merges may
+    make (else the text is cut between them: ``_spm.pxd``, "Segments")."""
+    cdef int32_t i = small_char(m, a), j = small_char(m, b)
+    cdef uint64_t key, slot, k
+    if i >= 0 and j >= 0:
+        k = <uint64_t>(i * SMALL_CHARS + j)
+        return (m.pair_bits[k >> 3] >> (k & 7)) & 1
+    if (m.wall[a >> 3] >> (a & 7)) & 1 or (m.wall[b >> 3] >> (b & 7)) & 1:
+        return False
+    key = pair_key(a, b)
+    slot = pair_slot(key, m.pair_mask)
+    while m.pair_table[slot] != 0:
+        if m.pair_table[slot] == key:
+            return True
+        slot = (slot + 1) & m.pair_mask
+    return False
 
 
 cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
-    """The end of the segment starting at pos: the next space mark that follows a
-    character which is not one (or n)."""
-    cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
-    cdef bint prev_space
-    if is_wall(m, norm + pos):
-        return pos + char_len(norm[pos])
-    prev_space = is_space_at(m, norm + pos, n - pos)
-    pos += space_len if prev_space else char_len(norm[pos])
+    """The end of the segment starting at pos: the first place after it between two
+    characters that are not joinable (or n)."""
+    cdef uint32_t size, prev = code_point(norm + pos, &size), c
+    pos += size
     while pos < n:
-        if is_wall(m, norm + pos):
+        c = code_point(norm + pos, &size)
+        if not joinable(m, prev, c):
             return pos
-        if is_space_at(m, norm + pos, n - pos):
-            if not prev_space:
-                return pos
-            prev_space = True
-            pos += space_len
-        else:
-            prev_space = False
-            pos += char_len(norm[pos])
+        prev = c
+        pos += size
     return n
 
 
+cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noexcept nogil:
+    """The cache set (two slots side by side) of a segment of n bytes hashing to h; NULL
+    when it is too long to be cached (or memory runs out: then nothing is cached)."""
+    if n > LONG_KEY:
+        return NULL
+    if s.slots == NULL:
+        s.slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64 + LONG_SLOTS * 128)
+        if s.slots == NULL:
+            return NULL
+    if n <= SHORT_KEY:
+        return s.slots + ((h >> 20) & (SHORT_SLOTS - 2)) * 64
+    return s.slots + SHORT_SLOTS * 64 + ((h >> 20) & (LONG_SLOTS - 2)) * 128
+
+
+cdef inline bint slot_has(unsigned char* slot, const unsigned char* base, Py_ssize_t n, uint64_t h) noexcept nogil:
+    cdef SlotHead* head = <SlotHead*>slot
+    return head.tag == <uint32_t>h and head.key_len == n and memcmp(slot + sizeof(SlotHead), base, n) == 0
+
+
 cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, Py_ssize_t n,
-                        I32Vec* out) noexcept nogil:
-    """A segment's ids, from the cache when it has them (``_spm.pxd``, "Segments")."""
-    cdef Py_ssize_t first = out.size, k
+                        uint64_t h, unsigned char* slot, I32Vec* out) noexcept nogil:
+    """A segment's ids, from its cache set (hash h; NULL: not cached) when it holds them
+    (``_spm.pxd``, "Segments"). A set is two ways: a new segment goes first, the first
+    moves second (the older of the two is evicted)."""
+    cdef Py_ssize_t first = out.size, k, made
     cdef bint after_unk = first > 0 and out.data[first - 1] == m.unk_id and not m.byte_fallback
-    cdef uint64_t h
-    cdef CacheSlot* slot = NULL
-    if n <= CACHE_KEY:
-        if s.cache == NULL:
-            s.cache = <CacheSlot*>calloc(CACHE_SLOTS, sizeof(CacheSlot))
-        if s.cache != NULL:
-            h = fbe_hash(base, n)
-            slot = &s.cache[(h >> 20) & (CACHE_SLOTS - 1)]
-            if slot.hash == h and slot.key_len == n and memcmp(slot.key, base, n) == 0:
-                for k in range(slot.n_ids):
-                    if i32_push(out, slot.ids[k], OUT_FIRST) < 0:
-                        return -1
-                return drop_fused_unk(m, out, first, after_unk)
-    if encode_piece(m, s, base, n, out) < 0:
+    cdef size_t size = 64 if n <= SHORT_KEY else 128
+    cdef size_t ids_at = sizeof(SlotHead) + (SHORT_KEY if n <= SHORT_KEY else LONG_KEY)
+    cdef unsigned char* hit = NULL
+    cdef int32_t* ids
+    cdef const Entry* whole
+    if slot != NULL:
+        if slot_has(slot, base, n, h):
+            hit = slot
+        elif slot_has(slot + size, base, n, h):
+            hit = slot + size
+        if hit != NULL:
+            ids = <int32_t*>(hit + ids_at)
+            for k in range((<SlotHead*>hit).n_ids):
+                if i32_push(out, ids[k], OUT_FIRST) < 0:
+                    return -1
+            return drop_fused_unk(m, out, first, after_unk)
+    whole = lookup(m, base, <uint32_t>n) if n <= m.max_whole else NULL
+    if whole != NULL and whole.whole:
+        if i32_push(out, whole.id, OUT_FIRST) < 0:
+            return -1
+    elif encode_piece(m, s, base, n, out) < 0:
         return -1
-    if slot != NULL and out.size - first <= CACHE_IDS:
-        slot.hash = h
-        slot.key_len = <uint32_t>n
-        slot.n_ids = <uint32_t>(out.size - first)
-        memcpy(slot.key, base, n)
-        memcpy(slot.ids, out.data + first, (out.size - first) * sizeof(int32_t))
+    made = out.size - first
+    if slot != NULL and made <= (SHORT_IDS if n <= SHORT_KEY else LONG_IDS):
+        memcpy(slot + size, slot, size)
+        (<SlotHead*>slot).tag = <uint32_t>h
+        (<SlotHead*>slot).key_len = <uint16_t>n
+        (<SlotHead*>slot).n_ids = <uint16_t>made
+        memcpy(slot + sizeof(SlotHead), base, n)
+        memcpy(slot + ids_at, out.data + first, made * sizeof(int32_t))
     return drop_fused_unk(m, out, first, after_unk)
 
 
@@ -442,20 +505,53 @@ cdef inline int drop_fused_unk(const Model* m, I32Vec* out, Py_ssize_t first, bi
 
 cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ssize_t n,
                     I32Vec* out) noexcept nogil:
-    cdef Py_ssize_t norm_len, pos = 0, end
+    cdef Py_ssize_t norm_len, pos = 0, end, next_end
+    cdef uint64_t h, next_h
+    cdef unsigned char* slot
+    cdef unsigned char* next_slot
+    cdef int32_t direct, next_direct
     if n == 0:
         return 0
     if scratch_reserve(s, n) < 0:
         return -1
     norm_len = normalize(m, text, n, s.norm)
-    if not m.segments_ok:
-        return encode_piece(m, s, s.norm, norm_len, out)
+    if norm_len == 0:
+        return 0
+    # one segment ahead: its cache slot is prefetched while the current one is looked up
+    end = segment_end(m, s.norm, 0, norm_len)
+    slot = ahead(m, s, s.norm, 0, end, &h, &direct)
     while pos < norm_len:
-        end = segment_end(m, s.norm, pos, norm_len)
-        if encode_segment(m, s, s.norm + pos, end - pos, out) < 0:
+        next_end = segment_end(m, s.norm, end, norm_len) if end < norm_len else end
+        next_slot = ahead(m, s, s.norm, end, next_end, &next_h, &next_direct)
+        if direct >= 0:
+            if i32_push(out, direct, OUT_FIRST) < 0:
+                return -1
+        elif encode_segment(m, s, s.norm + pos, end - pos, h, slot, out) < 0:
             return -1
-        pos = end
+        pos, end, h, slot, direct = end, next_end, next_h, next_slot, next_direct
     return 0
+
+
+cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char* norm, Py_ssize_t pos,
+                                 Py_ssize_t end, uint64_t* h, int32_t* direct) noexcept nogil:
+    """Look at the segment norm[pos:end] before its turn: a single character that is a
+    piece (BMP) sets *direct to its id (from char_ids: no hash, no cache); else *direct
+    is -1, *h its hash, and its cache set is returned (NULL: not cached) and prefetched."""
+    cdef unsigned char* slot
+    cdef uint32_t size, c
+    direct[0] = -1
+    if pos == end:
+        return NULL
+    c = code_point(norm + pos, &size)
+    if end - pos == size and c < DIRECT_CHARS and m.char_ids[c] >= 0:
+        direct[0] = m.char_ids[c]
+        return NULL
+    h[0] = fbe_hash(norm + pos, end - pos)
+    slot = cache_slot(s, end - pos, h[0])
+    if slot != NULL:
+        fbe_prefetch(slot)          # both ways of a short set (the first of a long one)
+        fbe_prefetch(slot + 64)
+    return slot
 
 
 # --------------------------------------------------------------------------- batches
@@ -466,47 +562,76 @@ cdef struct Job:
     I32Vec* outs
     Py_ssize_t first
     Py_ssize_t last
+    Scratch* kept         # a scratch of the core's pool, or NULL: one of the job's own
     int error
+
+
+cdef enum:
+    KEEP_TEXT = 1 << 20   # a pooled scratch keeps room for texts of up to 1 MB between calls
 
 
 cdef void run_one(void* payload, Py_ssize_t j, Py_ssize_t slot, void* state) noexcept nogil:
     cdef Job* job = &(<Job*>payload)[j]
-    cdef Scratch s
+    cdef Scratch own
+    cdef Scratch* s = job.kept
     cdef Py_ssize_t t
-    memset(&s, 0, sizeof(Scratch))
+    if s == NULL:
+        memset(&own, 0, sizeof(Scratch))
+        s = &own
     for t in range(job.first, job.last):
-        if spm_encode(job.model, &s, job.texts[t], job.lengths[t], &job.outs[t]) < 0:
+        if spm_encode(job.model, s, job.texts[t], job.lengths[t], &job.outs[t]) < 0:
             job.error = 1
             break
-    scratch_free(&s)
+    if s == &own:
+        scratch_free(s)
+    elif s.cap > KEEP_TEXT:     # keep the cache, not the room a huge text took
+        free(s.mem)
+        free(s.heap_mem)
+        s.mem = s.heap_mem = s.heap = NULL
+        s.cap = s.heap_cap = s.heap_size = 0
 
 
-cdef list ids_list(const I32Vec* v):
+cdef list ids_list(const I32Vec* v, list id_objects):
+    """The ids as a list of the core's shared int objects (no int made per id)."""
     cdef list out = PyList_New(v.size)
     cdef Py_ssize_t i
+    cdef PyObject* o
     for i in range(v.size):
-        set_item_raw(out, i, long_raw(v.data[i]))    # the list takes the new reference
+        o = list_get_raw(id_objects, v.data[i])
+        incref_raw(o)
+        set_item_raw(out, i, o)    # the list takes the reference
     return out
 
 
-def segments_ok(tables):
-    """Whether no piece merges may make has a space mark right after a character that is
-    not one (``_spm.pxd``, "Segments"); never with ``treat_whitespace_as_suffix``.
+def joinable_pairs(tables):
+    """``fastbpe.reference.sentencepiece.joinable_pairs`` as the native tables want
+    them: (the ``pair_bits`` bitmap, the other pairs as ``a << 21 | b``).
 
     >>> from fastbpe.reference.sentencepiece import SpmModel, Piece, TrainerSpec, build_tables
-    >>> segments_ok(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("▁▁a", -1)), TrainerSpec(model_type=2))))
+    >>> bits, other = joinable_pairs(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("▁a", -1),
+    ...                                                     Piece("a中", -1)), TrainerSpec(model_type=2))))
+    >>> [k for k in range(0x601 * 0x601) if bits[k >> 3] >> (k & 7) & 1] == [0x600 * 0x601 + 97]   # ▁a (▁ is 0x600)
     True
-    >>> segments_ok(build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("a▁", -1)), TrainerSpec(model_type=2))))
-    False
+    >>> other == [97 << 21 | 0x4E2D]
+    True
     """
-    if tables.treat_whitespace_as_suffix:
-        return False
-    space = "\u2581" if tables.escape_whitespaces else " "
-    for piece in tables.pieces:
-        for i in range(1, len(piece)):
-            if piece[i] == space and piece[i - 1] != space:
-                return False
-    return True
+    from fastbpe.reference.sentencepiece import joinable_pairs as pairs_of
+
+    space = 0x2581 if tables.escape_whitespaces else 0x20
+    bits = bytearray(PAIR_BYTES)
+    other = []
+
+    def small(c):
+        return c if c < SMALL_LIMIT else SMALL_LIMIT if c == space else -1
+
+    for pair in sorted(pairs_of(tables)):
+        a, b = ord(pair[0]), ord(pair[1])
+        if small(a) >= 0 and small(b) >= 0:
+            k = small(a) * SMALL_CHARS + small(b)
+            bits[k >> 3] |= 1 << (k & 7)
+        else:
+            other.append(a << 21 | b)
+    return bytes(bits), other
 
 
 def walls(tables) -> bytes:
@@ -528,6 +653,31 @@ def walls(tables) -> bytes:
     return bytes(bits)
 
 
+cdef int mark_whole(Model* m, Scratch* s) noexcept nogil:
+    """Set ``whole`` on each piece merges may make whose text, merged alone as a segment,
+    is that one piece (``_spm.pxd``, ``Entry``); -1 when memory runs out."""
+    cdef uint64_t i
+    cdef Entry* e
+    cdef Py_ssize_t count
+    cdef const Entry* found
+    for i in range(m.mask + 1):
+        e = &m.table[i]
+        if e.len == 0 or e.merge_id < 0 or e.id == m.unk_id:
+            continue
+        if scratch_reserve(s, e.len) < 0:
+            return -1
+        memcpy(s.norm, m.arena + e.off, e.len)
+        count = symbolize(m, s, s.norm, e.len)
+        if count <= SCAN_MAX:
+            merge_scan(m, s, count)
+        elif merge(m, s, count) < 0:
+            return -1
+        if s.sym[0].next == -1 and (s.sym[0].length & ~FROZEN) == e.len:
+            found = lookup(m, s.norm, e.len)
+            e.whole = found == e
+    return 0
+
+
 cdef class SpmCore:
     """The native core of ``SentencePieceBPE`` for a model without unused pieces.
 
@@ -537,11 +687,15 @@ cdef class SpmCore:
 
     cdef Model m
     cdef Scratch scratch          # for encode(): calls hold the GIL, so one is enough
+    cdef Scratch pool[POOL]       # for the jobs of encode_batch, warm from call to call
+    cdef bint pool_busy           # a batch (without the GIL) is using the pool
+    cdef list id_objects          # id -> its int, so that a result list holds shared ints
     cdef readonly object tables
 
     def __cinit__(self):
         memset(&self.m, 0, sizeof(Model))
         memset(&self.scratch, 0, sizeof(Scratch))
+        memset(self.pool, 0, sizeof(self.pool))
 
     def __init__(self, tables):
         from fastbpe.reference.sentencepiece import BYTE, UNUSED, byte_piece, piece_id
@@ -567,12 +721,13 @@ cdef class SpmCore:
         while size < 2 * n_pieces + 2:
             size *= 2
         self.m.arena = <unsigned char*>malloc(total + 1)
-        self.m.table = <Entry*>calloc(size, sizeof(Entry))
+        self.m.table = <Entry*>table_alloc(size * sizeof(Entry))
         self.m.user_off = <uint32_t*>malloc((len(user) + 1) * sizeof(uint32_t))
         self.m.user_len = <uint32_t*>malloc((len(user) + 1) * sizeof(uint32_t))
         if self.m.arena == NULL or self.m.table == NULL or self.m.user_off == NULL or self.m.user_len == NULL:
             raise MemoryError()
         self.m.mask = size - 1
+        self.m.max_whole = max((len(b) for b in blobs), default=0)
         cdef uint32_t off = 0
         cdef bytes b
         cdef uint64_t h, slot
@@ -585,12 +740,11 @@ cdef class SpmCore:
             slot = h & self.m.mask
             while self.m.table[slot].len != 0:
                 slot = (slot + 1) & self.m.mask
-            self.m.table[slot].hash = h
+            self.m.table[slot].word = fbe_word(self.m.arena + off, len(b) if len(b) < 8 else 8)
             self.m.table[slot].off = off
             self.m.table[slot].len = len(b)
             self.m.table[slot].merge_id = merge_id
             self.m.table[slot].id = tables.reserved.get(piece, merge_id)
-            self.m.table[slot].score = tables.scores[merge_id] if merge_id >= 0 else 0.0
             self.m.table[slot].rank = ranks[tables.scores[merge_id]] if merge_id >= 0 else 0
             off += len(b)
         cdef int first = 0
@@ -614,15 +768,49 @@ cdef class SpmCore:
         self.m.remove_extra_whitespaces = tables.remove_extra_whitespaces
         self.m.escape_whitespaces = tables.escape_whitespaces
         self.m.treat_whitespace_as_suffix = tables.treat_whitespace_as_suffix
-        self.m.segments_ok = segments_ok(tables)
+        self.m.space_mark = 0x2581 if tables.escape_whitespaces else 0x20
         wall_bits = walls(tables)
         self.m.wall = <uint8_t*>malloc(len(wall_bits))
         if self.m.wall == NULL:
             raise MemoryError()
         memcpy(self.m.wall, <const char*>wall_bits, len(wall_bits))
+        pair_bits, other = joinable_pairs(tables)
+        self.m.pair_bits = <uint8_t*>malloc(PAIR_BYTES)
+        self.m.char_ids = <int32_t*>malloc(DIRECT_CHARS * sizeof(int32_t))
+        if self.m.pair_bits == NULL or self.m.char_ids == NULL:
+            raise MemoryError()
+        memcpy(self.m.pair_bits, <const char*>pair_bits, PAIR_BYTES)
+        for i in range(DIRECT_CHARS):
+            self.m.char_ids[i] = -1
+        for piece, pid in {**tables.pieces, **tables.reserved}.items():
+            if len(piece) == 1 and ord(piece) < DIRECT_CHARS and not 0xD800 <= ord(piece) < 0xE000:
+                i = piece_id(piece, tables)
+                self.m.char_ids[ord(piece)] = i if i != tables.unk_id else -1
+        size = 1
+        while size < 2 * len(other) + 2:
+            size *= 2
+        self.m.pair_table = <uint64_t*>calloc(size, sizeof(uint64_t))
+        if self.m.pair_table == NULL:
+            raise MemoryError()
+        self.m.pair_mask = size - 1
+        for packed in other:
+            h = pair_key(packed >> 21, packed & 0x1FFFFF)
+            slot = pair_slot(h, self.m.pair_mask)
+            while self.m.pair_table[slot] != 0:
+                slot = (slot + 1) & self.m.pair_mask
+            self.m.pair_table[slot] = h
+        self.id_objects = list(range(len(tables.texts)))
+        if mark_whole(&self.m, &self.scratch) < 0:
+            raise MemoryError()
 
     def __dealloc__(self):
+        cdef int k
         free(self.m.wall)
+        free(self.m.pair_table)
+        free(self.m.pair_bits)
+        free(self.m.char_ids)
+        for k in range(POOL):
+            scratch_free(&self.pool[k])
         free(self.m.arena)
         free(self.m.table)
         free(self.m.user_off)
@@ -649,7 +837,7 @@ cdef class SpmCore:
             free(out.data)
             raise MemoryError("out of memory while encoding")
         try:
-            return ids_list(&out)
+            return ids_list(&out, self.id_objects)
         finally:
             free(out.data)
 
@@ -661,6 +849,7 @@ cdef class SpmCore:
         cdef I32Vec* outs = <I32Vec*>calloc(n + 1, sizeof(I32Vec))
         cdef Job* jobs = NULL
         cdef Runner runner
+        cdef bint use_pool = False
         try:
             if ptrs == NULL or lengths == NULL or outs == NULL:
                 raise MemoryError()
@@ -675,7 +864,10 @@ cdef class SpmCore:
             if jobs == NULL:
                 raise MemoryError()
             t = 0
+            use_pool = not self.pool_busy   # under the GIL: one batch at a time uses the pool
+            self.pool_busy = self.pool_busy or use_pool
             for k in range(n_thr):
+                jobs[k].kept = &self.pool[k] if use_pool and k < POOL else NULL
                 jobs[k].model = &self.m
                 jobs[k].texts = ptrs
                 jobs[k].lengths = lengths
@@ -694,12 +886,16 @@ cdef class SpmCore:
             runner.end = NULL
             runner.n_jobs = n_thr
             runner.notify = False
-            with nogil:
-                run_jobs(&runner, n_thr)
+            try:
+                with nogil:
+                    run_jobs(&runner, n_thr)
+            finally:
+                if use_pool:
+                    self.pool_busy = False
             for k in range(n_thr):
                 if jobs[k].error:
                     raise MemoryError("out of memory while encoding")
-            return [ids_list(&outs[i]) for i in range(n)]
+            return [ids_list(&outs[i], self.id_objects) for i in range(n)]
         finally:
             if outs != NULL:
                 for i in range(n):
