@@ -16,24 +16,47 @@ tiktoken's meaning of ``encode``; transformers-style callers say so explicitly.
 tokens dropped by default); ``decode`` keeps tiktoken's (every token's bytes).
 
 **Two engines, one meaning.** At load the file is checked for the case where
-tiktoken's rank rule gives HF's ids: no normalizer, one Split by a known pattern that
-matches every character (or ByteLevel's own regex) then ByteLevel, ``ignore_merges:
-true``, the merge list exactly the one tiktoken's ranks imply (``hf_bpe._merges_of``, as
-``save()`` and transformers' TikTokenConverter write it), no added-token flags. Such a
-file runs on the native core. Any other file runs the pipeline of
-``fastbpe.reference.hf`` step by step (normalizer, pre-tokenizer chain, HF's merge-list
-rule with a per-word cache): exact, and slower. ``enc.engine`` says which
-(``"rank"`` or ``"pipeline"``).
+tiktoken's rank rule gives HF's ids; such a file runs on the native rank core
+(``enc.engine == "rank"``: its batches run on native threads). Any other file runs the
+pipeline of ``fastbpe.reference.hf`` step by step (normalizer, pre-tokenizer chain, HF's
+merge-list rule natively with a per-word cache): exact, and slower
+(``enc.engine == "pipeline"``). The rank engine's conditions:
+
+* the pre-tokenizer is one Split by a known pattern that matches every character (or
+  ByteLevel's own regex), then ByteLevel; no prefix / suffix on words; no added-token
+  flags (``lstrip`` ...), and normalized and raw added tokens cannot overlap;
+* the normalizer is none, an empty Sequence, or NFC (see *NFC* below);
+* **the merge list is the rank rule** (``reference.hf.rank_rule_unreachable``, which
+  proves it): no token's own bytes merge by the list into exactly two ids, and the
+  merges that make a token the list reaches come in id order. Then, *Corollary A*,
+  with ``ignore_merges: false`` HF's ids are tiktoken's rule on the ranks without the
+  tokens ``U`` that merging never reaches (588 for Llama 3.2, 0 for Qwen3 and DeepSeek
+  V4): the native core leaves ``U`` out of its encode table (``CoreBPE(...,
+  unreachable=U)``; they still decode), so a piece that is one of them is merged, as HF
+  merges it, under any cache state (the core never has such a token in a table it
+  encodes with). *Corollary B*: with ``ignore_merges: true`` it is tiktoken's rule on
+  all the ranks. The check merges every token's bytes once by the list (natively, one
+  call) and scans the list once. The published Llama 3.2, Qwen3 and DeepSeek V4 lists
+  (trained merges, not every split) and transformers' TikTokenConverter lists pass.
+
+**NFC** (Qwen): HF normalizes each piece between the raw added tokens. A text that is
+already NFC (``unicodedata.is_normalized``, C) is encoded by the rank core as it is:
+every substring of an NFC text is NFC (composition only joins a character to the last
+starter before it, with nothing between removed by cutting the ends; a cut leaves
+characters that did not compose in the whole text uncomposed), so the normalizer
+changes no piece. Any other text runs the pipeline engine (made at its first use), so
+the added tokens are cut before and after normalizing exactly as HF cuts them.
 """
 from __future__ import annotations
 
 import functools
 import heapq
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..formats.hf_bpe import _may_overlap, _merges_of, str_to_token, token_to_str, unicode_to_bytes
+from ..formats.hf_bpe import _may_overlap, unicode_to_bytes
 from ..formats.hf_pipeline import HFPipeline, not_byte_level
 from ..reference import hf
 from ..reference import patterns
@@ -66,13 +89,34 @@ class HFEncoding(Encoding):
         if not isinstance(pipeline, HFPipeline):
             raise TypeError(f"pipeline must be an HFPipeline, not {type(pipeline).__name__}")
         ranks, specials, added = _ids_of(pipeline)
-        engine_pattern = _rank_engine_pattern(pipeline, ranks)
+        plan = _rank_engine_plan(pipeline, ranks)
+        engine_pattern, self._unreachable = plan if plan else (None, frozenset())
         super().__init__(name, pat_str=engine_pattern or _display_pattern(pipeline.pre_tokenizer),
                          mergeable_ranks=ranks, special_tokens=specials, added_tokens=added)
         self._pipeline = pipeline
         self.engine = "rank" if engine_pattern else "pipeline"
+        #: the rank engine on a .tiktoken's own rule: no normalizer, no unreachable tokens
+        self._plain_rank = self.engine == "rank" and not self._unreachable and not _nfc(pipeline)
         if self.engine == "pipeline":
             self._core_bpe = PipelineCore(self._core_bpe, pipeline, specials)
+        elif _nfc(pipeline):
+            native = self._core_bpe
+            self._core_bpe = NFCCore(native, functools.partial(PipelineCore, native, pipeline, specials))
+
+    def _new_core(self, ranks, specials, pat_str):
+        from .encoding import _make_core
+
+        return _make_core(ranks, specials, pat_str, self._unreachable)
+
+    def encode_single_token(self, text_or_bytes) -> int:
+        """``Encoding.encode_single_token``; a token the merges never reach is a token too."""
+        try:
+            return super().encode_single_token(text_or_bytes)
+        except KeyError:
+            piece = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
+            if piece in self._unreachable:
+                return self._mergeable_ranks[piece]
+            raise
 
     # ------------------------------------------------------------------ HF's extras
     def encode(self, text: str, *, allowed_special=set(), disallowed_special="all",  # noqa: B006
@@ -137,26 +181,27 @@ class HFEncoding(Encoding):
 
     # ------------------------------------------------------------------ what needs the pipeline
     def count_till_limit(self, text: str, limit: int) -> int | None:
-        """``count(text)`` if at most ``limit``, else None (the text is encoded whole:
-        the pipeline's pieces are not the pattern's)."""
-        if self.engine == "rank":
+        """``count(text)`` if at most ``limit``, else None (the text is encoded whole,
+        unless the rank engine runs it without a normalizer: the pipeline's pieces are
+        not the pattern's)."""
+        if self.engine == "rank" and not _nfc(self._pipeline):
             return super().count_till_limit(text, limit)
         super().count_till_limit("", limit)   # the argument checks
         n = self.count(text)
         return n if n <= limit else None
 
     def encode_with_unstable(self, text: str, **kwargs):
-        if self.engine == "rank":
+        if self._plain_rank:
             return super().encode_with_unstable(text, **kwargs)
         raise ValueError(f"{self.name}: encode_with_unstable follows tiktoken's rank rule, which this file's pipeline does not")
 
     def _encode_bytes(self, text: bytes) -> list[int]:
-        if self.engine == "rank":
+        if self._plain_rank:
             return super()._encode_bytes(text)
         raise ValueError(f"{self.name}: _encode_bytes follows tiktoken's rank rule, which this file's pipeline does not")
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
-        return self.encode_ordinary(text) if self.engine == "pipeline" else super()._encode_only_native_bpe(text)
+        return super()._encode_only_native_bpe(text) if self._plain_rank else self.encode_ordinary(text)
 
     # ------------------------------------------------------------------ files
     def save(self, path, format: str | None = None, *, lossy: bool = False, transformers: bool = False) -> None:
@@ -181,7 +226,7 @@ class HFEncoding(Encoding):
             else:
                 atomic_write_text(path, pipeline_json(self._pipeline))
             return
-        if self.engine == "pipeline" and not lossy:
+        if not self._plain_rank and not lossy:
             raise ValueError(
                 f"a {fmt} file holds ranks and a split pattern, which give other ids than {self.name!r} "
                 "(HF's pipeline: its normalizer, pre-tokenizers or merge list); save as tokenizer.json, "
@@ -198,10 +243,11 @@ class HFEncoding(Encoding):
     def _ids_rule(self) -> bytes:
         """What decides a document's ids beyond ranks, pattern and special tokens, for
         the shard manifest's tokenizer sha256 (``fastbpe.shards.tokenizer_identity``):
-        nothing on the rank engine (its shards are those of the ``.tiktoken`` it equals);
-        the whole pipeline as written on the pipeline engine (normalizer, pre-tokenizer
-        chain, merge list, ``ignore_merges``: two files with one vocabulary may differ)."""
-        if self.engine == "rank":
+        nothing on the rank engine with a .tiktoken's own rule (its shards are those of
+        the ``.tiktoken`` it equals); else the whole pipeline as written (normalizer,
+        pre-tokenizer chain, merge list, ``ignore_merges``: two files with one
+        vocabulary may differ)."""
+        if self._plain_rank:
             return b""
         from ..formats.hf_pipeline import pipeline_json
 
@@ -284,12 +330,16 @@ def _display_pattern(pre: dict | None) -> str:
     return f"(?:{found})" if found in _TOTAL_PATTERNS else found
 
 
-def _rank_engine_pattern(p: HFPipeline, ranks: dict[bytes, int]) -> str | None:
-    """The pattern with which tiktoken's rank rule gives exactly this file's ids, or
-    None (see the module docstring for the conditions)."""
-    if p.normalizer not in (None, {"type": "Sequence", "normalizers": []}):
+def _nfc(p: HFPipeline) -> bool:
+    return p.normalizer == {"type": "NFC"}
+
+
+def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[str, frozenset[bytes]] | None:
+    """``(pattern, unreachable tokens)`` with which tiktoken's rank rule gives exactly
+    this file's ids, or None (the module docstring's conditions)."""
+    if p.normalizer not in (None, {"type": "Sequence", "normalizers": []}) and not _nfc(p):
         return None
-    if not p.model["ignore_merges"] or p.model["continuing_subword_prefix"] or p.model["end_of_word_suffix"]:
+    if p.model["continuing_subword_prefix"] or p.model["end_of_word_suffix"]:
         return None
     pattern = _single_total_split(p.pre_tokenizer)
     if pattern is None:
@@ -300,8 +350,38 @@ def _rank_engine_pattern(p: HFPipeline, ranks: dict[bytes, int]) -> str | None:
     groups = [[e["content"] for e in p.added if e["normalized"] == flag] for flag in (True, False)]
     if any(_may_overlap(a, b) for a in groups[0] for b in groups[1]):
         return None
-    expected = [(token_to_str(a), token_to_str(b)) for a, b in _merges_of(ranks)]
-    return pattern if expected == p.merges else None
+    unreachable = _rank_rule_unreachable(p, ranks)
+    if unreachable is None:
+        return None
+    return pattern, (frozenset() if p.model["ignore_merges"] else unreachable)
+
+
+def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int]) -> frozenset[bytes] | None:
+    """``reference.hf.rank_rule_unreachable`` of the file, as token bytes: every
+    token's own bytes merged by the list natively in one call (``MergeList.encode_split``
+    over all tokens end to end, no whole-word lookup), cut back into tokens by the ids'
+    byte lengths (a merge never crosses a token's end)."""
+    tokens = list(ranks)
+    ids = np.fromiter(ranks.values(), dtype=np.int64, count=len(tokens))
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    lefts, rights, news = (list(col) for col in zip(*p.merge_ids)) if p.merge_ids else ([], [], [])
+    if _MergeList is None:  # pragma: no cover - the Python rule serves
+        table = {(a, b): (rank, new) for rank, (a, b, new) in enumerate(p.merge_ids)}
+        counts = [len(hf.merge_by_list(list(t), table)) for t in tokens]
+    else:
+        words = _MergeList([p.vocab[c] for c in hf._byte_chars()], lefts, rights, news, None, 0)
+        flat = np.asarray(words.encode_split(b"".join(tokens), np.cumsum(lengths)), dtype=np.int64)
+        length_of = np.zeros(int(max(ids.max(initial=0), flat.max(initial=0))) + 1, dtype=np.int64)
+        length_of[ids] = lengths
+        if not length_of[flat].all():
+            return None   # a merge made an id that is no rank (cannot happen: _ids_of keeps them)
+        last = np.searchsorted(np.cumsum(length_of[flat]), np.cumsum(lengths))
+        counts = np.diff(last, prepend=-1).tolist()
+    found = hf.rank_rule_unreachable(ids.tolist(), counts, news)
+    if found is None:
+        return None
+    by_id = {r: t for t, r in ranks.items()} if found else {}
+    return frozenset(by_id[i] for i in found)
 
 
 def _single_total_split(pre: dict | None) -> str | None:
@@ -462,6 +542,83 @@ class PipelineCore(ReferenceCoreBPE):
 
     def __reduce__(self):  # pragma: no cover - HFEncoding pickles itself
         raise TypeError("PipelineCore is pickled with its HFEncoding")
+
+
+class NFCCore:
+    """The rank core behind an NFC normalizer (the module docstring's *NFC*): texts
+    already NFC go to the native core as they are (batches on its threads); any other
+    text to the pipeline engine, made at its first use. Decoding and token lookups are
+    the native core's."""
+
+    def __init__(self, native, make_pipeline):
+        self._native = native
+        self._make_pipeline = make_pipeline
+        self._pipeline_core = None
+
+    def __getattr__(self, name):
+        return getattr(self._native, name)
+
+    def _slow(self):
+        if self._pipeline_core is None:
+            self._pipeline_core = self._make_pipeline()
+        return self._pipeline_core
+
+    def encode_ordinary(self, text):
+        core = self._native if _is_nfc(text) else self._slow()
+        return core.encode_ordinary(text)
+
+    def encode(self, text, allowed_special, disallowed_special=frozenset()):
+        core = self._native if _is_nfc(text) else self._slow()
+        return core.encode(text, allowed_special, disallowed_special)
+
+    def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32, disallowed_special=frozenset()):
+        core = self._native if _is_nfc(text) else self._slow()
+        return core.encode_to_numpy(text, allowed_special, dtype, disallowed_special)
+
+    def encode_ordinary_batch(self, texts, num_threads=8):
+        return self.encode_batch(texts, frozenset(), num_threads)
+
+    def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
+        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        slow = [i for i, t in enumerate(texts) if not _is_nfc(t)]
+        if not slow:
+            return self._native.encode_batch(texts, allowed_special, num_threads, disallowed_special)
+        ReferenceCoreBPE._check_disallowed(texts, disallowed_special)   # every text first, as tiktoken
+        out = [None] * len(texts)
+        fast = [i for i, t in enumerate(texts) if _is_nfc(t)]
+        for i, ids in zip(fast, self._native.encode_batch([texts[i] for i in fast], allowed_special, num_threads)):
+            out[i] = ids
+        pipeline = self._slow()
+        for i in slow:
+            out[i] = pipeline.encode(texts[i], allowed_special)
+        return out
+
+    def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
+                              disallowed_special=frozenset()):
+        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        if all(map(_is_nfc, texts)):
+            return self._native.encode_batch_to_numpy(texts, allowed_special, num_threads, dtype, disallowed_special)
+        encoded = self.encode_batch(texts, allowed_special, num_threads, disallowed_special)
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return np.fromiter((i for e in encoded for i in e), dtype=dtype, count=int(offsets[-1])), offsets
+
+    def encode_utf8_to_numpy(self, data, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
+                             disallowed_special=frozenset()):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:   # the native core names the bad byte
+            text = None
+        if text is None or _is_nfc(text):
+            return self._native.encode_utf8_to_numpy(data, allowed_special, num_threads, dtype, disallowed_special)
+        return self._slow().encode_to_numpy(text, allowed_special, dtype, disallowed_special)
+
+    def __reduce__(self):  # pragma: no cover - HFEncoding pickles itself
+        raise TypeError("NFCCore is pickled with its HFEncoding")
+
+
+def _is_nfc(text) -> bool:
+    return unicodedata.is_normalized("NFC", text)
 
 
 def _raw_splitter(pre: dict):
