@@ -7,6 +7,10 @@ the second (words cached). HF runs ``encode`` per document and ``encode_batch`` 
 ``RAYON_NUM_THREADS=1``; gigatoken (when installed, a peer; its ids checked first too)
 ``encode`` per document. The issue's targets are printed per file: fastbpe warm over HF
 per-doc (>= 10x) and over fastbpe's own cl100k_base on the same text (>= 0.9x).
+A tokenizer.json the rank engine runs is also timed on the pipeline engine
+(``HFEncoding(..., engine="pipeline")``, "pipe warm"); "batch2" is
+``encode_ordinary_batch`` on 2 native threads (warm); "load" is ``fastbpe.load`` against
+HF's ``Tokenizer.from_file`` (fresh process state aside: each file once).
 
     FASTBPE_TEST_VOCAB_DIR=../shared/vocab python benchmarks/hf_pipeline_speed.py
 """
@@ -22,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import fastbpe  # noqa: E402
+from fastbpe.bpe.hf import HFEncoding  # noqa: E402
 import tokenizers  # noqa: E402
 
 try:
@@ -64,8 +69,13 @@ def main() -> None:
         load = time.perf_counter() - t
         cold = rate(lambda: [enc.encode_ordinary(d) for d in docs])
         warm = rate(lambda: [enc.encode_ordinary(d) for d in docs])
+        batch2 = rate(lambda: enc.encode_ordinary_batch(docs, num_threads=2))
         line = (f"{name:28s} engine={getattr(enc, 'engine', 'rank'):8s} load {load:5.2f}s  "
-                f"fastbpe cold {cold:6.1f} warm {warm:6.1f} MB/s")
+                f"fastbpe cold {cold:6.1f} warm {warm:6.1f} batch2 {batch2:6.1f} MB/s")
+        if getattr(enc, "engine", None) == "rank" and rel.endswith("tokenizer.json"):
+            pipe = HFEncoding(enc.name, enc.pipeline, engine="pipeline")
+            [pipe.encode_ordinary(d) for d in docs]
+            line += f" pipe warm {rate(lambda: [pipe.encode_ordinary(d) for d in docs]):6.1f}"
         if rel.endswith("tokenizer.json"):
             t = time.perf_counter()
             hf = tokenizers.Tokenizer.from_file(str(VOCAB / rel))

@@ -177,6 +177,23 @@ def test_qwen_nfc_and_not_nfc_text_equal_hf(vocab_file):
     assert [ours.encode_to_numpy(t, allowed_special="all").tolist() for t in texts] == want_all
     with pytest.raises(ValueError, match="disallowed special token"):
         ours.encode_batch(["e\u0301", "<|im_start|>"])
+    route = ours._core_bpe._route
+    assert route("abc") == "abc" and route("e\u0301") == "\u00e9"   # NFC, or made NFC: the rank core
+    assert route("<|im_start|>\u0338") is None and route("\u037e<think>") is None   # the pipeline
+
+
+def test_the_pipeline_engine_on_request_gives_the_same_ids(vocab_file):
+    """``engine="pipeline"`` (for comparisons) runs the same file the other way: the
+    same ids, and a pickle keeps the choice."""
+    from fastbpe.bpe.hf import HFEncoding
+
+    ours, hf = _load(vocab_file, "llama-3.2/tokenizer.json")
+    pipe = HFEncoding("llama", ours.pipeline, engine="pipeline")
+    assert pipe.engine == "pipeline"
+    assert pipe.encode_ordinary_batch(DOCS[:50]) == ours.encode_ordinary_batch(DOCS[:50])
+    assert pickle.loads(pickle.dumps(pipe)).engine == "pipeline"
+    with pytest.raises(ValueError, match="engine must be 'auto' or 'pipeline'"):
+        HFEncoding("llama", ours.pipeline, engine="rank")
 
 
 @settings(max_examples=150, deadline=None)

@@ -39,13 +39,15 @@ merge-list rule natively with a per-word cache): exact, and slower
   call) and scans the list once. The published Llama 3.2, Qwen3 and DeepSeek V4 lists
   (trained merges, not every split) and transformers' TikTokenConverter lists pass.
 
-**NFC** (Qwen): HF normalizes each piece between the raw added tokens. A text that is
-already NFC (``unicodedata.is_normalized``, C) is encoded by the rank core as it is:
-every substring of an NFC text is NFC (composition only joins a character to the last
-starter before it, with nothing between removed by cutting the ends; a cut leaves
-characters that did not compose in the whole text uncomposed), so the normalizer
-changes no piece. Any other text runs the pipeline engine (made at its first use), so
-the added tokens are cut before and after normalizing exactly as HF cuts them.
+**NFC** (Qwen): HF cuts the raw added tokens out of the text, normalizes each piece
+between them, then cuts the normalized added tokens. On the rank engine
+(``NFCCore``): a text that is already NFC (``unicodedata.normalize`` returns it
+unchanged, fast) is encoded as it is: every substring of an NFC text is NFC
+(composition only joins a character to the last starter before it, and cutting the
+ends removes nothing between them: what did not compose in the whole text does not in
+a piece), so the normalizer changes no piece. Another text in which no added token's
+text occurs, before or after normalizing, is one piece to HF: its NFC is encoded. Any
+other text runs the pipeline engine (made at its first use), which cuts exactly as HF.
 """
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
+import regex
 
 from ..formats.hf_bpe import _may_overlap, unicode_to_bytes
 from ..formats.hf_pipeline import HFPipeline, not_byte_level
@@ -85,15 +88,20 @@ _CACHE_WORDS = 200_000
 class HFEncoding(Encoding):
     """A byte-level BPE tokenizer.json (see the module docstring)."""
 
-    def __init__(self, name: str, pipeline: HFPipeline):
+    def __init__(self, name: str, pipeline: HFPipeline, *, engine: str = "auto"):
+        """``engine``: "auto" (the rank engine when the file allows it) or "pipeline"
+        (always the pipeline: for comparisons and benchmarks)."""
         if not isinstance(pipeline, HFPipeline):
             raise TypeError(f"pipeline must be an HFPipeline, not {type(pipeline).__name__}")
+        if engine not in ("auto", "pipeline"):
+            raise ValueError(f"engine must be 'auto' or 'pipeline', not {engine!r}")
         ranks, specials, added = _ids_of(pipeline)
-        plan = _rank_engine_plan(pipeline, ranks)
+        plan = _rank_engine_plan(pipeline, ranks) if engine == "auto" else None
         engine_pattern, self._unreachable = plan if plan else (None, frozenset())
         super().__init__(name, pat_str=engine_pattern or _display_pattern(pipeline.pre_tokenizer),
                          mergeable_ranks=ranks, special_tokens=specials, added_tokens=added)
         self._pipeline = pipeline
+        self._engine_asked = engine
         self.engine = "rank" if engine_pattern else "pipeline"
         #: the rank engine on a .tiktoken's own rule: no normalizer, no unreachable tokens
         self._plain_rank = self.engine == "rank" and not self._unreachable and not _nfc(pipeline)
@@ -101,7 +109,8 @@ class HFEncoding(Encoding):
             self._core_bpe = PipelineCore(self._core_bpe, pipeline, specials)
         elif _nfc(pipeline):
             native = self._core_bpe
-            self._core_bpe = NFCCore(native, functools.partial(PipelineCore, native, pipeline, specials))
+            self._core_bpe = NFCCore(native, functools.partial(PipelineCore, native, pipeline, specials),
+                                     [e["content"] for e in pipeline.added])
 
     def _new_core(self, ranks, specials, pat_str):
         from .encoding import _make_core
@@ -238,7 +247,7 @@ class HFEncoding(Encoding):
     def __reduce_ex__(self, protocol):
         from ..formats.hf_pipeline import pipeline_json
 
-        return (_rebuild, (self.name, pipeline_json(self._pipeline)))
+        return (_rebuild, (self.name, pipeline_json(self._pipeline), self._engine_asked))
 
     def _ids_rule(self) -> bytes:
         """What decides a document's ids beyond ranks, pattern and special tokens, for
@@ -274,12 +283,12 @@ class HFEncoding(Encoding):
             return self.__vocab_by_id
 
 
-def _rebuild(name: str, text: str) -> HFEncoding:
+def _rebuild(name: str, text: str, engine: str = "auto") -> HFEncoding:
     import json
 
     from ..formats.hf_pipeline import read_pipeline
 
-    return HFEncoding(name, read_pipeline(json.loads(text), name))
+    return HFEncoding(name, read_pipeline(json.loads(text), name), engine=engine)
 
 
 def _flag(value) -> bool:
@@ -545,15 +554,18 @@ class PipelineCore(ReferenceCoreBPE):
 
 
 class NFCCore:
-    """The rank core behind an NFC normalizer (the module docstring's *NFC*): texts
-    already NFC go to the native core as they are (batches on its threads); any other
-    text to the pipeline engine, made at its first use. Decoding and token lookups are
-    the native core's."""
+    """The rank core behind an NFC normalizer (the module docstring's *NFC*): a text
+    goes to the native core (batches on its threads) as it is when it is NFC, as its
+    NFC when no added token's text is in it before or after normalizing; any other text
+    to the pipeline engine, made at its first use. Decoding and token lookups are the
+    native core's."""
 
-    def __init__(self, native, make_pipeline):
+    def __init__(self, native, make_pipeline, added_texts):
         self._native = native
         self._make_pipeline = make_pipeline
         self._pipeline_core = None
+        texts = sorted(set(added_texts), key=len, reverse=True)
+        self._added = regex.compile("|".join(map(regex.escape, texts))).search if texts else None
 
     def __getattr__(self, name):
         return getattr(self._native, name)
@@ -563,30 +575,44 @@ class NFCCore:
             self._pipeline_core = self._make_pipeline()
         return self._pipeline_core
 
+    def _route(self, text: str) -> str | None:
+        """The text the native core encodes for ``text``, or None (the pipeline's)."""
+        if not isinstance(text, str):
+            return text   # the core's TypeError
+        nfc = unicodedata.normalize("NFC", text)   # the same object, fast, when NFC already
+        if nfc is text or nfc == text:
+            return text
+        if self._added is not None and (self._added(text) or self._added(nfc)):
+            return None
+        return nfc
+
     def encode_ordinary(self, text):
-        core = self._native if _is_nfc(text) else self._slow()
-        return core.encode_ordinary(text)
+        routed = self._route(text)
+        return self._slow().encode_ordinary(text) if routed is None else self._native.encode_ordinary(routed)
 
     def encode(self, text, allowed_special, disallowed_special=frozenset()):
-        core = self._native if _is_nfc(text) else self._slow()
-        return core.encode(text, allowed_special, disallowed_special)
+        routed = self._route(text)
+        core = self._native if routed is not None else self._slow()
+        return core.encode(text if routed is None else routed, allowed_special, disallowed_special)
 
     def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32, disallowed_special=frozenset()):
-        core = self._native if _is_nfc(text) else self._slow()
-        return core.encode_to_numpy(text, allowed_special, dtype, disallowed_special)
+        routed = self._route(text)
+        core = self._native if routed is not None else self._slow()
+        return core.encode_to_numpy(text if routed is None else routed, allowed_special, dtype, disallowed_special)
 
     def encode_ordinary_batch(self, texts, num_threads=8):
         return self.encode_batch(texts, frozenset(), num_threads)
 
     def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        slow = [i for i, t in enumerate(texts) if not _is_nfc(t)]
+        routed = [self._route(t) for t in texts]
+        slow = [i for i, r in enumerate(routed) if r is None]
         if not slow:
-            return self._native.encode_batch(texts, allowed_special, num_threads, disallowed_special)
+            return self._native.encode_batch(routed, allowed_special, num_threads, disallowed_special)
         ReferenceCoreBPE._check_disallowed(texts, disallowed_special)   # every text first, as tiktoken
         out = [None] * len(texts)
-        fast = [i for i, t in enumerate(texts) if _is_nfc(t)]
-        for i, ids in zip(fast, self._native.encode_batch([texts[i] for i in fast], allowed_special, num_threads)):
+        fast = [i for i, r in enumerate(routed) if r is not None]
+        for i, ids in zip(fast, self._native.encode_batch([routed[i] for i in fast], allowed_special, num_threads)):
             out[i] = ids
         pipeline = self._slow()
         for i in slow:
@@ -596,8 +622,9 @@ class NFCCore:
     def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
                               disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        if all(map(_is_nfc, texts)):
-            return self._native.encode_batch_to_numpy(texts, allowed_special, num_threads, dtype, disallowed_special)
+        routed = [self._route(t) for t in texts]
+        if all(r is not None for r in routed):
+            return self._native.encode_batch_to_numpy(routed, allowed_special, num_threads, dtype, disallowed_special)
         encoded = self.encode_batch(texts, allowed_special, num_threads, disallowed_special)
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
@@ -608,17 +635,17 @@ class NFCCore:
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError:   # the native core names the bad byte
-            text = None
-        if text is None or _is_nfc(text):
             return self._native.encode_utf8_to_numpy(data, allowed_special, num_threads, dtype, disallowed_special)
+        routed = self._route(text)
+        if routed is text:
+            return self._native.encode_utf8_to_numpy(data, allowed_special, num_threads, dtype, disallowed_special)
+        if routed is not None:
+            return self._native.encode_utf8_to_numpy(routed.encode("utf-8"), allowed_special, num_threads, dtype,
+                                                     disallowed_special)
         return self._slow().encode_to_numpy(text, allowed_special, dtype, disallowed_special)
 
     def __reduce__(self):  # pragma: no cover - HFEncoding pickles itself
         raise TypeError("NFCCore is pickled with its HFEncoding")
-
-
-def _is_nfc(text) -> bool:
-    return unicodedata.is_normalized("NFC", text)
 
 
 def _raw_splitter(pre: dict):
