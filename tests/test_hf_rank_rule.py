@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastbpe
-from fastbpe.bpe.hf import _rank_rule_unreachable
+from fastbpe.bpe.hf import _merged_counts, _rank_rule_unreachable
 from fastbpe.reference import hf as ref
 from fastbpe.reference.core import CoreBPE as ReferenceCoreBPE
 
@@ -107,6 +107,10 @@ def test_published_lists_are_the_rank_rule(vocab_file):
     assert (llama.engine, qwen.engine, deepseek.engine) == ("rank", "rank", "pipeline")
     assert len(llama._unreachable) == 588 and not qwen._unreachable
     assert _rank_rule_unreachable(deepseek.pipeline, deepseek._mergeable_ranks) == frozenset()
+    for enc in (llama, qwen, deepseek):   # the numpy decision is the reference's
+        ids, counts, news = _merged_counts(enc.pipeline, enc._mergeable_ranks)
+        found = ref.rank_rule_unreachable(ids.tolist(), counts.tolist(), news.tolist())
+        assert {enc._mergeable_ranks[t] for t in _rank_rule_unreachable(enc.pipeline, enc._mergeable_ranks)} == found
 
 
 def test_every_unreachable_token_equals_hf(vocab_file):
