@@ -26,18 +26,15 @@ from open_corpus import documents  # noqa: E402
 
 tokenizers = pytest.importorskip("tokenizers")
 
+from test_open_models_hf import _load as _load_files  # noqa: E402  (one load per session for both)
+
 DOCS = documents(200)
-_LOADED: dict = {}
 
 
 def _load(vocab_file, name: str):
-    """(ours, HF with special-token text as text) for one file, once per session."""
-    if name not in _LOADED:
-        path = vocab_file(name)
-        hf = tokenizers.Tokenizer.from_file(str(path))
-        hf.encode_special_tokens = True
-        _LOADED[name] = fastbpe.load(path), hf
-    return _LOADED[name]
+    """(ours, HF with special-token text as text) for one file."""
+    ours, _, plain = _load_files(vocab_file, name)
+    return ours, plain
 
 
 # ----------------------------------------------------------------- the rule, small
