@@ -233,3 +233,17 @@ def test_rank_engine_with_a_pipeline_rule_is_not_a_tiktoken(vocab_file, tmp_path
         with pytest.raises(ValueError, match="encode_with_unstable follows tiktoken's rank rule"):
             ours.encode_with_unstable("hello wor")
         assert ours._ids_rule()
+
+
+def test_files_and_counts_on_the_rank_engine(vocab_file, tmp_path):
+    """``encode_file`` (UTF-8 bytes to the core: NFC as is, other text normalized or
+    through the pipeline) and ``count_till_limit`` give HF's ids and counts."""
+    for name in ("llama-3.2/tokenizer.json", "qwen3/tokenizer.json"):
+        ours, hf = _load(vocab_file, name)
+        for i, text in enumerate([DOCS[3], "Vie\u0302\u0323t Nam\n" * 50, "<|im_start|>\u0338 e\u0301"]):
+            want = hf.encode(text, add_special_tokens=False).ids
+            path = tmp_path / f"{i}.txt"
+            path.write_bytes(text.encode("utf-8"))
+            assert ours.encode_file(path, disallowed_special=()).tolist() == want, (name, i)
+            assert ours.count_till_limit(text, len(want)) == len(want)
+            assert ours.count_till_limit(text, len(want) - 1) is None
