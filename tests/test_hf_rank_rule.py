@@ -13,12 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastbpe
-from fastbpe.bpe.hf import _merged_counts, _rank_rule_unreachable
+from fastbpe.bpe.hf import _merged_counts, _rank_rule_unreachable, llama3_cut
 from fastbpe.reference import hf as ref
+from fastbpe.reference import patterns
 from fastbpe.reference.core import CoreBPE as ReferenceCoreBPE
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -179,7 +181,7 @@ def test_qwen_nfc_and_not_nfc_text_equal_hf(vocab_file):
     with pytest.raises(ValueError, match="disallowed special token"):
         ours.encode_batch(["e\u0301", "<|im_start|>"])
     route = ours._core_bpe._route
-    assert route("abc") == "abc" and route("e\u0301") == "\u00e9"   # NFC, or made NFC: the rank core
+    assert route("abc") == ["abc"] and route("e\u0301") == ["\u00e9"]   # NFC, or made NFC: the rank core
     assert route("<|im_start|>\u0338") is None and route("\u037e<think>") is None   # the pipeline
 
 
@@ -247,3 +249,38 @@ def test_files_and_counts_on_the_rank_engine(vocab_file, tmp_path):
             assert ours.encode_file(path, disallowed_special=()).tolist() == want, (name, i)
             assert ours.count_till_limit(text, len(want)) == len(want)
             assert ours.count_till_limit(text, len(want) - 1) is None
+
+
+# ----------------------------------------------------------------- Llama 3's pattern on the cl100k splitter
+_SPACES = [chr(c) for c in range(0x3000 + 1) if regex.match(r"\s", chr(c))]
+
+
+def test_the_whitespace_llama3_cut_knows_is_regex_s():
+    """``llama3_cut`` tests a text's last character against ``regex``'s ``\\s``, every
+    code point of which is below U+3001."""
+    from fastbpe.bpe.hf import _spaces
+
+    every = {chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000 and regex.match(r"\s", chr(c))}
+    assert _spaces() == every == set(_SPACES)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=st.lists(st.sampled_from([*_SPACES, "a", "1", "!", "'", "s", "é", "中", "\r\n"]), max_size=14).map("".join))
+def test_llama3_is_cl100k_cut_at_the_trailing_newline(text):
+    """Llama 3's pattern splits a text as cl100k's splits its two parts at
+    ``llama3_cut`` (the ``regex`` module runs both patterns)."""
+    cut = llama3_cut(text)
+    parts = [text] if cut is None else [text[:cut], text[cut:]]
+    assert regex.findall(patterns.LLAMA3, text) == [c for part in parts for c in regex.findall(patterns.CL100K, part)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from([" ", "\n", "\r", "\t", "\u3000", "a", "1", "!", "ı", "<|eot_id|>"]), max_size=30).map("".join))
+def test_llama3_on_the_cl100k_splitter_equals_hf(vocab_file, text):
+    ours, hf = _load(vocab_file, "llama-3.2/tokenizer.json")
+    full = _load_files(vocab_file, "llama-3.2/tokenizer.json")[1]
+    assert ours._split_engine == "builtin:cl100k"
+    want = hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode_ordinary(text) == want
+    assert ours.encode_ordinary_batch([text, text + " \n "], num_threads=2)[0] == want
+    assert ours.encode(text, allowed_special="all") == full.encode(text, add_special_tokens=False).ids

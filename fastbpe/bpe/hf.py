@@ -39,6 +39,17 @@ merge-list rule natively with a per-word cache): exact, and slower
   call) and scans the list once. The published Llama 3.2, Qwen3 and DeepSeek V4 lists
   (trained merges, not every split) and transformers' TikTokenConverter lists pass.
 
+**Llama 3** (its Split's pattern, ``patterns.LLAMA3``): it splits every text as
+cl100k's pattern splits the text's two parts at ``llama3_cut`` (after the last ``\r``
+or ``\n`` of the trailing whitespace, when whitespace follows): the two differ only in
+cl100k's ``\s++$``, which takes a whole trailing run, where Llama 3's ``\s*[\r\n]+``
+stops after its last newline (the other alternatives match the same text: possessive
+and greedy quantifiers there never backtrack into a different match; tested against
+``regex`` on every whitespace character and hypothesis text). So such a file runs on
+the hand-written cl100k splitter (``Llama3Core``); a text holding a token the call
+matches (its runs between them each end like a text) goes to a core with Llama 3's
+pattern as a split program, made at its first use.
+
 **NFC** (Qwen): HF cuts the raw added tokens out of the text, normalizes each piece
 between them, then cuts the normalized added tokens. On the rank engine
 (``NFCCore``): a text that is already NFC (``unicodedata.normalize`` returns it
@@ -66,7 +77,7 @@ from ..reference import hf
 from ..reference import patterns
 from ..reference.core import CoreBPE as ReferenceCoreBPE
 from ..reference.core import fix_surrogates
-from .encoding import Encoding
+from .encoding import Encoding, _make_core
 
 try:
     from .._hf_merge import MergeList as _MergeList
@@ -99,24 +110,30 @@ class HFEncoding(Encoding):
         ranks, specials, added = _ids_of(pipeline)
         plan = _rank_engine_plan(pipeline, ranks) if engine == "auto" else None
         engine_pattern, self._unreachable = plan if plan else (None, frozenset())
+        # Llama 3's pattern runs on the cl100k splitter (see Llama3Core), without NFC
+        self._core_pattern = patterns.CL100K if engine_pattern == patterns.LLAMA3 and not _nfc(pipeline) else None
         super().__init__(name, pat_str=engine_pattern or _display_pattern(pipeline.pre_tokenizer),
                          mergeable_ranks=ranks, special_tokens=specials, added_tokens=added)
         self._pipeline = pipeline
         self._engine_asked = engine
         self.engine = "rank" if engine_pattern else "pipeline"
-        #: the rank engine on a .tiktoken's own rule: no normalizer, no unreachable tokens
-        self._plain_rank = self.engine == "rank" and not self._unreachable and not _nfc(pipeline)
+        #: the rank engine on a .tiktoken's own rule: no normalizer, no unreachable
+        #: tokens, the core's pattern the file's
+        self._plain_rank = (self.engine == "rank" and not self._unreachable and not _nfc(pipeline)
+                            and self._core_pattern is None)
+        native, added_texts = self._core_bpe, [e["content"] for e in pipeline.added]
         if self.engine == "pipeline":
-            self._core_bpe = PipelineCore(self._core_bpe, pipeline, specials)
+            self._core_bpe = PipelineCore(native, pipeline, specials)
         elif _nfc(pipeline):
-            native = self._core_bpe
-            self._core_bpe = NFCCore(native, functools.partial(PipelineCore, native, pipeline, specials),
-                                     [e["content"] for e in pipeline.added])
+            self._core_bpe = NFCCore(native, functools.partial(PipelineCore, native, pipeline, specials), added_texts)
+        elif self._core_pattern is not None:
+            llama3 = functools.partial(_make_core, ranks, {**specials, **added}, engine_pattern, self._unreachable)
+            self._core_bpe = Llama3Core(native, llama3, added_texts)
 
     def _new_core(self, ranks, specials, pat_str):
-        from .encoding import _make_core
-
-        return _make_core(ranks, specials, pat_str, self._unreachable)
+        """The native core of ``Encoding.__init__``: without the unreachable tokens in
+        its encode table, splitting by the core pattern when there is one."""
+        return _make_core(ranks, specials, self._core_pattern or pat_str, self._unreachable)
 
     def encode_single_token(self, text_or_bytes) -> int:
         """``Encoding.encode_single_token``; a token the merges never reach is a token too."""
@@ -179,6 +196,10 @@ class HFEncoding(Encoding):
     def _split_engine(self) -> str:
         """``Encoding._split_engine``; on the pipeline engine, what splits the pieces
         the merge list takes: "program" (a native split program) or "regex"."""
+        if self.engine == "rank" and self._core_pattern is not None:
+            from .._pretokenize import pattern_id, split_engine
+
+            return split_engine(pattern_id(self._core_pattern))
         if self.engine == "rank":
             return super()._split_engine
         return "program" if hasattr(self._core_bpe._split, "pattern") else "regex"
@@ -194,7 +215,7 @@ class HFEncoding(Encoding):
         """``count(text)`` if at most ``limit``, else None (the text is encoded whole,
         unless the rank engine runs it without a normalizer: the pipeline's pieces are
         not the pattern's)."""
-        if self.engine == "rank" and not _nfc(self._pipeline):
+        if self.engine == "rank" and not isinstance(self._core_bpe, _RoutedCore):
             return super().count_till_limit(text, limit)
         super().count_till_limit("", limit)   # the argument checks
         n = self.count(text)
@@ -574,78 +595,77 @@ class PipelineCore(ReferenceCoreBPE):
         raise TypeError("PipelineCore is pickled with its HFEncoding")
 
 
-class NFCCore:
-    """The rank core behind an NFC normalizer (the module docstring's *NFC*): a text
-    goes to the native core (batches on its threads) as it is when it is NFC, as its
-    NFC when no added token's text is in it before or after normalizing; any other text
-    to the pipeline engine, made at its first use. Decoding and token lookups are the
-    native core's."""
+class _RoutedCore:
+    """A native core with a rule in front (``NFCCore``, ``Llama3Core``): ``_route(text)``
+    gives the texts the native core encodes for ``text`` (their ids concatenated, batches
+    on its threads), or None: then the other core (made at its first use) encodes the
+    text. Decoding and token lookups are the native core's."""
 
-    def __init__(self, native, make_pipeline, added_texts):
+    def __init__(self, native, make_other, added_texts):
         self._native = native
-        self._make_pipeline = make_pipeline
-        self._pipeline_core = None
+        self._make_other = make_other
+        self._other_core = None
         texts = sorted(set(added_texts), key=len, reverse=True)
         self._added = regex.compile("|".join(map(regex.escape, texts))).search if texts else None
 
     def __getattr__(self, name):
         return getattr(self._native, name)
 
-    def _slow(self):
-        if self._pipeline_core is None:
-            self._pipeline_core = self._make_pipeline()
-        return self._pipeline_core
+    def _other(self):
+        if self._other_core is None:
+            self._other_core = self._make_other()
+        return self._other_core
 
-    def _route(self, text: str) -> str | None:
-        """The text the native core encodes for ``text``, or None (the pipeline's)."""
-        if not isinstance(text, str):
-            return text   # the core's TypeError
-        nfc = unicodedata.normalize("NFC", text)   # the same object, fast, when NFC already
-        if nfc is text or nfc == text:
-            return text
-        if self._added is not None and (self._added(text) or self._added(nfc)):
-            return None
-        return nfc
+    def _route(self, text, allowed=frozenset()) -> list | None:  # pragma: no cover - each rule says
+        """``allowed``: the special and added tokens the native core matches in text."""
+        raise NotImplementedError
 
     def encode_ordinary(self, text):
-        routed = self._route(text)
-        return self._slow().encode_ordinary(text) if routed is None else self._native.encode_ordinary(routed)
+        parts = self._route(text)
+        if parts is None:
+            return self._other().encode_ordinary(text)
+        return [i for part in parts for i in self._native.encode_ordinary(part)] if len(parts) > 1 else \
+            self._native.encode_ordinary(parts[0])
 
     def encode(self, text, allowed_special, disallowed_special=frozenset()):
-        routed = self._route(text)
-        core = self._native if routed is not None else self._slow()
-        return core.encode(text if routed is None else routed, allowed_special, disallowed_special)
+        parts = self._route(text, allowed_special)
+        if parts is None:
+            return self._other().encode(text, allowed_special, disallowed_special)
+        encode = self._native.encode
+        return [i for part in parts for i in encode(part, allowed_special, disallowed_special)]
 
     def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32, disallowed_special=frozenset()):
-        routed = self._route(text)
-        core = self._native if routed is not None else self._slow()
-        return core.encode_to_numpy(text if routed is None else routed, allowed_special, dtype, disallowed_special)
+        parts = self._route(text, allowed_special)
+        if parts is None:
+            return self._other().encode_to_numpy(text, allowed_special, dtype, disallowed_special)
+        arrays = [self._native.encode_to_numpy(part, allowed_special, dtype, disallowed_special) for part in parts]
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
     def encode_ordinary_batch(self, texts, num_threads=8):
         return self.encode_batch(texts, frozenset(), num_threads)
 
     def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        routed = [self._route(t) for t in texts]
-        slow = [i for i, r in enumerate(routed) if r is None]
-        if not slow:
-            return self._native.encode_batch(routed, allowed_special, num_threads, disallowed_special)
+        routes = [self._route(t, allowed_special) for t in texts]
+        if all(r is not None and len(r) == 1 for r in routes):
+            return self._native.encode_batch([r[0] for r in routes], allowed_special, num_threads, disallowed_special)
         ReferenceCoreBPE._check_disallowed(texts, disallowed_special)   # every text first, as tiktoken
-        out = [None] * len(texts)
-        fast = [i for i, r in enumerate(routed) if r is not None]
-        for i, ids in zip(fast, self._native.encode_batch([routed[i] for i in fast], allowed_special, num_threads)):
-            out[i] = ids
-        pipeline = self._slow()
-        for i in slow:
-            out[i] = pipeline.encode(texts[i], allowed_special)
+        done = iter(self._native.encode_batch([p for r in routes if r is not None for p in r], allowed_special, num_threads))
+        out = []
+        for text, parts in zip(texts, routes):
+            if parts is None:
+                out.append(self._other().encode(text, allowed_special))
+            else:
+                out.append([i for _ in parts for i in next(done)])
         return out
 
     def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
                               disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        routed = [self._route(t) for t in texts]
-        if all(r is not None for r in routed):
-            return self._native.encode_batch_to_numpy(routed, allowed_special, num_threads, dtype, disallowed_special)
+        routes = [self._route(t, allowed_special) for t in texts]
+        if all(r is not None and len(r) == 1 for r in routes):
+            return self._native.encode_batch_to_numpy([r[0] for r in routes], allowed_special, num_threads, dtype,
+                                                      disallowed_special)
         encoded = self.encode_batch(texts, allowed_special, num_threads, disallowed_special)
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
@@ -653,20 +673,110 @@ class NFCCore:
 
     def encode_utf8_to_numpy(self, data, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
                              disallowed_special=frozenset()):
+        native = self._native.encode_utf8_to_numpy
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError:   # the native core names the bad byte
-            return self._native.encode_utf8_to_numpy(data, allowed_special, num_threads, dtype, disallowed_special)
-        routed = self._route(text)
-        if routed is text:
-            return self._native.encode_utf8_to_numpy(data, allowed_special, num_threads, dtype, disallowed_special)
-        if routed is not None:
-            return self._native.encode_utf8_to_numpy(routed.encode("utf-8"), allowed_special, num_threads, dtype,
-                                                     disallowed_special)
-        return self._slow().encode_to_numpy(text, allowed_special, dtype, disallowed_special)
+            return native(data, allowed_special, num_threads, dtype, disallowed_special)
+        parts = self._route(text, allowed_special)
+        if parts is None:
+            return self._other().encode_to_numpy(text, allowed_special, dtype, disallowed_special)
+        if len(parts) == 1 and parts[0] is text:
+            return native(data, allowed_special, num_threads, dtype, disallowed_special)
+        arrays = [native(p.encode("utf-8"), allowed_special, num_threads, dtype, disallowed_special) for p in parts]
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
     def __reduce__(self):  # pragma: no cover - HFEncoding pickles itself
-        raise TypeError("NFCCore is pickled with its HFEncoding")
+        raise TypeError(f"{type(self).__name__} is pickled with its HFEncoding")
+
+
+class NFCCore(_RoutedCore):
+    """The rank core behind an NFC normalizer (the module docstring's *NFC*): a text
+    goes to the native core as it is when it is NFC, as its NFC when no added token's
+    text (special or not, matched or not) is in it before or after normalizing; any
+    other text to the pipeline engine."""
+
+    def _route(self, text, allowed=frozenset()) -> list | None:
+        if not isinstance(text, str):
+            return [text]   # the core's TypeError
+        nfc = unicodedata.normalize("NFC", text)   # the same object, fast, when NFC already
+        if nfc is text or nfc == text:
+            return [text]
+        if self._added is not None and (self._added(text) or self._added(nfc)):
+            return None
+        return [nfc]
+
+
+class Llama3Core(_RoutedCore):
+    """Llama 3's pattern on the hand-written cl100k splitter (the module docstring's
+    *Llama 3*): a text is cut after the last newline of its trailing whitespace (when
+    whitespace follows it) and each part split as cl100k splits. The pattern's end is
+    each run of text between the tokens the core matches, so a text holding a token the
+    call matches goes to a core that runs Llama 3's pattern as a split program."""
+
+    def __init__(self, native, make_other, added_texts):
+        super().__init__(native, make_other, ())
+        self._finders: dict = {}
+        self._spaces = _spaces()
+
+    def encode_ordinary(self, text):
+        # the common case inline (no token is matched; the text does not end in a run
+        # of whitespace after a newline): one call less per text
+        if type(text) is str and text and (text[-1] in "\r\n" or text[-1] not in self._spaces):
+            return self._native.encode_ordinary(text)
+        return super().encode_ordinary(text)
+
+    def _holds(self, text: str, allowed) -> bool:
+        """Whether text holds one of the tokens ``allowed`` (a cheap test of their first
+        two characters first: Llama's 256 special tokens all start "<|")."""
+        if not allowed:
+            return False
+        if not isinstance(allowed, frozenset):
+            allowed = frozenset(allowed)
+        found = self._finders.get(allowed)
+        if found is None:
+            if len(self._finders) > 64:
+                self._finders.clear()
+            tokens = sorted(allowed, key=len, reverse=True)
+            found = self._finders[allowed] = (frozenset(t[:2] for t in tokens),
+                                              regex.compile("|".join(map(regex.escape, tokens))).search)
+        heads, search = found
+        return any(h in text for h in heads) and search(text) is not None
+
+    def _route(self, text, allowed=frozenset()) -> list | None:
+        if not isinstance(text, str):
+            return [text]   # the core's TypeError
+        if self._holds(text, allowed):
+            return None
+        cut = llama3_cut(text)
+        return [text] if cut is None else [text[:cut], text[cut:]]
+
+
+_TRAILING_SPACE = regex.compile(r"(?r)\s+\Z")
+
+
+@functools.lru_cache(maxsize=1)
+def _spaces() -> frozenset[str]:
+    """The characters ``regex``'s ``\\s`` matches (all below U+3001)."""
+    return frozenset(c for c in map(chr, range(0x3001)) if _TRAILING_SPACE.match(c))
+
+
+def llama3_cut(text: str) -> int | None:
+    """Where Llama 3's pattern ends a chunk that cl100k's does not: after the last
+    ``\\r`` or ``\\n`` of the text's trailing whitespace, when whitespace follows it
+    (cl100k's ``\\s++$`` takes the whole run; Llama 3's ``\\s*[\\r\\n]+`` stops there). None
+    when the two split the text alike.
+
+    >>> llama3_cut("a \\n  "), llama3_cut("a \\n"), llama3_cut("a  ")
+    (3, None, None)
+    """
+    if not text or text[-1] in "\r\n" or text[-1] not in _spaces():
+        return None   # the common case, without a search
+    run = _TRAILING_SPACE.search(text)
+    if run is None:
+        return None
+    last = max(text.rfind("\r", run.start()), text.rfind("\n", run.start()))
+    return last + 1 if 0 <= last < len(text) - 1 else None
 
 
 def _raw_splitter(pre: dict):
