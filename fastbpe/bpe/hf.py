@@ -632,6 +632,8 @@ class _RoutedCore:
         if parts is None:
             return self._other().encode(text, allowed_special, disallowed_special)
         encode = self._native.encode
+        if len(parts) == 1:
+            return encode(parts[0], allowed_special, disallowed_special)
         return [i for part in parts for i in encode(part, allowed_special, disallowed_special)]
 
     def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32, disallowed_special=frozenset()):
