@@ -284,3 +284,14 @@ def test_llama3_on_the_cl100k_splitter_equals_hf(vocab_file, text):
     assert ours.encode_ordinary(text) == want
     assert ours.encode_ordinary_batch([text, text + " \n "], num_threads=2)[0] == want
     assert ours.encode(text, allowed_special="all") == full.encode(text, add_special_tokens=False).ids
+
+
+def test_a_batch_of_cut_texts_names_the_text_with_a_disallowed_special(vocab_file):
+    """Texts cut in two for the cl100k splitter: the error names the batch's text."""
+    ours, _ = _load(vocab_file, "llama-3.2/tokenizer.json")
+    texts = ["a \n  ", "b\n\t", "ok", "x <|eot_id|> y \n "]
+    with pytest.raises(ValueError, match="of text 3 of the batch"):
+        ours.encode_batch(texts)
+    with pytest.raises(ValueError, match="of text 3 of the batch"):
+        ours.encode_batch_to_numpy(texts)
+    assert ours.encode_batch(texts[:3]) == [ours.encode(t) for t in texts[:3]]

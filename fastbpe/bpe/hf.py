@@ -1,4 +1,4 @@
-"""``HFEncoding``: a byte-level BPE tokenizer.json, encoded exactly as HF ``tokenizers`` does.
+r"""``HFEncoding``: a byte-level BPE tokenizer.json, encoded exactly as HF ``tokenizers`` does.
 
 ``fastbpe.load("tokenizer.json")`` returns one. It is an ``Encoding`` (tiktoken's API,
 so shards, ``count`` and batches work unchanged) whose ids are HF's:
@@ -62,6 +62,8 @@ other text runs the pipeline engine (made at its first use), which cuts exactly 
 """
 from __future__ import annotations
 
+import bisect
+import contextlib
 import functools
 import heapq
 import unicodedata
@@ -76,6 +78,7 @@ from ..formats.hf_pipeline import HFPipeline, not_byte_level
 from ..reference import hf
 from ..reference import patterns
 from ..reference.core import CoreBPE as ReferenceCoreBPE
+from ..reference.core import DisallowedSpecial
 from ..reference.core import fix_surrogates
 from .encoding import Encoding, _make_core
 
@@ -644,30 +647,38 @@ class _RoutedCore:
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
     def encode_ordinary_batch(self, texts, num_threads=8):
-        return self.encode_batch(texts, frozenset(), num_threads)
+        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = [self._route(t) for t in texts]
+        if any(r is None for r in routes):
+            return self.encode_batch(texts, frozenset(), num_threads)
+        return _regroup(routes, self._native.encode_ordinary_batch([p for r in routes for p in r], num_threads))
 
     def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
         routes = [self._route(t, allowed_special) for t in texts]
-        if all(r is not None and len(r) == 1 for r in routes):
-            return self._native.encode_batch([r[0] for r in routes], allowed_special, num_threads, disallowed_special)
+        if all(r is not None for r in routes):
+            flat = [p for r in routes for p in r]   # parts hold no token the call matches
+            with _texts_of_parts(routes):
+                return _regroup(routes, self._native.encode_batch(flat, allowed_special, num_threads, disallowed_special))
         ReferenceCoreBPE._check_disallowed(texts, disallowed_special)   # every text first, as tiktoken
-        done = iter(self._native.encode_batch([p for r in routes if r is not None for p in r], allowed_special, num_threads))
-        out = []
-        for text, parts in zip(texts, routes):
-            if parts is None:
-                out.append(self._other().encode(text, allowed_special))
-            else:
-                out.append([i for _ in parts for i in next(done)])
-        return out
+        done = self._native.encode_batch([p for r in routes if r is not None for p in r], allowed_special, num_threads)
+        out = _regroup([r for r in routes if r is not None], done)[::-1]
+        return [self._other().encode(text, allowed_special) if parts is None else out.pop()
+                for text, parts in zip(texts, routes)]
 
     def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
                               disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
         routes = [self._route(t, allowed_special) for t in texts]
-        if all(r is not None and len(r) == 1 for r in routes):
-            return self._native.encode_batch_to_numpy([r[0] for r in routes], allowed_special, num_threads, dtype,
-                                                      disallowed_special)
+        if all(r is not None for r in routes):
+            with _texts_of_parts(routes):
+                flat, offsets = self._native.encode_batch_to_numpy([p for r in routes for p in r], allowed_special,
+                                                                   num_threads, dtype, disallowed_special)
+            if len(offsets) == len(texts) + 1:
+                return flat, offsets
+            # a text's parts are contiguous in flat: keep the offsets where texts start
+            first = np.cumsum([0] + [len(r) for r in routes])
+            return flat, offsets[first]
         encoded = self.encode_batch(texts, allowed_special, num_threads, disallowed_special)
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
@@ -690,6 +701,31 @@ class _RoutedCore:
 
     def __reduce__(self):  # pragma: no cover - HFEncoding pickles itself
         raise TypeError(f"{type(self).__name__} is pickled with its HFEncoding")
+
+
+@contextlib.contextmanager
+def _texts_of_parts(routes: list[list]):
+    """A core's ``DisallowedSpecial(index of a part)`` as the index of its text."""
+    try:
+        yield
+    except DisallowedSpecial as found:
+        ends = list(accumulate(map(len, routes)))
+        raise DisallowedSpecial(bisect.bisect_right(ends, found.index)) from None
+
+
+def _regroup(routes: list[list], done: list[list[int]]) -> list[list[int]]:
+    """The ids of each text from the ids of its parts (``done``, in order): a text of
+    one part takes its list as it is."""
+    if len(done) == len(routes):
+        return done
+    out, k = [], 0
+    for parts in routes:
+        if len(parts) == 1:
+            out.append(done[k])
+        else:
+            out.append([i for ids in done[k:k + len(parts)] for i in ids])
+        k += len(parts)
+    return out
 
 
 class NFCCore(_RoutedCore):
