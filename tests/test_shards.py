@@ -707,8 +707,10 @@ def test_the_content_sample_is_for_local_files(tmp_path):
 
 
 def test_identity_of_a_tokenizer_json_covers_its_merge_rule(tmp_path):
-    """Two tokenizer.json files with one vocabulary but another merge rule
-    (``ignore_merges``) give other ids, so their shards must not pass for each other."""
+    """Two tokenizer.json files with one vocabulary but another merge rule (a merge
+    dropped, ``ignore_merges``) give other ids, so their shards must not pass for each
+    other; where the rule provably gives the same ids (``ignore_merges: false`` on a
+    list every token is reached by, Corollary A of ``reference.hf``), they may."""
     base = fastbpe.train_bpe(documents=["low lower lowest newest widest"] * 20, vocab_size=280,
                              special_tokens=["<|endoftext|>"], progress=False)
     path = tmp_path / "tok.json"
@@ -716,6 +718,11 @@ def test_identity_of_a_tokenizer_json_covers_its_merge_rule(tmp_path):
     data = json.loads(path.read_text(encoding="utf-8"))
     rank = fastbpe.load(path)
     data["model"]["ignore_merges"] = False
+    (tmp_path / "same.json").write_text(json.dumps(data), encoding="utf-8")
+    same = fastbpe.load(tmp_path / "same.json")
+    assert same.engine == "rank" and not same._unreachable
+    assert shards.tokenizer_identity(same)["sha256"] == shards.tokenizer_identity(rank)["sha256"]
+    del data["model"]["merges"][0]   # a two-byte token: its only merge
     (tmp_path / "merges.json").write_text(json.dumps(data), encoding="utf-8")
     pipeline = fastbpe.load(tmp_path / "merges.json")
     assert (rank.engine, pipeline.engine) == ("rank", "pipeline")

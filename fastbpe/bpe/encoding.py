@@ -120,7 +120,12 @@ class Encoding:
             _check_explicit_n_vocab(explicit_n_vocab, len(ranks) + len(specials), self.max_token_value)
         # 2. build the core once
         # added tokens are matched in text by the core's special-token split, always allowed
-        self._core_bpe = _make_core(self._mergeable_ranks, {**self._special_tokens, **added_tokens}, pat_str)
+        self._core_bpe = self._new_core(self._mergeable_ranks, {**self._special_tokens, **added_tokens}, pat_str)
+
+    def _new_core(self, ranks: dict[bytes, int], specials: dict[str, int], pat_str: str):
+        """The core ``__init__`` builds (a subclass may pass the core more: ``HFEncoding``
+        its unreachable tokens)."""
+        return _make_core(ranks, specials, pat_str)
 
     @property
     def _split_engine(self) -> str:
@@ -701,12 +706,15 @@ def _check_added_tokens(added_tokens, specials: dict[str, int], ranks: dict[byte
 _NativeCoreBPE = None   # fastbpe._encode.CoreBPE once loaded (by the first Encoding)
 
 
-def _make_core(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str):
+def _make_core(ranks: dict[bytes, int], specials: dict[str, int], pat_str: str, unreachable=()):
+    """The native core, or the reference one under ``FASTBPE_REFERENCE_CORE=1``;
+    ``unreachable``: tokens that decode but never encode (``CoreBPE``'s argument)."""
     global _NativeCoreBPE
+    extra = (unreachable,) if unreachable else ()
     if os.environ.get("FASTBPE_REFERENCE_CORE") != "1":
         _NativeCoreBPE = _native.load().CoreBPE
-        return _NativeCoreBPE(ranks, specials, pat_str)
-    return ReferenceCoreBPE(ranks, specials, pat_str)
+        return _NativeCoreBPE(ranks, specials, pat_str, *extra)
+    return ReferenceCoreBPE(ranks, specials, pat_str, *extra)
 
 
 def get_toy_encoding() -> Encoding:

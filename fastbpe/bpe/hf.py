@@ -1,4 +1,4 @@
-"""``HFEncoding``: a byte-level BPE tokenizer.json, encoded exactly as HF ``tokenizers`` does.
+r"""``HFEncoding``: a byte-level BPE tokenizer.json, encoded exactly as HF ``tokenizers`` does.
 
 ``fastbpe.load("tokenizer.json")`` returns one. It is an ``Encoding`` (tiktoken's API,
 so shards, ``count`` and batches work unchanged) whose ids are HF's:
@@ -16,30 +16,71 @@ tiktoken's meaning of ``encode``; transformers-style callers say so explicitly.
 tokens dropped by default); ``decode`` keeps tiktoken's (every token's bytes).
 
 **Two engines, one meaning.** At load the file is checked for the case where
-tiktoken's rank rule gives HF's ids: no normalizer, one Split by a known pattern that
-matches every character (or ByteLevel's own regex) then ByteLevel, ``ignore_merges:
-true``, the merge list exactly the one tiktoken's ranks imply (``hf_bpe._merges_of``, as
-``save()`` and transformers' TikTokenConverter write it), no added-token flags. Such a
-file runs on the native core. Any other file runs the pipeline of
-``fastbpe.reference.hf`` step by step (normalizer, pre-tokenizer chain, HF's merge-list
-rule with a per-word cache): exact, and slower. ``enc.engine`` says which
-(``"rank"`` or ``"pipeline"``).
+tiktoken's rank rule gives HF's ids; such a file runs on the native rank core
+(``enc.engine == "rank"``: its batches run on native threads). Any other file runs the
+pipeline of ``fastbpe.reference.hf`` step by step (normalizer, pre-tokenizer chain, HF's
+merge-list rule natively with a per-word cache): exact, and slower
+(``enc.engine == "pipeline"``). The rank engine's conditions:
+
+* the pre-tokenizer is one Split by a known pattern that matches every character (or
+  ByteLevel's own regex), then ByteLevel; no prefix / suffix on words; no added-token
+  flags (``lstrip`` ...), and normalized and raw added tokens cannot overlap;
+* the normalizer is none, an empty Sequence, or NFC (see *NFC* below);
+* **the merge list is the rank rule** (``reference.hf.rank_rule_unreachable``, which
+  proves it): no token's own bytes merge by the list into exactly two ids, and the
+  merges that make a token the list reaches come in id order. Then, *Corollary A*,
+  with ``ignore_merges: false`` HF's ids are tiktoken's rule on the ranks without the
+  tokens ``U`` that merging never reaches (588 for Llama 3.2, 0 for Qwen3 and DeepSeek
+  V4): the native core leaves ``U`` out of its encode table (``CoreBPE(...,
+  unreachable=U)``; they still decode), so a piece that is one of them is merged, as HF
+  merges it, under any cache state (the core never has such a token in a table it
+  encodes with). *Corollary B*: with ``ignore_merges: true`` it is tiktoken's rule on
+  all the ranks. The check merges every token's bytes once by the list (natively, one
+  call) and scans the list once. The published Llama 3.2, Qwen3 and DeepSeek V4 lists
+  (trained merges, not every split) and transformers' TikTokenConverter lists pass.
+
+**Llama 3** (its Split's pattern, ``patterns.LLAMA3``): it splits every text as
+cl100k's pattern splits the text's two parts at ``llama3_cut`` (after the last ``\r``
+or ``\n`` of the trailing whitespace, when whitespace follows): the two differ only in
+cl100k's ``\s++$``, which takes a whole trailing run, where Llama 3's ``\s*[\r\n]+``
+stops after its last newline (the other alternatives match the same text: possessive
+and greedy quantifiers there never backtrack into a different match; tested against
+``regex`` on every whitespace character and hypothesis text). So such a file runs on
+the hand-written cl100k splitter (``Llama3Core``); a text holding a token the call
+matches (its runs between them each end like a text) goes to a core with Llama 3's
+pattern as a split program, made at its first use.
+
+**NFC** (Qwen): HF cuts the raw added tokens out of the text, normalizes each piece
+between them, then cuts the normalized added tokens. On the rank engine
+(``NFCCore``): a text that is already NFC (``unicodedata.normalize`` returns it
+unchanged, fast) is encoded as it is: every substring of an NFC text is NFC
+(composition only joins a character to the last starter before it, and cutting the
+ends removes nothing between them: what did not compose in the whole text does not in
+a piece), so the normalizer changes no piece. Another text in which no added token's
+text occurs, before or after normalizing, is one piece to HF: its NFC is encoded. Any
+other text runs the pipeline engine (made at its first use), which cuts exactly as HF.
 """
 from __future__ import annotations
 
+import bisect
+import contextlib
 import functools
 import heapq
+import unicodedata
 from collections.abc import Sequence
+from itertools import accumulate
 
 import numpy as np
+import regex
 
-from ..formats.hf_bpe import _may_overlap, _merges_of, str_to_token, token_to_str, unicode_to_bytes
+from ..formats.hf_bpe import _may_overlap, unicode_to_bytes
 from ..formats.hf_pipeline import HFPipeline, not_byte_level
 from ..reference import hf
 from ..reference import patterns
 from ..reference.core import CoreBPE as ReferenceCoreBPE
+from ..reference.core import DisallowedSpecial
 from ..reference.core import fix_surrogates
-from .encoding import Encoding
+from .encoding import Encoding, _make_core
 
 try:
     from .._hf_merge import MergeList as _MergeList
@@ -62,17 +103,50 @@ _CACHE_WORDS = 200_000
 class HFEncoding(Encoding):
     """A byte-level BPE tokenizer.json (see the module docstring)."""
 
-    def __init__(self, name: str, pipeline: HFPipeline):
+    def __init__(self, name: str, pipeline: HFPipeline, *, engine: str = "auto"):
+        """``engine``: "auto" (the rank engine when the file allows it) or "pipeline"
+        (always the pipeline: for comparisons and benchmarks)."""
         if not isinstance(pipeline, HFPipeline):
             raise TypeError(f"pipeline must be an HFPipeline, not {type(pipeline).__name__}")
+        if engine not in ("auto", "pipeline"):
+            raise ValueError(f"engine must be 'auto' or 'pipeline', not {engine!r}")
         ranks, specials, added = _ids_of(pipeline)
-        engine_pattern = _rank_engine_pattern(pipeline, ranks)
+        plan = _rank_engine_plan(pipeline, ranks) if engine == "auto" else None
+        engine_pattern, self._unreachable = plan if plan else (None, frozenset())
+        # Llama 3's pattern runs on the cl100k splitter (see Llama3Core), without NFC
+        self._core_pattern = patterns.CL100K if engine_pattern == patterns.LLAMA3 and not _nfc(pipeline) else None
         super().__init__(name, pat_str=engine_pattern or _display_pattern(pipeline.pre_tokenizer),
                          mergeable_ranks=ranks, special_tokens=specials, added_tokens=added)
         self._pipeline = pipeline
+        self._engine_asked = engine
         self.engine = "rank" if engine_pattern else "pipeline"
+        #: the rank engine on a .tiktoken's own rule: no normalizer, no unreachable
+        #: tokens, the core's pattern the file's
+        self._plain_rank = (self.engine == "rank" and not self._unreachable and not _nfc(pipeline)
+                            and self._core_pattern is None)
+        native, added_texts = self._core_bpe, [e["content"] for e in pipeline.added]
         if self.engine == "pipeline":
-            self._core_bpe = PipelineCore(self._core_bpe, pipeline, specials)
+            self._core_bpe = PipelineCore(native, pipeline, specials)
+        elif _nfc(pipeline):
+            self._core_bpe = NFCCore(native, functools.partial(PipelineCore, native, pipeline, specials), added_texts)
+        elif self._core_pattern is not None:
+            llama3 = functools.partial(_make_core, ranks, {**specials, **added}, engine_pattern, self._unreachable)
+            self._core_bpe = Llama3Core(native, llama3, added_texts)
+
+    def _new_core(self, ranks, specials, pat_str):
+        """The native core of ``Encoding.__init__``: without the unreachable tokens in
+        its encode table, splitting by the core pattern when there is one."""
+        return _make_core(ranks, specials, self._core_pattern or pat_str, self._unreachable)
+
+    def encode_single_token(self, text_or_bytes) -> int:
+        """``Encoding.encode_single_token``; a token the merges never reach is a token too."""
+        try:
+            return super().encode_single_token(text_or_bytes)
+        except KeyError:
+            piece = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
+            if piece in self._unreachable:
+                return self._mergeable_ranks[piece]
+            raise
 
     # ------------------------------------------------------------------ HF's extras
     def encode(self, text: str, *, allowed_special=set(), disallowed_special="all",  # noqa: B006
@@ -125,6 +199,10 @@ class HFEncoding(Encoding):
     def _split_engine(self) -> str:
         """``Encoding._split_engine``; on the pipeline engine, what splits the pieces
         the merge list takes: "program" (a native split program) or "regex"."""
+        if self.engine == "rank" and self._core_pattern is not None:
+            from .._pretokenize import pattern_id, split_engine
+
+            return split_engine(pattern_id(self._core_pattern))
         if self.engine == "rank":
             return super()._split_engine
         return "program" if hasattr(self._core_bpe._split, "pattern") else "regex"
@@ -137,26 +215,27 @@ class HFEncoding(Encoding):
 
     # ------------------------------------------------------------------ what needs the pipeline
     def count_till_limit(self, text: str, limit: int) -> int | None:
-        """``count(text)`` if at most ``limit``, else None (the text is encoded whole:
-        the pipeline's pieces are not the pattern's)."""
-        if self.engine == "rank":
+        """``count(text)`` if at most ``limit``, else None (the text is encoded whole,
+        unless the rank engine runs it without a normalizer: the pipeline's pieces are
+        not the pattern's)."""
+        if self.engine == "rank" and not isinstance(self._core_bpe, _RoutedCore):
             return super().count_till_limit(text, limit)
         super().count_till_limit("", limit)   # the argument checks
         n = self.count(text)
         return n if n <= limit else None
 
     def encode_with_unstable(self, text: str, **kwargs):
-        if self.engine == "rank":
+        if self._plain_rank:
             return super().encode_with_unstable(text, **kwargs)
         raise ValueError(f"{self.name}: encode_with_unstable follows tiktoken's rank rule, which this file's pipeline does not")
 
     def _encode_bytes(self, text: bytes) -> list[int]:
-        if self.engine == "rank":
+        if self._plain_rank:
             return super()._encode_bytes(text)
         raise ValueError(f"{self.name}: _encode_bytes follows tiktoken's rank rule, which this file's pipeline does not")
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
-        return self.encode_ordinary(text) if self.engine == "pipeline" else super()._encode_only_native_bpe(text)
+        return super()._encode_only_native_bpe(text) if self._plain_rank else self.encode_ordinary(text)
 
     # ------------------------------------------------------------------ files
     def save(self, path, format: str | None = None, *, lossy: bool = False, transformers: bool = False) -> None:
@@ -181,7 +260,7 @@ class HFEncoding(Encoding):
             else:
                 atomic_write_text(path, pipeline_json(self._pipeline))
             return
-        if self.engine == "pipeline" and not lossy:
+        if not self._plain_rank and not lossy:
             raise ValueError(
                 f"a {fmt} file holds ranks and a split pattern, which give other ids than {self.name!r} "
                 "(HF's pipeline: its normalizer, pre-tokenizers or merge list); save as tokenizer.json, "
@@ -193,15 +272,16 @@ class HFEncoding(Encoding):
     def __reduce_ex__(self, protocol):
         from ..formats.hf_pipeline import pipeline_json
 
-        return (_rebuild, (self.name, pipeline_json(self._pipeline)))
+        return (_rebuild, (self.name, pipeline_json(self._pipeline), self._engine_asked))
 
     def _ids_rule(self) -> bytes:
         """What decides a document's ids beyond ranks, pattern and special tokens, for
         the shard manifest's tokenizer sha256 (``fastbpe.shards.tokenizer_identity``):
-        nothing on the rank engine (its shards are those of the ``.tiktoken`` it equals);
-        the whole pipeline as written on the pipeline engine (normalizer, pre-tokenizer
-        chain, merge list, ``ignore_merges``: two files with one vocabulary may differ)."""
-        if self.engine == "rank":
+        nothing on the rank engine with a .tiktoken's own rule (its shards are those of
+        the ``.tiktoken`` it equals); else the whole pipeline as written (normalizer,
+        pre-tokenizer chain, merge list, ``ignore_merges``: two files with one
+        vocabulary may differ)."""
+        if self._plain_rank:
             return b""
         from ..formats.hf_pipeline import pipeline_json
 
@@ -228,12 +308,12 @@ class HFEncoding(Encoding):
             return self.__vocab_by_id
 
 
-def _rebuild(name: str, text: str) -> HFEncoding:
+def _rebuild(name: str, text: str, engine: str = "auto") -> HFEncoding:
     import json
 
     from ..formats.hf_pipeline import read_pipeline
 
-    return HFEncoding(name, read_pipeline(json.loads(text), name))
+    return HFEncoding(name, read_pipeline(json.loads(text), name), engine=engine)
 
 
 def _flag(value) -> bool:
@@ -246,14 +326,18 @@ def _ids_of(p: HFPipeline) -> tuple[dict[bytes, int], dict[str, int], dict[str, 
     """(ranks, special tokens, other added tokens) for the ``Encoding`` underneath: every
     byte-level vocabulary entry is an id's bytes, except an added token's own entry
     (its id decodes to its content) unless merges build that token too."""
-    by_id = {i: t for t, i in p.vocab.items()} if p.added else {}
-    produced = {by_id[new] for _, _, new in p.merge_ids} if p.added else set()
+    produced = set(p.merge_columns[2]) if p.added else set()   # ids merges make
     added_texts = {e["content"] for e in p.added}
     table = unicode_to_bytes()
     skip = set(not_byte_level(p.vocab))   # added tokens' own entries (hf_pipeline checks)
-    skip |= {t for t in added_texts if t in p.vocab and t not in produced and not (len(t) == 1 and t in table)}
-    to_bytes = _to_latin1()
-    ranks = {text.translate(to_bytes).encode("latin-1"): idx for text, idx in p.vocab.items() if text not in skip}
+    skip |= {t for t in added_texts if t in p.vocab and p.vocab[t] not in produced and not (len(t) == 1 and t in table)}
+    texts = [t for t in p.vocab if t not in skip] if skip else list(p.vocab)
+    # one translate and encode of all texts (each ByteLevel character is one byte), cut
+    # by the texts' lengths: ~3x faster than a translate per token
+    blob = "".join(texts).translate(_to_latin1()).encode("latin-1")
+    ends = list(accumulate(map(len, texts)))
+    tokens = map(blob.__getitem__, map(slice, [0] + ends[:-1], ends))
+    ranks = dict(zip(tokens, map(p.vocab.__getitem__, texts)))
     specials = {e["content"]: e["id"] for e in p.added if e["special"]}
     added = {e["content"]: e["id"] for e in p.added if not e["special"]}
     return ranks, specials, added
@@ -284,12 +368,16 @@ def _display_pattern(pre: dict | None) -> str:
     return f"(?:{found})" if found in _TOTAL_PATTERNS else found
 
 
-def _rank_engine_pattern(p: HFPipeline, ranks: dict[bytes, int]) -> str | None:
-    """The pattern with which tiktoken's rank rule gives exactly this file's ids, or
-    None (see the module docstring for the conditions)."""
-    if p.normalizer not in (None, {"type": "Sequence", "normalizers": []}):
+def _nfc(p: HFPipeline) -> bool:
+    return p.normalizer == {"type": "NFC"}
+
+
+def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[str, frozenset[bytes]] | None:
+    """``(pattern, unreachable tokens)`` with which tiktoken's rank rule gives exactly
+    this file's ids, or None (the module docstring's conditions)."""
+    if p.normalizer not in (None, {"type": "Sequence", "normalizers": []}) and not _nfc(p):
         return None
-    if not p.model["ignore_merges"] or p.model["continuing_subword_prefix"] or p.model["end_of_word_suffix"]:
+    if p.model["continuing_subword_prefix"] or p.model["end_of_word_suffix"]:
         return None
     pattern = _single_total_split(p.pre_tokenizer)
     if pattern is None:
@@ -300,8 +388,54 @@ def _rank_engine_pattern(p: HFPipeline, ranks: dict[bytes, int]) -> str | None:
     groups = [[e["content"] for e in p.added if e["normalized"] == flag] for flag in (True, False)]
     if any(_may_overlap(a, b) for a in groups[0] for b in groups[1]):
         return None
-    expected = [(token_to_str(a), token_to_str(b)) for a, b in _merges_of(ranks)]
-    return pattern if expected == p.merges else None
+    unreachable = _rank_rule_unreachable(p, ranks)
+    if unreachable is None:
+        return None
+    return pattern, (frozenset() if p.model["ignore_merges"] else unreachable)
+
+
+def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int]) -> frozenset[bytes] | None:
+    """``reference.hf.rank_rule_unreachable`` of the file, as token bytes, decided on
+    numpy arrays (the same two conditions; ``tests/test_hf_rank_rule.py`` checks both
+    agree on the published files)."""
+    ids, counts, news = _merged_counts(p, ranks)
+    if _MergeList is None:  # pragma: no cover - the reference decides
+        found = hf.rank_rule_unreachable(ids.tolist(), counts.tolist(), news.tolist())
+    elif (counts == 2).any():
+        found = None                                   # condition (1)
+    else:
+        reached = np.zeros(int(max(ids.max(initial=0), news.max(initial=0))) + 1, dtype=bool)
+        reached[ids[counts == 1]] = True
+        in_order = not (np.diff(news[reached[news]]) < 0).any()    # condition (2)
+        found = frozenset(ids[counts >= 3].tolist()) if in_order else None
+    if found is None:
+        return None
+    by_id = {r: t for t, r in ranks.items()} if found else {}
+    return frozenset(by_id[i] for i in found)
+
+
+def _merged_counts(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(token ids, how many ids the merge list makes of each token's own bytes, the id
+    each merge makes) as int64 arrays: every token merged by the list natively in one
+    call (``MergeList.encode_split`` over all tokens end to end, no whole-word lookup),
+    cut back into tokens by the ids' byte lengths (a merge never crosses a token's end)."""
+    tokens = list(ranks)
+    ids = np.fromiter(ranks.values(), dtype=np.int64, count=len(tokens))
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    lefts, rights, news = p.merge_columns
+    if _MergeList is None:  # pragma: no cover - the Python rule serves
+        table = {(a, b): (rank, new) for rank, (a, b, new) in enumerate(p.merge_ids)}
+        counts = [len(hf.merge_by_list(list(t), table)) for t in tokens]
+        return ids, np.asarray(counts, dtype=np.int64), np.asarray(news, dtype=np.int64)
+    words = _MergeList([p.vocab[c] for c in hf._byte_chars()], lefts, rights, news, None, 0)
+    flat = np.asarray(words.encode_split(b"".join(tokens), np.cumsum(lengths)), dtype=np.int64)
+    length_of = np.zeros(int(max(ids.max(initial=0), flat.max(initial=0))) + 1, dtype=np.int64)
+    length_of[ids] = lengths
+    # every id a merge makes is a rank (_ids_of keeps the tokens merges make), so each
+    # token's ids end exactly at its end
+    assert length_of[flat].all(), "a merge made an id that is no rank"
+    last = np.searchsorted(np.cumsum(length_of[flat]), np.cumsum(lengths))
+    return ids, np.diff(last, prepend=-1), np.asarray(news, dtype=np.int64)
 
 
 def _single_total_split(pre: dict | None) -> str | None:
@@ -349,7 +483,7 @@ class PipelineCore(ReferenceCoreBPE):
         if model["ignore_merges"]:
             strange, to_bytes = set(not_byte_level(vocab)), _to_latin1()
             whole = {t.translate(to_bytes).encode("latin-1"): i for t, i in vocab.items() if t not in strange}
-        lefts, rights, news = (list(col) for col in zip(*pipeline.merge_ids)) if pipeline.merge_ids else ([], [], [])
+        lefts, rights, news = pipeline.merge_columns
         self._native_words = _MergeList([vocab[c] for c in chars], lefts, rights, news, whole, _CACHE_WORDS)
         self._split = _raw_splitter(pipeline.pre_tokenizer)
         self._words = self._native_words.encode_pieces
@@ -462,6 +596,225 @@ class PipelineCore(ReferenceCoreBPE):
 
     def __reduce__(self):  # pragma: no cover - HFEncoding pickles itself
         raise TypeError("PipelineCore is pickled with its HFEncoding")
+
+
+class _RoutedCore:
+    """A native core with a rule in front (``NFCCore``, ``Llama3Core``): ``_route(text)``
+    gives the texts the native core encodes for ``text`` (their ids concatenated, batches
+    on its threads), or None: then the other core (made at its first use) encodes the
+    text. Decoding and token lookups are the native core's."""
+
+    def __init__(self, native, make_other, added_texts):
+        self._native = native
+        self._make_other = make_other
+        self._other_core = None
+        texts = sorted(set(added_texts), key=len, reverse=True)
+        self._added = regex.compile("|".join(map(regex.escape, texts))).search if texts else None
+
+    def __getattr__(self, name):
+        return getattr(self._native, name)
+
+    def _other(self):
+        if self._other_core is None:
+            self._other_core = self._make_other()
+        return self._other_core
+
+    def _route(self, text, allowed=frozenset()) -> list | None:  # pragma: no cover - each rule says
+        """``allowed``: the special and added tokens the native core matches in text."""
+        raise NotImplementedError
+
+    def encode_ordinary(self, text):
+        parts = self._route(text)
+        if parts is None:
+            return self._other().encode_ordinary(text)
+        return [i for part in parts for i in self._native.encode_ordinary(part)] if len(parts) > 1 else \
+            self._native.encode_ordinary(parts[0])
+
+    def encode(self, text, allowed_special, disallowed_special=frozenset()):
+        parts = self._route(text, allowed_special)
+        if parts is None:
+            return self._other().encode(text, allowed_special, disallowed_special)
+        encode = self._native.encode
+        if len(parts) == 1:
+            return encode(parts[0], allowed_special, disallowed_special)
+        return [i for part in parts for i in encode(part, allowed_special, disallowed_special)]
+
+    def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32, disallowed_special=frozenset()):
+        parts = self._route(text, allowed_special)
+        if parts is None:
+            return self._other().encode_to_numpy(text, allowed_special, dtype, disallowed_special)
+        arrays = [self._native.encode_to_numpy(part, allowed_special, dtype, disallowed_special) for part in parts]
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    def encode_ordinary_batch(self, texts, num_threads=8):
+        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = [self._route(t) for t in texts]
+        if any(r is None for r in routes):
+            return self.encode_batch(texts, frozenset(), num_threads)
+        return _regroup(routes, self._native.encode_ordinary_batch([p for r in routes for p in r], num_threads))
+
+    def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
+        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = [self._route(t, allowed_special) for t in texts]
+        if all(r is not None for r in routes):
+            flat = [p for r in routes for p in r]   # parts hold no token the call matches
+            with _texts_of_parts(routes):
+                return _regroup(routes, self._native.encode_batch(flat, allowed_special, num_threads, disallowed_special))
+        ReferenceCoreBPE._check_disallowed(texts, disallowed_special)   # every text first, as tiktoken
+        done = self._native.encode_batch([p for r in routes if r is not None for p in r], allowed_special, num_threads)
+        out = _regroup([r for r in routes if r is not None], done)[::-1]
+        return [self._other().encode(text, allowed_special) if parts is None else out.pop()
+                for text, parts in zip(texts, routes)]
+
+    def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
+                              disallowed_special=frozenset()):
+        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = [self._route(t, allowed_special) for t in texts]
+        if all(r is not None for r in routes):
+            with _texts_of_parts(routes):
+                flat, offsets = self._native.encode_batch_to_numpy([p for r in routes for p in r], allowed_special,
+                                                                   num_threads, dtype, disallowed_special)
+            if len(offsets) == len(texts) + 1:
+                return flat, offsets
+            # a text's parts are contiguous in flat: keep the offsets where texts start
+            first = np.cumsum([0] + [len(r) for r in routes])
+            return flat, offsets[first]
+        encoded = self.encode_batch(texts, allowed_special, num_threads, disallowed_special)
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return np.fromiter((i for e in encoded for i in e), dtype=dtype, count=int(offsets[-1])), offsets
+
+    def encode_utf8_to_numpy(self, data, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
+                             disallowed_special=frozenset()):
+        native = self._native.encode_utf8_to_numpy
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:   # the native core names the bad byte
+            return native(data, allowed_special, num_threads, dtype, disallowed_special)
+        parts = self._route(text, allowed_special)
+        if parts is None:
+            return self._other().encode_to_numpy(text, allowed_special, dtype, disallowed_special)
+        if len(parts) == 1 and parts[0] is text:
+            return native(data, allowed_special, num_threads, dtype, disallowed_special)
+        arrays = [native(p.encode("utf-8"), allowed_special, num_threads, dtype, disallowed_special) for p in parts]
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    def __reduce__(self):  # pragma: no cover - HFEncoding pickles itself
+        raise TypeError(f"{type(self).__name__} is pickled with its HFEncoding")
+
+
+@contextlib.contextmanager
+def _texts_of_parts(routes: list[list]):
+    """A core's ``DisallowedSpecial(index of a part)`` as the index of its text."""
+    try:
+        yield
+    except DisallowedSpecial as found:
+        ends = list(accumulate(map(len, routes)))
+        raise DisallowedSpecial(bisect.bisect_right(ends, found.index)) from None
+
+
+def _regroup(routes: list[list], done: list[list[int]]) -> list[list[int]]:
+    """The ids of each text from the ids of its parts (``done``, in order): a text of
+    one part takes its list as it is."""
+    if len(done) == len(routes):
+        return done
+    out, k = [], 0
+    for parts in routes:
+        if len(parts) == 1:
+            out.append(done[k])
+        else:
+            out.append([i for ids in done[k:k + len(parts)] for i in ids])
+        k += len(parts)
+    return out
+
+
+class NFCCore(_RoutedCore):
+    """The rank core behind an NFC normalizer (the module docstring's *NFC*): a text
+    goes to the native core as it is when it is NFC, as its NFC when no added token's
+    text (special or not, matched or not) is in it before or after normalizing; any
+    other text to the pipeline engine."""
+
+    def _route(self, text, allowed=frozenset()) -> list | None:
+        if not isinstance(text, str):
+            return [text]   # the core's TypeError
+        nfc = unicodedata.normalize("NFC", text)   # the same object, fast, when NFC already
+        if nfc is text or nfc == text:
+            return [text]
+        if self._added is not None and (self._added(text) or self._added(nfc)):
+            return None
+        return [nfc]
+
+
+class Llama3Core(_RoutedCore):
+    """Llama 3's pattern on the hand-written cl100k splitter (the module docstring's
+    *Llama 3*): a text is cut after the last newline of its trailing whitespace (when
+    whitespace follows it) and each part split as cl100k splits. The pattern's end is
+    each run of text between the tokens the core matches, so a text holding a token the
+    call matches goes to a core that runs Llama 3's pattern as a split program."""
+
+    def __init__(self, native, make_other, added_texts):
+        super().__init__(native, make_other, ())
+        self._finders: dict = {}
+        self._spaces = _spaces()
+
+    def encode_ordinary(self, text):
+        # the common case inline (no token is matched; the text does not end in a run
+        # of whitespace after a newline): one call less per text
+        if type(text) is str and text and (text[-1] in "\r\n" or text[-1] not in self._spaces):
+            return self._native.encode_ordinary(text)
+        return super().encode_ordinary(text)
+
+    def _holds(self, text: str, allowed) -> bool:
+        """Whether text holds one of the tokens ``allowed`` (a cheap test of their first
+        two characters first: Llama's 256 special tokens all start "<|")."""
+        if not allowed:
+            return False
+        if not isinstance(allowed, frozenset):
+            allowed = frozenset(allowed)
+        found = self._finders.get(allowed)
+        if found is None:
+            if len(self._finders) > 64:
+                self._finders.clear()
+            tokens = sorted(allowed, key=len, reverse=True)
+            found = self._finders[allowed] = (frozenset(t[:2] for t in tokens),
+                                              regex.compile("|".join(map(regex.escape, tokens))).search)
+        heads, search = found
+        return any(h in text for h in heads) and search(text) is not None
+
+    def _route(self, text, allowed=frozenset()) -> list | None:
+        if not isinstance(text, str):
+            return [text]   # the core's TypeError
+        if self._holds(text, allowed):
+            return None
+        cut = llama3_cut(text)
+        return [text] if cut is None else [text[:cut], text[cut:]]
+
+
+_TRAILING_SPACE = regex.compile(r"(?r)\s+\Z")
+
+
+@functools.lru_cache(maxsize=1)
+def _spaces() -> frozenset[str]:
+    """The characters ``regex``'s ``\\s`` matches (all below U+3001)."""
+    return frozenset(c for c in map(chr, range(0x3001)) if _TRAILING_SPACE.match(c))
+
+
+def llama3_cut(text: str) -> int | None:
+    """Where Llama 3's pattern ends a chunk that cl100k's does not: after the last
+    ``\\r`` or ``\\n`` of the text's trailing whitespace, when whitespace follows it
+    (cl100k's ``\\s++$`` takes the whole run; Llama 3's ``\\s*[\\r\\n]+`` stops there). None
+    when the two split the text alike.
+
+    >>> llama3_cut("a \\n  "), llama3_cut("a \\n"), llama3_cut("a  ")
+    (3, None, None)
+    """
+    if not text or text[-1] in "\r\n" or text[-1] not in _spaces():
+        return None   # the common case, without a search
+    run = _TRAILING_SPACE.search(text)
+    if run is None:
+        return None
+    last = max(text.rfind("\r", run.start()), text.rfind("\n", run.start()))
+    return last + 1 if 0 <= last < len(text) - 1 else None
 
 
 def _raw_splitter(pre: dict):

@@ -73,11 +73,26 @@ class CoreBPE:
     [256, 257]
     """
 
-    def __init__(self, mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int], pat_str: str):
-        self._ranks = dict(mergeable_ranks)
+    def __init__(self, mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int], pat_str: str,
+                 unreachable=()):
+        """``unreachable``: tokens that decode but that encoding never produces (left out
+        of the table encoding reads: a piece that is one is merged from its bytes). HF's
+        ``ignore_merges: false`` on the rank rule (``fastbpe.bpe.hf`` proves when that is
+        exact).
+
+        >>> ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256, b"abc": 257}
+        >>> CoreBPE(ranks, {}, r".+", unreachable={b"abc"}).encode_ordinary("abc")
+        [256, 99]
+        """
+        missing = [t for t in unreachable if t not in mergeable_ranks]
+        if missing:
+            raise ValueError(f"unreachable token {missing[0]!r} is not in mergeable_ranks")
+        self._unreachable = frozenset(unreachable)
+        self._all_ranks = dict(mergeable_ranks)
+        self._ranks = {t: r for t, r in self._all_ranks.items() if t not in self._unreachable}
         self._special = dict(special_tokens)
         self._pat_str = pat_str
-        self._decoder = {rank: tok for tok, rank in self._ranks.items()}
+        self._decoder = {rank: tok for tok, rank in self._all_ranks.items()}
         for s, i in self._special.items():   # the first name of a shared id wins (see above)
             self._decoder.setdefault(i, s.encode("utf-8"))
 
@@ -191,7 +206,7 @@ class CoreBPE:
             raise KeyError(f"unknown token id {token!r}") from None
 
     def token_byte_values(self) -> list[bytes]:
-        return sorted(self._ranks)
+        return sorted(self._all_ranks)
 
     def __reduce__(self):
-        return (CoreBPE, (self._ranks, self._special, self._pat_str))
+        return (CoreBPE, (self._all_ranks, self._special, self._pat_str, self._unreachable))

@@ -362,6 +362,74 @@ def bpe_word(word: str, model: dict, vocab: dict[str, int], merges: dict[tuple[i
     return merge_by_list(word_symbols(word, model, vocab), merges)
 
 
+def rank_rule_unreachable(token_ids, merged_counts, merge_new_ids) -> frozenset[int] | None:
+    """When HF's merge-list rule is tiktoken's rank rule: the ids of the tokens that
+    merging never reaches (``U``), or None when the two rules may differ.
+
+    ``token_ids``: the byte-level tokens' ids, which are their ranks (``fastbpe.bpe.hf``
+    gives the rank rule the vocabulary's ids); ``merged_counts``: for each, how many
+    ids the merge list (``merge_by_list``, no whole-word lookup) makes of the token's
+    own bytes; ``merge_new_ids``: the id each merge makes, in list order.
+
+    Write ``T(p)`` for the rank rule on bytes ``p`` without tiktoken's whole-piece
+    lookup (join the adjacent pair whose concatenation has the lowest rank, leftmost
+    among equal ones), ``H(p)`` for the merge list (join the adjacent *listed* pair
+    listed first, leftmost among equal ones; HF's heap never takes a stale entry here,
+    since the pair at a position only ever grows, so it never makes the same token
+    twice). Both are "join the adjacent candidate of least key, leftmost on ties".
+
+    * **Lemma 1 (subtrees).** If a run of either process makes a token ``t`` out of a
+      span of the input, the joins inside that span were exactly those of the process
+      on ``t``'s bytes alone, and its last join is the last join of that run. (No join
+      crosses the span's ends before ``t`` is made, or ``t`` could not be made; each
+      join inside was the least candidate of the whole text, so of the span.) So every
+      token either process ever makes ``t`` satisfies ``X(t) = [t]``, made by the one
+      pair ``last_X(t)``.
+    * **Lemma 2 (removal).** Taking away candidates a process never joins changes none
+      of its runs (the least candidate, leftmost, is never one of them).
+    * **Theorem.** Suppose (1) no token's own bytes merge by the list to exactly two
+      ids and (2) the merges whose token the list reaches (``H(t) = [t]``) come in
+      non-decreasing id order. Then ``T(p) = H(p)`` for every ``p``. By Lemmas 1-2 each
+      process equals itself restricted to the pairs ``J_X = {last_X(t)}``. By induction
+      on ``len(t)``: while a run on ``t``'s bytes has three or more symbols, every
+      candidate makes a shorter token, the shorter tokens' pairs agree
+      (``J_T = J_H`` below ``len(t)``), and their keys order alike (rank = id, and (2)
+      orders list positions by id; one pair per token, so equal keys are the same pair):
+      the two runs are the same. They end on the same state; if it is two symbols
+      ``[x, y]``, ``T`` joins them (``x + y = t`` is a token), and by (1) so does ``H``,
+      so ``last_T(t) = last_H(t)``. Hence ``J_T = J_H``, the same process.
+    * **Corollary A (rank engine, ``ignore_merges: false``).** ``H(p)`` is tiktoken's
+      rule on the ranks without ``U = {t : H(t) != [t]}``: a piece in the smaller table
+      is a reached token, whole, as ``T`` makes it; ``T`` never joins into a token of
+      ``U`` (Lemma 1), so dropping them changes no merge (Lemma 2).
+    * **Corollary B (``ignore_merges: true``).** HF takes a word that is a token whole,
+      else ``H``: tiktoken's rule on all the ranks; ``U`` is not needed.
+
+    (1) holding means every count is 1 or at least 3: ``U`` is those of 3 or more.
+
+    >>> rank_rule_unreachable([0, 1, 2, 3], [1, 1, 1, 1], [2, 3])       # "ab", "abc" listed
+    frozenset()
+    >>> rank_rule_unreachable([0, 1, 2, 3, 4], [1, 1, 1, 3, 1], [2, 4])  # 3 is never made
+    frozenset({3})
+    >>> rank_rule_unreachable([0, 1, 2], [1, 1, 2], []) is None           # "ab" unlisted
+    True
+    >>> rank_rule_unreachable([0, 1, 2, 3], [1, 1, 1, 1], [3, 2]) is None # out of order
+    True
+    """
+    reached, unreachable = set(), set()
+    for token, count in zip(token_ids, merged_counts):
+        if count == 2:
+            return None          # (1): the rank rule joins the two, the list does not
+        (reached if count == 1 else unreachable).add(token)
+    last = -1
+    for new in merge_new_ids:
+        if new in reached:
+            if new < last:
+                return None      # (2)
+            last = new
+    return frozenset(unreachable)
+
+
 def merge_table(merge_pairs: list[tuple[str, str]], vocab: dict[str, int], prefix: str | None = None) -> dict:
     """``{(left id, right id): (rank, new id)}`` from the merge list (rank = position;
     the later of a pair listed twice wins). The new token is ``a + b`` without ``b``'s

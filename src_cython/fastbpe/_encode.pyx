@@ -118,11 +118,12 @@ cdef object check_str(object text):
     return text
 
 
-def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, str pat_str):
+def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, str pat_str,
+                  Py_ssize_t n_encoded=-1):
     """Unpickle a CoreBPE from its packed vocabulary (see ``CoreBPE.__reduce__``)."""
     cdef CoreBPE core = CoreBPE.__new__(CoreBPE)
     core._init_packed(arena, np.frombuffer(lengths, dtype=np.uint32),
-                      np.frombuffer(ids, dtype=np.uint32), special_tokens, pat_str)
+                      np.frombuffer(ids, dtype=np.uint32), special_tokens, pat_str, n_encoded)
     return core
 
 
@@ -143,6 +144,7 @@ cdef class CoreBPE:
     cdef int pattern_id             # native pre-tokenizer, or -1 for the regex module
     cdef bint may_cut               # long texts may be cut at newlines (_pretokenize.cuts_hold)
     cdef Py_ssize_t n_mergeable
+    cdef Py_ssize_t n_encoded        # the first n_encoded tokens (arena order) encode; see __init__
     cdef uint32_t max_token_id
     cdef DecodeTable table          # id -> bytes (mergeable tokens, then specials)
     cdef dict special_bytes         # special text -> (offset in arena, length, id)
@@ -207,11 +209,32 @@ cdef class CoreBPE:
         where a warm cache would measure a text the encoder has already seen."""
         self.free_chunk_caches()
 
-    def __init__(self, mergeable_ranks, special_tokens, str pat_str):
+    def __init__(self, mergeable_ranks, special_tokens, str pat_str, unreachable=()):
+        """``unreachable``: tokens (bytes, in ``mergeable_ranks``) that encoding never
+        produces: they decode, but the encode table leaves them out, so a piece that is
+        one of them is merged from its bytes (no whole-piece lookup) and no merge makes
+        one. The hook of HF's ``ignore_merges: false`` on the rank rule
+        (``fastbpe.bpe.hf``, whose docstring proves it exact for the tokens it passes:
+        those that merging from their own bytes never reaches)."""
+        cdef Py_ssize_t n_encoded = -1
+        if unreachable:
+            skip = set(unreachable)
+            if not isinstance(mergeable_ranks, dict):
+                raise TypeError(f"mergeable_ranks must be a dict[bytes, int], not "
+                                f"{type(mergeable_ranks).__name__}")
+            missing = [t for t in skip if t not in mergeable_ranks]
+            if missing:
+                raise ValueError(f"unreachable token {missing[0]!r} is not in mergeable_ranks")
+            # arena order: the encoded tokens first, then the unreachable ones
+            ordered = {t: r for t, r in mergeable_ranks.items() if t not in skip}
+            n_encoded = len(ordered)
+            ordered.update({t: r for t, r in mergeable_ranks.items() if t in skip})
+            mergeable_ranks = ordered
         arena, lengths, ids = pack_ranks(mergeable_ranks)
-        self._init_packed(arena, lengths, ids, special_tokens, pat_str)
+        self._init_packed(arena, lengths, ids, special_tokens, pat_str, n_encoded)
 
-    def _init_packed(self, bytes arena, lengths, ids, special_tokens, str pat_str):
+    def _init_packed(self, bytes arena, lengths, ids, special_tokens, str pat_str,
+                     Py_ssize_t n_encoded=-1):
         if self.vocab.slots != NULL:
             raise RuntimeError("CoreBPE is immutable")
         check_packed(arena, ids, special_tokens)
@@ -222,6 +245,7 @@ cdef class CoreBPE:
         self.special_tokens = dict(special_tokens)
         cdef Py_ssize_t n = len(lengths), i
         self.n_mergeable = n
+        self.n_encoded = n if n_encoded < 0 or n_encoded > n else n_encoded
         self.lengths_arr = np.ascontiguousarray(lengths, dtype=np.uint32)
         self.ids_arr = np.ascontiguousarray(ids, dtype=np.uint32)
         check_lengths(arena, self.lengths_arr)
@@ -249,11 +273,13 @@ cdef class CoreBPE:
         cdef const uint32_t* ids_p = &ids_v[0] if n else NULL
         cdef int rc_tables
         with nogil:
-            rc_tables = vocab_build(&self.vocab, n, lens_p, ids_p, self.table.entry_off)
+            rc_tables = vocab_build(&self.vocab, self.n_encoded, lens_p, ids_p, self.table.entry_off)
         if rc_tables < 0:
             raise MemoryError()
+        # Seeds are the tokens that encode (the first n_encoded, as vocab_build's): an
+        # unreachable token seeded whole would be returned for its own bytes.
         with nogil:
-            rc_tables = seed_table_build(&self.seeds, self.vocab.arena, n, lens_p, ids_p,
+            rc_tables = seed_table_build(&self.seeds, self.vocab.arena, self.n_encoded, lens_p, ids_p,
                                          self.table.entry_off, self.knobs.seed_table_kb)
         if rc_tables < 0:
             raise MemoryError()
@@ -291,7 +317,7 @@ cdef class CoreBPE:
             self.arena_obj[:self.table.entry_off[self.n_mergeable]
                            if self.n_mergeable < self.table.n_entries else len(self.arena_obj)],
             self.lengths_arr.tobytes(), self.ids_arr.tobytes(),
-            dict(self.special_tokens), self.pat_str))
+            dict(self.special_tokens), self.pat_str, self.n_encoded))
 
     # ---- encoding --------------------------------------------------------------------
 
