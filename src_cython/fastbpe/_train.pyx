@@ -209,6 +209,11 @@ cdef struct PendingChunk:
 
 cdef extern from "fbe_util.h":
     void fbpe_prefetch "fbe_prefetch"(const void* p) nogil
+    # s[:n] (n <= 8) as a zero-padded little-endian word, never reading past s + n:
+    # what memcpy into a zeroed word gives, without the libc call and the stall of
+    # reading 8 bytes back right after storing them one by one (perf: ~35% of the
+    # counting loop's samples sat on that reload)
+    uint64_t fbe_word(const uint8_t* p, size_t n) nogil
 
 
 # Chunks queued per table before their lookups run: their hash buckets and entries are
@@ -228,9 +233,7 @@ cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
         h ^= h >> 29
         i += 8
     if i < n:
-        w = 0
-        memcpy(&w, s + i, <size_t>(n - i))
-        h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL
+        h = (h ^ fbe_word(s + i, <size_t>(n - i))) * 0xc4ceb9fe1a85ec53ULL
     return mix64(h)
 
 
@@ -308,10 +311,13 @@ cdef class _ChunkTable:
         cdef ChunkEntry* entry
         cdef uint64_t w[2]
         cdef bint short = n <= 16
-        if short:
-            w[0] = 0
-            w[1] = 0
-            memcpy(w, s, <size_t>n)
+        if short:  # the zero-padded words of the key, as a memcpy into zeros
+            if n > 8:
+                w[0] = fbe_word(s, 8)
+                w[1] = fbe_word(s + 8, <size_t>(n - 8))
+            else:
+                w[0] = fbe_word(s, <size_t>n) if n > 0 else 0
+                w[1] = 0
         while True:
             e = self.index[i]
             if e < 0:
