@@ -221,6 +221,12 @@ cdef extern from "fbe_util.h":
 cdef enum:
     BATCH = 32
 
+# Prefetch distances of a merge's walk over its word list (in words): the fields of a
+# word, then its ids, which need the word's wstart to be in cache already.
+cdef enum:
+    WORD_AHEAD = 16
+    IDS_AHEAD = 8
+
 
 cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     # 8 bytes at a time, then the murmur finalizer; chunks are short but many
@@ -776,6 +782,12 @@ cdef class _Merger:
             return self.pair_delete(p)
         return 0
 
+    cdef inline void prefetch_word(self, int32_t w) noexcept nogil:
+        fbpe_prefetch(&self.wstamp[w])
+        fbpe_prefetch(&self.wstart[w])
+        fbpe_prefetch(&self.wlen[w])
+        fbpe_prefetch(&self.wcount[w])
+
     cdef int run(self, Py_ssize_t max_merges) noexcept nogil:
         """Do up to max_merges merges; return a RUN_* status."""
         cdef Py_ssize_t done = 0, k, n
@@ -836,6 +848,14 @@ cdef class _Merger:
             self.merging = p
             self.n_touched = 0
             for k in range(n):
+                # the listed words lie anywhere in tens of MB: fetch each one's fields
+                # WORD_AHEAD words ahead and its ids IDS_AHEAD ahead (that needs the
+                # fetched wstart), so the misses overlap instead of adding up
+                if k + WORD_AHEAD < n:
+                    self.prefetch_word(self.pool[words_off + k + WORD_AHEAD])
+                if k + IDS_AHEAD < n:
+                    q = self.pool[words_off + k + IDS_AHEAD]
+                    fbpe_prefetch(<char*>self.tokens + self.wstart[q] * (4 if self.wide else 2))
                 w = self.pool[words_off + k]
                 if self.wstamp[w] == stamp:
                     continue
