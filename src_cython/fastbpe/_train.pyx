@@ -52,6 +52,14 @@ cdef struct IdList:
     int32_t n
     int32_t cap
 
+cdef struct MapEntry:
+    # a bucket of _Merger's pair map: the key beside the slot, so a probe reads one
+    # line (keys only in p_key cost a second, dependent miss per lookup: perf put ~15%
+    # of the merge loop's samples on it at 1 GB)
+    uint64_t key       # pair_key(left, right); unused while slot < 0
+    int32_t slot       # pair slot, -1: empty
+    int32_t unused
+
 cdef packed struct HeapEntry:
     int64_t count
     int32_t left
@@ -424,7 +432,7 @@ cdef class _Merger:
     cdef int32_t* wstamp          # merge number that last rewrote the word (dedup of lists)
     cdef Py_ssize_t n_words
     # pair map: key -> pair slot, open addressing with linear probing
-    cdef int32_t* map_vals        # -1 = empty
+    cdef MapEntry* map_vals       # slot -1 = empty
     cdef Py_ssize_t map_cap
     # pair slots
     cdef uint64_t* p_key          # pair_key(left, right): the map compares these
@@ -495,18 +503,19 @@ cdef class _Merger:
     # ------------------------------------------------------------------ pair map
     cdef int map_rehash(self, Py_ssize_t new_cap) noexcept nogil:
         # the map holds only slot numbers (4 bytes per bucket); keys are read from p_key
-        cdef int32_t* vals = <int32_t*>fbpe_malloc(<size_t>new_cap * sizeof(int32_t))
+        cdef MapEntry* vals = <MapEntry*>fbpe_malloc(<size_t>new_cap * sizeof(MapEntry))
         cdef Py_ssize_t i, s, mask = new_cap - 1
         if vals == NULL:
             return -1
-        memset(vals, 0xff, <size_t>new_cap * sizeof(int32_t))
+        memset(vals, 0xff, <size_t>new_cap * sizeof(MapEntry))
         for i in range(self.n_pairs):
             if self.p_key[i] == DEAD_KEY:
                 continue
             s = <Py_ssize_t>(mix64(self.p_key[i]) & <uint64_t>mask)
-            while vals[s] >= 0:
+            while vals[s].slot >= 0:
                 s = (s + 1) & mask
-            vals[s] = <int32_t>i
+            vals[s].key = self.p_key[i]
+            vals[s].slot = <int32_t>i
         fbpe_free(self.map_vals)
         self.map_vals = vals
         self.map_cap = new_cap
@@ -516,11 +525,11 @@ cdef class _Merger:
         cdef uint64_t key = pair_key(left, right)
         cdef Py_ssize_t mask = self.map_cap - 1
         cdef Py_ssize_t s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
-        cdef int32_t v
+        cdef MapEntry* m
         while True:
-            v = self.map_vals[s]
-            if v < 0 or self.p_key[v] == key:
-                return v
+            m = &self.map_vals[s]
+            if m.slot < 0 or m.key == key:
+                return m.slot
             s = (s + 1) & mask
 
     cdef int32_t pair_get_or_add(self, int32_t left, int32_t right) noexcept nogil:
@@ -529,13 +538,13 @@ cdef class _Merger:
         cdef Py_ssize_t mask = self.map_cap - 1
         cdef Py_ssize_t s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
         cdef int32_t v
-        cdef Py_ssize_t cap
+        cdef MapEntry* m
         while True:
-            v = self.map_vals[s]
-            if v < 0:
+            m = &self.map_vals[s]
+            if m.slot < 0:
                 break
-            if self.p_key[v] == key:
-                return v
+            if m.key == key:
+                return m.slot
             s = (s + 1) & mask
         if self.n_free > 0:
             self.n_free -= 1
@@ -550,7 +559,8 @@ cdef class _Merger:
         self.p_words[v].off = 0
         self.p_words[v].n = 0
         self.p_words[v].cap = 0
-        self.map_vals[s] = v
+        self.map_vals[s].key = key
+        self.map_vals[s].slot = v
         if (self.n_pairs - self.n_free) * 4 > self.map_cap * 3:
             if self.map_rehash(self.map_cap * 2) < 0:
                 return ERR_OOM
@@ -588,21 +598,19 @@ cdef class _Merger:
         """
         cdef Py_ssize_t mask = self.map_cap - 1
         cdef Py_ssize_t i = <Py_ssize_t>(mix64(self.p_key[v]) & <uint64_t>mask), j, home
-        cdef int32_t u
-        while self.map_vals[i] != v:
+        while self.map_vals[i].slot != v:
             i = (i + 1) & mask
         j = i
         while True:
             j = (j + 1) & mask
-            u = self.map_vals[j]
-            if u < 0:
+            if self.map_vals[j].slot < 0:
                 break
-            home = <Py_ssize_t>(mix64(self.p_key[u]) & <uint64_t>mask)
+            home = <Py_ssize_t>(mix64(self.map_vals[j].key) & <uint64_t>mask)
             if (i < home <= j) if i <= j else (home > i or home <= j):
                 continue
-            self.map_vals[i] = u
+            self.map_vals[i] = self.map_vals[j]
             i = j
-        self.map_vals[i] = -1
+        self.map_vals[i].slot = -1
         self.list_free(v)
         self.p_key[v] = DEAD_KEY
         self.p_count[v] = 0
@@ -1073,7 +1081,7 @@ cdef class _Merger:
                 "wide": bool(self.wide), "map_cap": self.map_cap,
                 "heap_n": self.heap_n, "heap_cap": self.heap_cap, "list_cap": list_cap,
                 "pairs_cap": self.pairs_cap, "live_pairs": live, "pool_n": self.pool_n, "pool_waste": self.pool_waste,
-                "bytes": (self.pairs_cap * (8 + 8 + 4 + sizeof(IdList)) + self.map_cap * 4
+                "bytes": (self.pairs_cap * (8 + 8 + 4 + sizeof(IdList)) + self.map_cap * sizeof(MapEntry)
                           + self.heap_cap * sizeof(HeapEntry) + self.pool_cap * 4
                           + self.n_words * 24 + (self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1] if self.n_words else 0) * 4),
                 "tokens": int(self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1]) if self.n_words else 0}
