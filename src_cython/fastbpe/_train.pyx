@@ -213,6 +213,7 @@ cdef struct PendingChunk:
     const uint8_t* s
     Py_ssize_t n
     uint64_t h
+    uint64_t hm        # mix64 of the low 32 bits of h: the bucket, before the mask
 
 
 cdef extern from "fbe_util.h":
@@ -316,11 +317,16 @@ cdef class _ChunkTable:
     cdef inline const uint8_t* key_bytes(self, const ChunkEntry* e) noexcept nogil:
         return <const uint8_t*>&e.w0 if e.len <= 16 else self.arena + e.w0
 
-    cdef int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
+    cdef inline int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
         """Add ``by`` to the count of chunk s[:n] (hash h); an ERR_* status on failure."""
-        cdef uint32_t h32 = <uint32_t>h
+        return self.add_mixed(s, n, <uint32_t>h, mix64(<uint32_t>h), by)
+
+    cdef int add_mixed(self, const uint8_t* s, Py_ssize_t n, uint32_t h32, uint64_t hm,
+                       int64_t by) noexcept nogil:
+        """add() with the bucket hash hm = mix64(h32) already known (push computes it
+        once for its prefetches, flush and this)."""
         cdef Py_ssize_t mask = self.cap - 1
-        cdef Py_ssize_t i = <Py_ssize_t>(mix64(h32) & <uint64_t>mask)
+        cdef Py_ssize_t i = <Py_ssize_t>(hm & <uint64_t>mask)
         cdef int32_t e
         cdef ChunkEntry* entry
         cdef uint64_t w[2]
@@ -379,7 +385,8 @@ cdef class _ChunkTable:
         c.s = s
         c.n = n
         c.h = h
-        fbpe_prefetch(&self.index[<Py_ssize_t>(mix64(<uint32_t>h) & <uint64_t>(self.cap - 1))])
+        c.hm = mix64(<uint32_t>h)
+        fbpe_prefetch(&self.index[<Py_ssize_t>(c.hm & <uint64_t>(self.cap - 1))])
         self.n_pending += 1
         if self.n_pending == BATCH:
             return self.flush()
@@ -390,11 +397,12 @@ cdef class _ChunkTable:
         cdef int32_t e
         self.n_pending = 0
         for k in range(n):
-            e = self.index[<Py_ssize_t>(mix64(<uint32_t>self.pending[k].h) & <uint64_t>(self.cap - 1))]
+            e = self.index[<Py_ssize_t>(self.pending[k].hm & <uint64_t>(self.cap - 1))]
             if e >= 0:
                 fbpe_prefetch(&self.entries[e])
         for k in range(n):
-            status = self.add(self.pending[k].s, self.pending[k].n, self.pending[k].h, 1)
+            status = self.add_mixed(self.pending[k].s, self.pending[k].n, <uint32_t>self.pending[k].h,
+                                    self.pending[k].hm, 1)
             if status < 0:
                 return status
         return 0
