@@ -280,3 +280,23 @@ def test_prefetch_keeps_order_errors_and_stops():
     it = prefetch(iter(blocks))
     next(it)
     it.close()   # the reader thread stops; nothing hangs
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.lists(st.sampled_from([b"a", b"b", b"\n", b"|", b"||", b"\xc3\xa9"]), max_size=60).map(b"".join),
+       sep=st.sampled_from([None, b"|", b"||", b"a|"]), join_max=st.sampled_from([0, 1, 4096]))
+def test_split_part_packs_like_split(data, sep, join_max):
+    """Both packers of ``_nonempty`` (joined slices, byte mask) drop exactly the
+    separators and the empty documents."""
+    from fastbpe.io import documents as docs_mod
+
+    kind = "lines" if sep is None else "sep"
+    saved, docs_mod.JOIN_MAX_SPANS = docs_mod.JOIN_MAX_SPANS, join_max
+    try:
+        packed, ends = docs_mod.split_part(data, kind, sep)
+    finally:
+        docs_mod.JOIN_MAX_SPANS = saved
+    parts = [p for p in data.split(sep or b"\n") if p]
+    assert packed == b"".join(parts)
+    assert ends.dtype == np.int64
+    assert ends.tolist() == np.cumsum([len(p) for p in parts], dtype=np.int64).tolist()

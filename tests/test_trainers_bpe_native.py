@@ -424,3 +424,21 @@ def test_wide_and_narrow_token_storage(n_tokens):
     # ids are stored as uint16 up to 65536 tokens and as int32 beyond: same results
     counts = bpe.count_chunks(_sample("code")[:60] + ["a" * 300, " " * 129], patterns.CL100K)
     _assert_same(counts, n_tokens)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.binary(max_size=40).map(lambda b: b.rstrip(b"x")), st.integers(1, 5), max_size=60),
+       st.dictionaries(st.binary(max_size=40), st.integers(1, 5), max_size=60))
+def test_chunk_table_keys_of_every_length(a, b):
+    """The chunk table's key words (tails read in place, zero-padded) tell apart chunks
+    that differ only by trailing zero bytes or by length, across the 8- and 16-byte
+    word boundaries, and tables add up like Counters."""
+    from fastbpe import _train
+
+    for n in range(0, 41):  # every length, and the zero-padding lookalikes
+        a[b"\x00" * n] = a.get(b"\x00" * n, 0) + 1
+        a[b"ab" * (n // 2) + b"\x00" * (n % 2)] = 2
+    ta, tb = _train._table_from_counts(a), _train._table_from_counts(b)
+    assert ta.to_dict() == a
+    merged = _train._merge_tables([ta, tb])
+    assert merged.to_dict() == dict(Counter(a) + Counter(b))

@@ -129,6 +129,11 @@ def _validated(part: bytes, name: str, offset: int, errors: str) -> bytes:
         ) from None
 
 
+#: ``_nonempty`` joins slices up to this many documents per block, else builds a byte mask
+#: (lines: tens of thousands of documents per block, where a slice each costs more).
+JOIN_MAX_SPANS = 4096
+
+
 def _nonempty(data: bytes, starts: np.ndarray, stops: np.ndarray) -> tuple[bytes, np.ndarray]:
     """Pack ``data[starts[k]:stops[k]]`` for the non-empty spans: ``(data, ends)``."""
     keep = stops > starts
@@ -139,11 +144,20 @@ def _nonempty(data: bytes, starts: np.ndarray, stops: np.ndarray) -> tuple[bytes
     ends = np.cumsum(lengths)
     if len(starts) == 1 or (starts[1:] == stops[:-1]).all():
         return data[int(starts[0]):int(stops[-1])], ends
+    if len(starts) <= JOIN_MAX_SPANS:  # few documents (files, sep:): copy the spans
+        view = memoryview(data)
+        return b"".join([view[a:b] for a, b in zip(starts.tolist(), stops.tolist())]), ends
+    # keep[i]: byte i lies in a kept span. Built as runs (gap, span, gap, span, ..., tail)
+    # by np.repeat, one pass over the block: a +1/-1 mask summed by np.cumsum made an
+    # int64 per byte and took ~half of the reading thread's time on 1 MB blocks.
     arr = np.frombuffer(data, np.uint8)
-    mask = np.zeros(len(arr) + 1, np.int8)
-    np.add.at(mask, starts, 1)
-    np.add.at(mask, stops, -1)
-    return arr[np.cumsum(mask[:-1]) > 0].tobytes(), ends
+    runs = np.empty(2 * len(starts) + 1, np.int64)
+    runs[0:-1:2] = starts - np.concatenate(([0], stops[:-1]))
+    runs[1::2] = lengths
+    runs[-1] = len(arr) - stops[-1]
+    flags = np.zeros(len(runs), np.bool_)
+    flags[1::2] = True
+    return arr[np.repeat(flags, runs)].tobytes(), ends
 
 
 def split_part(part: bytes, kind: str, sep: bytes | None) -> tuple[bytes, np.ndarray]:

@@ -52,6 +52,14 @@ cdef struct IdList:
     int32_t n
     int32_t cap
 
+cdef struct MapEntry:
+    # a bucket of _Merger's pair map: the key beside the slot, so a probe reads one
+    # line (keys only in p_key cost a second, dependent miss per lookup: perf put ~15%
+    # of the merge loop's samples on it at 1 GB)
+    uint64_t key       # pair_key(left, right); unused while slot < 0
+    int32_t slot       # pair slot, -1: empty
+    int32_t unused
+
 cdef packed struct HeapEntry:
     int64_t count
     int32_t left
@@ -205,16 +213,28 @@ cdef struct PendingChunk:
     const uint8_t* s
     Py_ssize_t n
     uint64_t h
+    uint64_t hm        # mix64 of the low 32 bits of h: the bucket, before the mask
 
 
 cdef extern from "fbe_util.h":
     void fbpe_prefetch "fbe_prefetch"(const void* p) nogil
+    # s[:n] (n <= 8) as a zero-padded little-endian word, never reading past s + n:
+    # what memcpy into a zeroed word gives, without the libc call and the stall of
+    # reading 8 bytes back right after storing them one by one (perf: ~35% of the
+    # counting loop's samples sat on that reload)
+    uint64_t fbe_word(const uint8_t* p, size_t n) nogil
 
 
 # Chunks queued per table before their lookups run: their hash buckets and entries are
 # prefetched first, so the cache misses of a batch overlap instead of adding up.
 cdef enum:
     BATCH = 32
+
+# Prefetch distances of a merge's walk over its word list (in words): the fields of a
+# word, then its ids, which need the word's wstart to be in cache already.
+cdef enum:
+    WORD_AHEAD = 16
+    IDS_AHEAD = 8
 
 
 cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
@@ -228,9 +248,7 @@ cdef inline uint64_t hash_chunk(const uint8_t* s, Py_ssize_t n) noexcept nogil:
         h ^= h >> 29
         i += 8
     if i < n:
-        w = 0
-        memcpy(&w, s + i, <size_t>(n - i))
-        h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL
+        h = (h ^ fbe_word(s + i, <size_t>(n - i))) * 0xc4ceb9fe1a85ec53ULL
     return mix64(h)
 
 
@@ -299,19 +317,27 @@ cdef class _ChunkTable:
     cdef inline const uint8_t* key_bytes(self, const ChunkEntry* e) noexcept nogil:
         return <const uint8_t*>&e.w0 if e.len <= 16 else self.arena + e.w0
 
-    cdef int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
+    cdef inline int add(self, const uint8_t* s, Py_ssize_t n, uint64_t h, int64_t by) noexcept nogil:
         """Add ``by`` to the count of chunk s[:n] (hash h); an ERR_* status on failure."""
-        cdef uint32_t h32 = <uint32_t>h
+        return self.add_mixed(s, n, <uint32_t>h, mix64(<uint32_t>h), by)
+
+    cdef int add_mixed(self, const uint8_t* s, Py_ssize_t n, uint32_t h32, uint64_t hm,
+                       int64_t by) noexcept nogil:
+        """add() with the bucket hash hm = mix64(h32) already known (push computes it
+        once for its prefetches, flush and this)."""
         cdef Py_ssize_t mask = self.cap - 1
-        cdef Py_ssize_t i = <Py_ssize_t>(mix64(h32) & <uint64_t>mask)
+        cdef Py_ssize_t i = <Py_ssize_t>(hm & <uint64_t>mask)
         cdef int32_t e
         cdef ChunkEntry* entry
         cdef uint64_t w[2]
         cdef bint short = n <= 16
-        if short:
-            w[0] = 0
-            w[1] = 0
-            memcpy(w, s, <size_t>n)
+        if short:  # the zero-padded words of the key, as a memcpy into zeros
+            if n > 8:
+                w[0] = fbe_word(s, 8)
+                w[1] = fbe_word(s + 8, <size_t>(n - 8))
+            else:
+                w[0] = fbe_word(s, <size_t>n) if n > 0 else 0
+                w[1] = 0
         while True:
             e = self.index[i]
             if e < 0:
@@ -359,7 +385,8 @@ cdef class _ChunkTable:
         c.s = s
         c.n = n
         c.h = h
-        fbpe_prefetch(&self.index[<Py_ssize_t>(mix64(<uint32_t>h) & <uint64_t>(self.cap - 1))])
+        c.hm = mix64(<uint32_t>h)
+        fbpe_prefetch(&self.index[<Py_ssize_t>(c.hm & <uint64_t>(self.cap - 1))])
         self.n_pending += 1
         if self.n_pending == BATCH:
             return self.flush()
@@ -370,11 +397,12 @@ cdef class _ChunkTable:
         cdef int32_t e
         self.n_pending = 0
         for k in range(n):
-            e = self.index[<Py_ssize_t>(mix64(<uint32_t>self.pending[k].h) & <uint64_t>(self.cap - 1))]
+            e = self.index[<Py_ssize_t>(self.pending[k].hm & <uint64_t>(self.cap - 1))]
             if e >= 0:
                 fbpe_prefetch(&self.entries[e])
         for k in range(n):
-            status = self.add(self.pending[k].s, self.pending[k].n, self.pending[k].h, 1)
+            status = self.add_mixed(self.pending[k].s, self.pending[k].n, <uint32_t>self.pending[k].h,
+                                    self.pending[k].hm, 1)
             if status < 0:
                 return status
         return 0
@@ -412,7 +440,7 @@ cdef class _Merger:
     cdef int32_t* wstamp          # merge number that last rewrote the word (dedup of lists)
     cdef Py_ssize_t n_words
     # pair map: key -> pair slot, open addressing with linear probing
-    cdef int32_t* map_vals        # -1 = empty
+    cdef MapEntry* map_vals       # slot -1 = empty
     cdef Py_ssize_t map_cap
     # pair slots
     cdef uint64_t* p_key          # pair_key(left, right): the map compares these
@@ -483,18 +511,19 @@ cdef class _Merger:
     # ------------------------------------------------------------------ pair map
     cdef int map_rehash(self, Py_ssize_t new_cap) noexcept nogil:
         # the map holds only slot numbers (4 bytes per bucket); keys are read from p_key
-        cdef int32_t* vals = <int32_t*>fbpe_malloc(<size_t>new_cap * sizeof(int32_t))
+        cdef MapEntry* vals = <MapEntry*>fbpe_malloc(<size_t>new_cap * sizeof(MapEntry))
         cdef Py_ssize_t i, s, mask = new_cap - 1
         if vals == NULL:
             return -1
-        memset(vals, 0xff, <size_t>new_cap * sizeof(int32_t))
+        memset(vals, 0xff, <size_t>new_cap * sizeof(MapEntry))
         for i in range(self.n_pairs):
             if self.p_key[i] == DEAD_KEY:
                 continue
             s = <Py_ssize_t>(mix64(self.p_key[i]) & <uint64_t>mask)
-            while vals[s] >= 0:
+            while vals[s].slot >= 0:
                 s = (s + 1) & mask
-            vals[s] = <int32_t>i
+            vals[s].key = self.p_key[i]
+            vals[s].slot = <int32_t>i
         fbpe_free(self.map_vals)
         self.map_vals = vals
         self.map_cap = new_cap
@@ -504,11 +533,11 @@ cdef class _Merger:
         cdef uint64_t key = pair_key(left, right)
         cdef Py_ssize_t mask = self.map_cap - 1
         cdef Py_ssize_t s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
-        cdef int32_t v
+        cdef MapEntry* m
         while True:
-            v = self.map_vals[s]
-            if v < 0 or self.p_key[v] == key:
-                return v
+            m = &self.map_vals[s]
+            if m.slot < 0 or m.key == key:
+                return m.slot
             s = (s + 1) & mask
 
     cdef int32_t pair_get_or_add(self, int32_t left, int32_t right) noexcept nogil:
@@ -517,13 +546,13 @@ cdef class _Merger:
         cdef Py_ssize_t mask = self.map_cap - 1
         cdef Py_ssize_t s = <Py_ssize_t>(mix64(key) & <uint64_t>mask)
         cdef int32_t v
-        cdef Py_ssize_t cap
+        cdef MapEntry* m
         while True:
-            v = self.map_vals[s]
-            if v < 0:
+            m = &self.map_vals[s]
+            if m.slot < 0:
                 break
-            if self.p_key[v] == key:
-                return v
+            if m.key == key:
+                return m.slot
             s = (s + 1) & mask
         if self.n_free > 0:
             self.n_free -= 1
@@ -538,7 +567,8 @@ cdef class _Merger:
         self.p_words[v].off = 0
         self.p_words[v].n = 0
         self.p_words[v].cap = 0
-        self.map_vals[s] = v
+        self.map_vals[s].key = key
+        self.map_vals[s].slot = v
         if (self.n_pairs - self.n_free) * 4 > self.map_cap * 3:
             if self.map_rehash(self.map_cap * 2) < 0:
                 return ERR_OOM
@@ -576,21 +606,19 @@ cdef class _Merger:
         """
         cdef Py_ssize_t mask = self.map_cap - 1
         cdef Py_ssize_t i = <Py_ssize_t>(mix64(self.p_key[v]) & <uint64_t>mask), j, home
-        cdef int32_t u
-        while self.map_vals[i] != v:
+        while self.map_vals[i].slot != v:
             i = (i + 1) & mask
         j = i
         while True:
             j = (j + 1) & mask
-            u = self.map_vals[j]
-            if u < 0:
+            if self.map_vals[j].slot < 0:
                 break
-            home = <Py_ssize_t>(mix64(self.p_key[u]) & <uint64_t>mask)
+            home = <Py_ssize_t>(mix64(self.map_vals[j].key) & <uint64_t>mask)
             if (i < home <= j) if i <= j else (home > i or home <= j):
                 continue
-            self.map_vals[i] = u
+            self.map_vals[i] = self.map_vals[j]
             i = j
-        self.map_vals[i] = -1
+        self.map_vals[i].slot = -1
         self.list_free(v)
         self.p_key[v] = DEAD_KEY
         self.p_count[v] = 0
@@ -770,6 +798,12 @@ cdef class _Merger:
             return self.pair_delete(p)
         return 0
 
+    cdef inline void prefetch_word(self, int32_t w) noexcept nogil:
+        fbpe_prefetch(&self.wstamp[w])
+        fbpe_prefetch(&self.wstart[w])
+        fbpe_prefetch(&self.wlen[w])
+        fbpe_prefetch(&self.wcount[w])
+
     cdef int run(self, Py_ssize_t max_merges) noexcept nogil:
         """Do up to max_merges merges; return a RUN_* status."""
         cdef Py_ssize_t done = 0, k, n
@@ -830,6 +864,14 @@ cdef class _Merger:
             self.merging = p
             self.n_touched = 0
             for k in range(n):
+                # the listed words lie anywhere in tens of MB: fetch each one's fields
+                # WORD_AHEAD words ahead and its ids IDS_AHEAD ahead (that needs the
+                # fetched wstart), so the misses overlap instead of adding up
+                if k + WORD_AHEAD < n:
+                    self.prefetch_word(self.pool[words_off + k + WORD_AHEAD])
+                if k + IDS_AHEAD < n:
+                    q = self.pool[words_off + k + IDS_AHEAD]
+                    fbpe_prefetch(<char*>self.tokens + self.wstart[q] * (4 if self.wide else 2))
                 w = self.pool[words_off + k]
                 if self.wstamp[w] == stamp:
                     continue
@@ -1047,7 +1089,7 @@ cdef class _Merger:
                 "wide": bool(self.wide), "map_cap": self.map_cap,
                 "heap_n": self.heap_n, "heap_cap": self.heap_cap, "list_cap": list_cap,
                 "pairs_cap": self.pairs_cap, "live_pairs": live, "pool_n": self.pool_n, "pool_waste": self.pool_waste,
-                "bytes": (self.pairs_cap * (8 + 8 + 4 + sizeof(IdList)) + self.map_cap * 4
+                "bytes": (self.pairs_cap * (8 + 8 + 4 + sizeof(IdList)) + self.map_cap * sizeof(MapEntry)
                           + self.heap_cap * sizeof(HeapEntry) + self.pool_cap * 4
                           + self.n_words * 24 + (self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1] if self.n_words else 0) * 4),
                 "tokens": int(self.wstart[self.n_words - 1] + self.wlen[self.n_words - 1]) if self.n_words else 0}
