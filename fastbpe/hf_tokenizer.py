@@ -45,6 +45,7 @@ from .formats.hf_pipeline import read_pipeline
 from .formats.hf_spm import is_spm_json, read_hf_spm
 from .pretrained import TokenizerConfig, resolve
 from .reference import hf
+from .reference.wordpiece import Padding
 from .spm import HFSentencePieceBPE
 
 _STRATEGIES = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
@@ -574,17 +575,13 @@ def _file_truncation(t, path) -> dict | None:
 
 
 def _file_padding(p, path) -> dict | None:
-    if p is None:
-        return None
-    if not isinstance(p, dict):
+    """The file's ``padding`` as keyword values: read by the one tokenizer.json padding
+    rule, ``reference.wordpiece.Padding.from_hf`` (strategy, defaults, checks), with the
+    file named in its errors."""
+    if p is not None and not isinstance(p, dict):
         raise ValueError(f"{path}: padding: an object or null expected")
-    strategy = p.get("strategy")
-    if strategy == "BatchLongest":
-        length = None
-    elif isinstance(strategy, dict) and set(strategy) == {"Fixed"}:
-        length = strategy["Fixed"]
-    else:
-        raise ValueError(f"{path}: padding.strategy {strategy!r} is not implemented")
-    return {"direction": str(p.get("direction", "Right")).lower(), "pad_id": p.get("pad_id", 0),
-            "pad_type_id": p.get("pad_type_id", 0), "pad_token": p.get("pad_token", "[PAD]"), "length": length,
-            "pad_to_multiple_of": p.get("pad_to_multiple_of")}
+    try:
+        padding = Padding.from_hf(p)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return None if padding is None else dict(vars(padding))

@@ -159,7 +159,7 @@ def test_file_truncation_and_padding_are_read(tmp_path, vocab_file):
         fastbpe.load(path)   # the Encoding returns every id: a cutting file is refused there
     data["padding"]["strategy"] = "Weird"
     path.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match=r"padding.strategy 'Weird' is not implemented"):
+    with pytest.raises(ValueError, match=r"tokenizer.json: padding strategy 'Weird' is not BatchLongest or Fixed"):
         fastbpe.Tokenizer.from_file(path)
 
 
