@@ -15,7 +15,6 @@
 #ifndef FBE_SEED_TABLE_H
 #define FBE_SEED_TABLE_H
 #include <stdint.h>
-#include <emmintrin.h>
 
 #define FBE_SEED_WAYS 4                       /* entries per 64-byte bucket */
 #define FBE_SEED_ID_BITS 19
@@ -36,8 +35,12 @@ static inline int fbe_seed_cpu_ok(void) {
 #endif
 }
 
-static inline __m128i fbe_seed_load(const fbe_seed_entry* e) {
-    __m128i r;
+#if defined(__x86_64__)
+#include <emmintrin.h>
+typedef __m128i fbe_seed_word;        /* one entry as loaded: a 16-byte register */
+
+static inline fbe_seed_word fbe_seed_load(const fbe_seed_entry* e) {
+    fbe_seed_word r;
     __asm__ volatile("movdqa %1, %0" : "=x"(r) : "m"(*e));
     return r;
 }
@@ -47,10 +50,19 @@ static inline void fbe_seed_store(fbe_seed_entry* e, uint64_t k, uint64_t v) {
     __asm__ volatile("movdqa %1, %0" : "=m"(*e) : "x"(x));
 }
 
-static inline uint64_t fbe_seed_lo(__m128i x) { return (uint64_t)_mm_cvtsi128_si64(x); }
-static inline uint64_t fbe_seed_hi(__m128i x) {
+static inline uint64_t fbe_seed_lo(fbe_seed_word x) { return (uint64_t)_mm_cvtsi128_si64(x); }
+static inline uint64_t fbe_seed_hi(fbe_seed_word x) {
     return (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(x, x));
 }
+#else
+/* Other CPUs: no 16-byte atomicity is known, fbe_seed_cpu_ok() is 0 and no table is
+   built, so these never run; they let the module compile (aarch64 and the rest). */
+typedef fbe_seed_entry fbe_seed_word;
+static inline fbe_seed_word fbe_seed_load(const fbe_seed_entry* e) { return *e; }
+static inline void fbe_seed_store(fbe_seed_entry* e, uint64_t k, uint64_t v) { e->k = k; e->v = v; }
+static inline uint64_t fbe_seed_lo(fbe_seed_word x) { return x.k; }
+static inline uint64_t fbe_seed_hi(fbe_seed_word x) { return x.v; }
+#endif
 
 /* The value of the bucket's entry for word w of a chunk of n bytes, or 0. Branch-free:
    all four entries are loaded and compared, and the match selected by masks (two
@@ -58,7 +70,7 @@ static inline uint64_t fbe_seed_hi(__m128i x) {
 static inline uint64_t fbe_seed_find(const fbe_seed_entry* b, uint64_t w, uint64_t n) {
     uint64_t len = n << FBE_SEED_LEN_SHIFT, r = 0;
     for (int j = 0; j < FBE_SEED_WAYS; j++) {
-        __m128i x = fbe_seed_load(&b[j]);
+        fbe_seed_word x = fbe_seed_load(&b[j]);
         uint64_t k = fbe_seed_lo(x), v = fbe_seed_hi(x);
         uint64_t hit = (uint64_t)0 - (uint64_t)((k == w) & ((v & FBE_SEED_LEN_MASK) == len));
         r |= v & hit;
@@ -98,13 +110,13 @@ static inline int fbe_seed_put(fbe_seed_entry* b, uint64_t w, uint64_t v, unsign
     int empty = -1, same = -1, other = -1;
     uint64_t len = v & FBE_SEED_LEN_MASK;
     for (int j = 0; j < FBE_SEED_WAYS; j++) {
-        __m128i x = fbe_seed_load(&b[j]);
+        fbe_seed_word x = fbe_seed_load(&b[j]);
         uint64_t k = fbe_seed_lo(x), ev = fbe_seed_hi(x);
         if (ev == 0) { if (empty < 0) empty = j; }
         else if (k == w && (ev & FBE_SEED_LEN_MASK) == len) same = j;
     }
     if (same >= 0) {
-        __m128i x = fbe_seed_load(&b[same]);
+        fbe_seed_word x = fbe_seed_load(&b[same]);
         if ((fbe_seed_hi(x) & FBE_SEED_FLAG) && !(v & FBE_SEED_FLAG)) return 1;
         fbe_seed_store(&b[same], w, v);
         return 1;
