@@ -45,10 +45,8 @@ from .formats.hf_pipeline import read_pipeline
 from .formats.hf_spm import is_spm_json, read_hf_spm
 from .pretrained import TokenizerConfig, resolve
 from .reference import hf
-from .reference.wordpiece import Padding
+from .reference.wordpiece import Padding, Truncation
 from .spm import HFSentencePieceBPE
-
-_STRATEGIES = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only_second": "OnlySecond"}
 
 
 @dataclass
@@ -221,20 +219,18 @@ class Tokenizer:
         return None if self._padding is None else dict(self._padding)
 
     def _set_truncation(self, t: dict | None, where: str) -> None:
+        """Checked by the one truncation rule, ``reference.wordpiece.Truncation``; the stride
+        must also leave room to move (HF refuses ``stride >= max_length`` when it cuts)."""
         if t is None:
             self._truncation = None
             return
-        n, stride = t.get("max_length"), t.get("stride", 0)
-        for key, value in (("max_length", n), ("stride", stride)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{where}: {key} must be an int >= 0, not {value!r}")
-        if stride >= max(n, 1):
-            raise ValueError(f"{where}: stride {stride} must be below max_length {n}")
-        if t.get("strategy") not in _STRATEGIES:
-            raise ValueError(f"{where}: strategy {t.get('strategy')!r} is not one of {sorted(_STRATEGIES)}")
-        if t.get("direction") not in ("right", "left"):
-            raise ValueError(f"{where}: direction {t.get('direction')!r} is not 'right' or 'left'")
-        self._truncation = {"max_length": n, "stride": stride, "strategy": t["strategy"], "direction": t["direction"]}
+        try:
+            rule = Truncation(t.get("max_length"), t.get("strategy"), t.get("stride", 0), t.get("direction"))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if rule.stride >= max(rule.max_length, 1):
+            raise ValueError(f"{where}: stride {rule.stride} must be below max_length {rule.max_length}")
+        self._truncation = dict(vars(rule))
 
     def _set_padding(self, p: dict | None, where: str) -> None:
         if p is None:
@@ -563,15 +559,15 @@ def _wordpiece(data: dict, path):
 
 
 def _file_truncation(t, path) -> dict | None:
-    if t is None:
-        return None
-    if not isinstance(t, dict):
+    """The file's ``truncation`` as keyword values: read by the one tokenizer.json
+    truncation rule, ``reference.wordpiece.Truncation.from_hf``, with the file named."""
+    if t is not None and not isinstance(t, dict):
         raise ValueError(f"{path}: truncation: an object or null expected")
-    strategy = {v: k for k, v in _STRATEGIES.items()}.get(t.get("strategy"))
-    if strategy is None:
-        raise ValueError(f"{path}: truncation.strategy {t.get('strategy')!r} is not implemented")
-    return {"max_length": t.get("max_length"), "stride": t.get("stride", 0), "strategy": strategy,
-            "direction": str(t.get("direction", "Right")).lower()}
+    try:
+        truncation = Truncation.from_hf(t)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return None if truncation is None else dict(vars(truncation))
 
 
 def _file_padding(p, path) -> dict | None:
