@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,6 +42,19 @@ def _check(data: bytes, texts: list[str], where: str) -> None:
     expected = [R.encode(t, tables) for t in texts]
     assert [core.encode(t) for t in texts] == expected, where
     assert core.encode_batch(texts, 2) == expected, where
+    _check_numpy(core, texts, expected)
+
+
+def _check_numpy(core, texts: list[str], expected: list[list[int]]) -> None:
+    """The arrays the core writes (no lists between) hold the reference's ids."""
+    for dtype in (np.uint32, np.uint16):
+        ids, offsets = core.encode_batch_to_numpy(texts, 2, np.dtype(dtype))
+        assert ids.dtype == dtype and offsets.dtype == np.int64 and len(offsets) == len(texts) + 1
+        assert offsets[0] == 0 and offsets[-1] == len(ids)
+        assert [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))] == expected
+        for t, e in zip(texts[:5], expected):
+            one = core.encode_to_numpy(t, np.dtype(dtype))
+            assert one.dtype == dtype and one.tolist() == e
 
 
 @pytest.mark.parametrize("name", MISTRAL_FILES)
@@ -94,6 +108,7 @@ def test_hand_made(model, texts):
     assert [core.encode(t) for t in texts] == expected
     assert [core.encode(t) for t in texts] == expected      # again: from the segment cache
     assert core.encode_batch(texts, 3) == expected
+    _check_numpy(core, texts, expected)
 
 
 def test_joinable_pairs_tables():

@@ -2,7 +2,6 @@
 for the rules): ``SpmCore`` encodes one text or a batch, the batch without the GIL on the
 threads of ``fastbpe._runner`` (one job per run of consecutive texts, as WordPiece does).
 """
-from cpython.list cimport PyList_New
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 
@@ -11,6 +10,8 @@ cdef extern from "<stdlib.h>" nogil:
 from libc.string cimport memcmp, memcpy, memmove, memset
 
 from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, table_alloc
+from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
+from fastbpe._out cimport OutBuf, out_init
 from fastbpe._runner cimport Runner, run_jobs
 from fastbpe._vec cimport I32Vec, i32_push
 
@@ -18,10 +19,6 @@ from fastbpe._runner import _batch_threads
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
-    ctypedef struct PyObject
-    void set_item_raw "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)
-    PyObject* list_get_raw "PyList_GET_ITEM"(object lst, Py_ssize_t i)
-    void incref_raw "Py_INCREF"(PyObject* o)
 
 cdef enum:
     OUT_FIRST = 64
@@ -591,16 +588,52 @@ cdef void run_one(void* payload, Py_ssize_t j, Py_ssize_t slot, void* state) noe
         s.cap = s.heap_cap = s.heap_size = 0
 
 
-cdef list ids_list(const I32Vec* v, list id_objects):
-    """The ids as a list of the core's shared int objects (no int made per id)."""
-    cdef list out = PyList_New(v.size)
-    cdef Py_ssize_t i
-    cdef PyObject* o
-    for i in range(v.size):
-        o = list_get_raw(id_objects, v.data[i])
-        incref_raw(o)
-        set_item_raw(out, i, o)    # the list takes the reference
-    return out
+cdef list ids_list(const I32Vec* v, Py_ssize_t n_shared, bint untracked=False):
+    """The ids as a list of the process's shared int objects (``fastbpe._idlists``: no
+    int made per id, no reference count written); untracked: hidden from the cyclic
+    collector until ``track_lists`` (a batch's lists)."""
+    cdef OutBuf view
+    out_init(&view, <uint32_t*>v.data, v.cap)   # ids are >= 0: the same bits as uint32
+    view.size = v.size
+    return outbuf_to_list(&view, n_shared, untracked)
+
+
+cdef object ids_array(const I32Vec* outs, Py_ssize_t n, object dtype, bint with_offsets):
+    """The ids of outs[:n] in one numpy array of dtype (uint16 or uint32, checked by the
+    caller), written from the native buffers (no list between); with_offsets: also the
+    int64 offsets (len n + 1) of each text's ids, as (ids, offsets)."""
+    import numpy as np
+
+    cdef Py_ssize_t i, k, total = 0, at = 0
+    for i in range(n):
+        total += outs[i].size
+    ids = np.empty(total, dtype=dtype)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] off = offsets
+    cdef uint32_t[::1] wide
+    cdef uint16_t[::1] narrow
+    cdef uint32_t* w = NULL
+    cdef uint16_t* h = NULL
+    cdef const int32_t* src
+    if total:
+        if ids.dtype.itemsize == 4:
+            wide = ids
+            w = &wide[0]
+        else:
+            narrow = ids
+            h = &narrow[0]
+    with nogil:
+        for i in range(n):
+            off[i] = at
+            src = outs[i].data
+            if w != NULL:
+                memcpy(w + at, src, outs[i].size * sizeof(uint32_t))
+            elif h != NULL:
+                for k in range(outs[i].size):
+                    h[at + k] = <uint16_t>src[k]
+            at += outs[i].size
+        off[n] = at
+    return (ids, offsets) if with_offsets else ids
 
 
 def joinable_pairs(tables):
@@ -689,7 +722,7 @@ cdef class SpmCore:
     cdef Scratch scratch          # for encode(): calls hold the GIL, so one is enough
     cdef Scratch pool[POOL]       # for the jobs of encode_batch, warm from call to call
     cdef bint pool_busy           # a batch (without the GIL) is using the pool
-    cdef list id_objects          # id -> its int, so that a result list holds shared ints
+    cdef Py_ssize_t n_shared      # ids below this have a shared int (fastbpe._idlists)
     cdef readonly object tables
 
     def __cinit__(self):
@@ -799,7 +832,7 @@ cdef class SpmCore:
             while self.m.pair_table[slot] != 0:
                 slot = (slot + 1) & self.m.pair_mask
             self.m.pair_table[slot] = h
-        self.id_objects = list(range(len(tables.texts)))
+        self.n_shared = shared_id_ints(len(tables.texts))
         if mark_whole(&self.m, &self.scratch) < 0:
             raise MemoryError()
 
@@ -817,41 +850,90 @@ cdef class SpmCore:
         free(self.m.user_len)
         scratch_free(&self.scratch)
 
-    def encode(self, str text):
+    cdef int encode_one(self, str text, I32Vec* out) except -1:
+        """text's ids into out (the caller frees out.data)."""
         cdef Py_ssize_t n
         cdef const unsigned char* p = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
-        cdef I32Vec out
         cdef int rc
+        cdef Scratch own
         if n > MAX_TEXT_BYTES:
             raise ValueError(f"text of {n} UTF-8 bytes is too long (at most {MAX_TEXT_BYTES})")
-        cdef Scratch own
-        memset(&out, 0, sizeof(I32Vec))
         if n > 65536:   # without the GIL, so on a scratch of its own: another thread may call
             memset(&own, 0, sizeof(Scratch))
             with nogil:
-                rc = spm_encode(&self.m, &own, p, n, &out)
+                rc = spm_encode(&self.m, &own, p, n, out)
                 scratch_free(&own)
         else:           # the shared scratch (and its cache of segments) is used under the GIL only
-            rc = spm_encode(&self.m, &self.scratch, p, n, &out)
+            rc = spm_encode(&self.m, &self.scratch, p, n, out)
         if rc < 0:
-            free(out.data)
             raise MemoryError("out of memory while encoding")
+        return 0
+
+    def encode(self, str text):
+        cdef I32Vec out
+        memset(&out, 0, sizeof(I32Vec))
         try:
-            return ids_list(&out, self.id_objects)
+            self.encode_one(text, &out)
+            return ids_list(&out, self.n_shared)
+        finally:
+            free(out.data)
+
+    def encode_to_numpy(self, str text, dtype):
+        """``encode(text)`` as a numpy array of dtype (uint16 or uint32: the caller checks
+        that every id fits)."""
+        cdef I32Vec out
+        memset(&out, 0, sizeof(I32Vec))
+        try:
+            self.encode_one(text, &out)
+            return ids_array(&out, 1, dtype, False)
         finally:
             free(out.data)
 
     def encode_batch(self, list texts, int num_threads):
+        cdef Py_ssize_t n = len(texts), i
+        cdef I32Vec* outs = <I32Vec*>calloc(n + 1, sizeof(I32Vec))
+        cdef list lists
+        if outs == NULL:
+            raise MemoryError()
+        try:
+            self.run_batch(texts, num_threads, outs)
+            collect_young_if_due()
+            lists = [ids_list(&outs[i], self.n_shared, True) for i in range(n)]
+            track_lists(lists)
+            return lists
+        finally:
+            for i in range(n):
+                free(outs[i].data)
+            free(outs)
+
+    def encode_batch_to_numpy(self, list texts, int num_threads, dtype):
+        """``encode_batch`` as (ids, offsets): one flat numpy array of dtype (uint16 or
+        uint32, checked by the caller) and int64 offsets, text i being
+        ids[offsets[i]:offsets[i + 1]]; written from the native buffers, no lists."""
+        cdef Py_ssize_t n = len(texts), i
+        cdef I32Vec* outs = <I32Vec*>calloc(n + 1, sizeof(I32Vec))
+        if outs == NULL:
+            raise MemoryError()
+        try:
+            self.run_batch(texts, num_threads, outs)
+            return ids_array(outs, n, dtype, True)
+        finally:
+            for i in range(n):
+                free(outs[i].data)
+            free(outs)
+
+    cdef int run_batch(self, list texts, int num_threads, I32Vec* outs) except -1:
+        """Each text's ids into outs[i], on up to num_threads threads (the caller frees
+        each outs[i].data)."""
         cdef Py_ssize_t n = len(texts), i, total = 0, acc = 0, t
         cdef int k, n_thr
         cdef const unsigned char** ptrs = <const unsigned char**>malloc((n + 1) * sizeof(void*))
         cdef Py_ssize_t* lengths = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
-        cdef I32Vec* outs = <I32Vec*>calloc(n + 1, sizeof(I32Vec))
         cdef Job* jobs = NULL
         cdef Runner runner
         cdef bint use_pool = False
         try:
-            if ptrs == NULL or lengths == NULL or outs == NULL:
+            if ptrs == NULL or lengths == NULL:
                 raise MemoryError()
             for i in range(n):
                 ptrs[i] = <const unsigned char*>PyUnicode_AsUTF8AndSize(texts[i], &lengths[i])
@@ -895,12 +977,8 @@ cdef class SpmCore:
             for k in range(n_thr):
                 if jobs[k].error:
                     raise MemoryError("out of memory while encoding")
-            return [ids_list(&outs[i], self.id_objects) for i in range(n)]
+            return 0
         finally:
-            if outs != NULL:
-                for i in range(n):
-                    free(outs[i].data)
-            free(outs)
             free(ptrs)
             free(lengths)
             free(jobs)
