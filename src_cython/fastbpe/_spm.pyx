@@ -35,7 +35,12 @@ assert PAIR_BYTES * 8 >= SMALL_CHARS * SMALL_CHARS and SMALL_CHARS == SMALL_LIMI
 # --------------------------------------------------------------------------- lookups
 cdef inline const Entry* lookup(const Model* m, const unsigned char* p, uint32_t n) noexcept nogil:
     """The table entry of the n bytes at p, or NULL."""
-    cdef uint64_t i = fbe_hash(p, n) & m.mask
+    return lookup_at(m, p, n, fbe_hash(p, n) & m.mask)
+
+
+cdef inline const Entry* lookup_at(const Model* m, const unsigned char* p, uint32_t n, uint64_t i) noexcept nogil:
+    """``lookup`` from slot i = fbe_hash(p, n) & m.mask (a caller that has the hash, or
+    prefetched the slot)."""
     cdef uint64_t w = fbe_word(p, n if n < 8 else 8)
     cdef const Entry* e
     while True:
@@ -264,6 +269,16 @@ cdef inline int add_pair(const Model* m, Scratch* s, int32_t left) noexcept nogi
     return heap_push(s, (<uint64_t>e.rank << 32) | <uint32_t>left)
 
 
+cdef inline uint32_t pair_rank_at(const Model* m, const Scratch* s, int32_t left, uint64_t slot) noexcept nogil:
+    """``pair_rank`` of the pair (left, left + 1) of the initial symbols, its table slot given."""
+    cdef int32_t right = left + 1
+    cdef const Entry* e
+    if (s.sym[left].length | s.sym[right].length) & FROZEN:
+        return NO_PAIR
+    e = lookup_at(m, s.norm + s.sym[left].start, s.sym[left].length + s.sym[right].length, slot)
+    return e.rank if e != NULL and e.merge_id >= 0 else NO_PAIR
+
+
 cdef inline uint32_t pair_rank(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
     cdef const Entry* e
     if left < 0:
@@ -291,8 +306,18 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
     cdef uint32_t best
     if count == 0:
         return
-    for i in range(count):
-        s.pair_rank[i] = pair_rank(m, s, <int32_t>i)
+    # the pairs' table slots first, prefetched, then their ranks: a word's lookups
+    # overlap (the table is megabytes: each is a miss to L3 on a new word)
+    for i in range(count - 1):
+        if (s.sym[i].length | s.sym[i + 1].length) & FROZEN:
+            s.pair_rank[i] = 0               # no pair (pair_rank_at looks at no slot)
+            continue
+        s.pair_rank[i] = <uint32_t>(fbe_hash(s.norm + s.sym[i].start, s.sym[i].length + s.sym[i + 1].length)
+                                    & m.mask)
+        fbe_prefetch(&m.table[s.pair_rank[i]])
+    for i in range(count - 1):
+        s.pair_rank[i] = pair_rank_at(m, s, <int32_t>i, s.pair_rank[i])
+    s.pair_rank[count - 1] = NO_PAIR
     while True:
         best = NO_PAIR
         best_j = -1
@@ -479,7 +504,7 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
                 if i32_push(out, ids[k], OUT_FIRST) < 0:
                     return -1
             return drop_fused_unk(m, out, first, after_unk)
-    whole = lookup(m, base, <uint32_t>n) if n <= m.max_whole else NULL
+    whole = lookup_at(m, base, <uint32_t>n, h & m.mask) if n <= m.max_whole else NULL
     if whole != NULL and whole.whole:
         if i32_push(out, whole.id, OUT_FIRST) < 0:
             return -1
@@ -537,7 +562,8 @@ cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char
                                  Py_ssize_t end, uint64_t* h, int32_t* direct) noexcept nogil:
     """Look at the segment norm[pos:end] before its turn: a single character that is a
     piece (BMP) sets *direct to its id (from char_ids: no hash, no cache); else *direct
-    is -1, *h its hash, and its cache set is returned (NULL: not cached) and prefetched."""
+    is -1, *h its hash, and its cache set is returned (NULL: not cached) and prefetched,
+    with the piece table's slot of its text."""
     cdef unsigned char* slot
     cdef uint32_t size, c
     direct[0] = -1
@@ -549,6 +575,8 @@ cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char
         return NULL
     h[0] = fbe_hash(norm + pos, end - pos)
     slot = cache_slot(s, end - pos, h[0])
+    if end - pos <= m.max_whole:    # where a cache miss looks first (Entry.whole)
+        fbe_prefetch(&m.table[h[0] & m.mask])
     if slot != NULL:
         fbe_prefetch(slot)          # both ways of a short set (the first of a long one)
         fbe_prefetch(slot + 64)
