@@ -111,6 +111,45 @@ def test_hand_made(model, texts):
     _check_numpy(core, texts, expected)
 
 
+class _SortedRuns:
+    """Every segment of two or more symbols through ``merge``'s sorted run of initial
+    pairs (``_spm._set_run_min``), restored on exit."""
+
+    def __enter__(self):
+        self.old = _spm._set_run_min(2)
+
+    def __exit__(self, *exc):
+        _spm._set_run_min(self.old)
+
+
+@settings(max_examples=300)
+@given(model=hand_made(), texts=st.lists(st.text(st.sampled_from(list("ab▁c中 d\n")), max_size=30), max_size=6))
+def test_hand_made_sorted_run(model, texts):
+    """The sorted run of initial pairs beside the heap gives the heap's order (ties,
+    frozen user-defined pieces, pairs that go stale), so the reference's ids."""
+    tables = R.build_tables(model)
+    with _SortedRuns():
+        core = _spm.SpmCore(tables)
+        assert [core.encode(t) for t in texts] == [R.encode(t, tables) for t in texts]
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+@settings(max_examples=100)
+@given(text=TEXT | SPACEY)
+def test_mistral_sorted_run(vocab_file, name, text):
+    data = vocab_file(name).read_bytes()
+    tables = _cores(data, name)[1]
+    with _SortedRuns():
+        core = _spm.SpmCore(tables)    # fresh: no segment cached by the other path
+        assert core.encode(text) == R.encode(text, tables)
+        assert core.encode_batch([text, text + "x"], 2) == [R.encode(t, tables) for t in (text, text + "x")]
+
+
+def test_sorted_run_hook_checks():
+    with pytest.raises(ValueError, match="at least 2"):
+        _spm._set_run_min(1)
+
+
 def test_joinable_pairs_tables():
     """The native pair tables hold exactly the reference's pairs: small characters (below
     U+0600, and the space mark) as bits, the others in the probed table."""
@@ -212,6 +251,8 @@ def test_long_line_is_not_quadratic(vocab_file):
     small = big[:200_000]
     assert len(R.segments(R.normalize(big[:5000], tables), R.joinable_pairs(tables))) == 1
     assert core.encode(small[:5000]) == R.encode(small[:5000], tables)
+    # past merge's run_min (4096 symbols): the initial pairs in a sorted run
+    assert core.encode(small[:30_000]) == R.encode(small[:30_000], tables)
 
     def best(text):
         times = []

@@ -336,16 +336,40 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
 
 
 cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
-    cdef Py_ssize_t i
+    """Merge the count symbols by the lowest (rank, left) pair each time (``merge_scan``'s
+    rule) through a priority queue of candidate pairs: the heap, and for a long segment
+    (at least ``run_min`` symbols) the initial pairs apart, in one run sorted once by key
+    (``sorted_run``); each pop takes the smaller of the run's next key and the heap's
+    top, so the queue holds the same keys and gives them in the same order as one heap
+    would. The run is read front to back (no cache miss per pop for it) and the heap
+    holds only the pairs merges make: a smaller heap, its top levels in cache."""
+    cdef Py_ssize_t i, ri = 0, n_run = 0
     cdef int32_t left
     cdef uint64_t key
+    cdef uint64_t* run = NULL
     cdef const Entry* e
     s.heap_size = 0
-    for i in range(count - 1):
-        if add_pair(m, s, <int32_t>i) < 0:
+    if count >= run_min:
+        run = sorted_run(m, s, count, &n_run)
+        if run == NULL:
             return -1
-    while s.heap_size:
-        key = heap_pop(s)
+    else:
+        for i in range(count - 1):
+            if add_pair(m, s, <int32_t>i) < 0:
+                return -1
+    while s.heap_size or ri < n_run:
+        if ri < n_run and (s.heap_size == 0 or run[ri] <= s.heap[0]):
+            key = run[ri]
+            # the run is known ahead: its symbols (16 keys on) and then their text (8 on,
+            # where the symbol is in cache by now) are prefetched, the misses of a
+            # long line's pops (its symbols and text are far larger than the caches)
+            if ri + 16 < n_run:
+                fbe_prefetch(&s.sym[<uint32_t>run[ri + 16]])
+            if ri + 8 < n_run:
+                fbe_prefetch(s.norm + s.sym[<uint32_t>run[ri + 8]].start)
+            ri += 1
+        else:
+            key = heap_pop(s)
         left = <int32_t><uint32_t>key
         if s.sym[left].length == 0:
             continue                        # merged into its left neighbour since
@@ -354,8 +378,57 @@ cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
             continue                        # stale: the pair changed since the push
         join(s, left)
         if add_pair(m, s, s.sym[left].prev) < 0 or add_pair(m, s, left) < 0:
+            free(run)
             return -1
+    free(run)
     return 0
+
+
+#: segments of at least this many symbols sort their initial pairs (``merge``); a
+#: variable so that the tests can run short texts through the sorted run too
+cdef Py_ssize_t run_min = 4096
+
+
+def _set_run_min(Py_ssize_t n):
+    """Testing hook: segments of at least n symbols (n >= 2) take ``merge``'s sorted run
+    of initial pairs; returns the previous value."""
+    global run_min
+    if n < 2:
+        raise ValueError(f"n must be at least 2, got {n}")
+    old = run_min
+    run_min = n
+    return old
+
+
+cdef uint64_t* sorted_run(const Model* m, Scratch* s, Py_ssize_t count, Py_ssize_t* n_run) noexcept nogil:
+    """The keys (rank << 32 | left) of the initial pairs that are pieces, sorted: a
+    counting sort on the rank (m.n_ranks buckets), lefts rising within a rank as the
+    pairs are visited left to right. NULL when memory runs out. Linear, two sequential
+    passes: no random access per pair (pushing them into the heap was one per level)."""
+    cdef Py_ssize_t i
+    cdef uint32_t r
+    cdef uint64_t* run = NULL
+    cdef Py_ssize_t* at = <Py_ssize_t*>calloc(m.n_ranks + 1, sizeof(Py_ssize_t))
+    if at == NULL:
+        return NULL
+    n_run[0] = 0
+    for i in range(count - 1):
+        r = pair_rank(m, s, <int32_t>i)
+        s.pair_rank[i] = r
+        if r != NO_PAIR:
+            at[r + 1] += 1
+            n_run[0] += 1
+    for i in range(m.n_ranks):
+        at[i + 1] += at[i]
+    run = <uint64_t*>malloc((n_run[0] + 1) * sizeof(uint64_t))
+    if run != NULL:
+        for i in range(count - 1):
+            r = s.pair_rank[i]
+            if r != NO_PAIR:
+                run[at[r]] = (<uint64_t>r << 32) | <uint32_t>i
+                at[r] += 1
+    free(at)
+    return run
 
 
 # --------------------------------------------------------------------------- 4. emit
@@ -386,7 +459,7 @@ cdef int encode_piece(const Model* m, Scratch* s, const unsigned char* base, Py_
                       I32Vec* out) noexcept nogil:
     """Symbols, merges and ids of base[:n] (all of the normalized text, or a segment)."""
     cdef Py_ssize_t count = symbolize(m, s, base, n)
-    if count <= SCAN_MAX:
+    if count <= SCAN_MAX and count < run_min:   # (run_min is only below SCAN_MAX in tests)
         merge_scan(m, s, count)
     elif merge(m, s, count) < 0:
         return -1
@@ -771,6 +844,7 @@ cdef class SpmCore:
         if any(x != x for x in merge_scores):
             raise ValueError("the native core does not run models with NaN scores")
         ranks = {score: rank for rank, score in enumerate(sorted(merge_scores, reverse=True))}
+        self.m.n_ranks = len(ranks)
         self.tables = tables
         texts = {}
         for piece in tables.pieces:
