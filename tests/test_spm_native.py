@@ -2,7 +2,9 @@
 
 Golden cases and hypothesis text on Mistral's files, tiny trained models and random
 hand-made models (spaces and space marks inside pieces, which move the segments' cuts;
-user-defined pieces, ties, no byte fallback), batches on threads, and long inputs staying linear.
+user-defined pieces, ties, no byte fallback), batches on threads, the numpy arrays the core
+writes, ``merge``'s sorted run of initial pairs (forced on short texts by ``_set_run_min``),
+and long inputs staying linear.
 """
 from __future__ import annotations
 
