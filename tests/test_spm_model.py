@@ -153,6 +153,31 @@ def test_batches_refuse_control_text(v3):
     assert ids.dtype.name == "uint16" and ids[offsets[0]] == 3 and offsets.tolist()[-1] == len(ids)
 
 
+@pytest.mark.parametrize("native", [None, False])
+def test_numpy_equals_lists(v3, native):
+    """``encode_batch_to_numpy`` / ``encode_to_numpy`` (written by the core, no lists
+    between) give ``encode_batch`` / ``encode``'s ids: allowed special tokens between
+    runs of text, empty texts and batches, lone surrogates, both dtypes."""
+    tok = v3 if native is None else SentencePieceBPE(v3._model, name="v3", native=False)
+    texts = ["[INST] hi [/INST] there[INST]", "", "x", "lone \ud800 surrogate", "[INST]", "a b  c"] + CORPUS
+    for allowed in (set(), {"[INST]"}, "all"):
+        rows = tok.encode_batch(texts, allowed_special=allowed, disallowed_special=())
+        for dtype in ("uint16", np.uint32):
+            ids, offsets = tok.encode_batch_to_numpy(texts, allowed_special=allowed, disallowed_special=(),
+                                                     dtype=dtype)
+            assert ids.dtype == np.dtype(dtype) and offsets.tolist()[-1] == len(ids)
+            assert [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))] == rows
+            for t, r in zip(texts, rows):
+                assert tok.encode_to_numpy(t, allowed_special=allowed, disallowed_special=(),
+                                           dtype=dtype).tolist() == r
+    ids, offsets = tok.encode_batch_to_numpy([])
+    assert len(ids) == 0 and offsets.tolist() == [0]
+    with pytest.raises(ValueError, match="text 1"):
+        tok.encode_batch_to_numpy(["ok", "a [INST] b"])
+    with pytest.raises(TypeError, match="text 1 of the batch"):
+        tok.encode_batch_to_numpy(["ok", b"x"])
+
+
 @pytest.mark.parametrize("name", MISTRAL_FILES)
 def test_mistral_load(vocab_file, name):
     path = vocab_file(name)

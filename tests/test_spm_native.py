@@ -2,7 +2,9 @@
 
 Golden cases and hypothesis text on Mistral's files, tiny trained models and random
 hand-made models (spaces and space marks inside pieces, which move the segments' cuts;
-user-defined pieces, ties, no byte fallback), batches on threads, and long inputs staying linear.
+user-defined pieces, ties, no byte fallback), batches on threads, the numpy arrays the core
+writes, ``merge``'s sorted run of initial pairs (forced on short texts by ``_set_run_min``),
+and long inputs staying linear.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,6 +44,19 @@ def _check(data: bytes, texts: list[str], where: str) -> None:
     expected = [R.encode(t, tables) for t in texts]
     assert [core.encode(t) for t in texts] == expected, where
     assert core.encode_batch(texts, 2) == expected, where
+    _check_numpy(core, texts, expected)
+
+
+def _check_numpy(core, texts: list[str], expected: list[list[int]]) -> None:
+    """The arrays the core writes (no lists between) hold the reference's ids."""
+    for dtype in (np.uint32, np.uint16):
+        ids, offsets = core.encode_batch_to_numpy(texts, 2, np.dtype(dtype))
+        assert ids.dtype == dtype and offsets.dtype == np.int64 and len(offsets) == len(texts) + 1
+        assert offsets[0] == 0 and offsets[-1] == len(ids)
+        assert [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))] == expected
+        for t, e in zip(texts[:5], expected):
+            one = core.encode_to_numpy(t, np.dtype(dtype))
+            assert one.dtype == dtype and one.tolist() == e
 
 
 @pytest.mark.parametrize("name", MISTRAL_FILES)
@@ -94,6 +110,46 @@ def test_hand_made(model, texts):
     assert [core.encode(t) for t in texts] == expected
     assert [core.encode(t) for t in texts] == expected      # again: from the segment cache
     assert core.encode_batch(texts, 3) == expected
+    _check_numpy(core, texts, expected)
+
+
+class _SortedRuns:
+    """Every segment of two or more symbols through ``merge``'s sorted run of initial
+    pairs (``_spm._set_run_min``), restored on exit."""
+
+    def __enter__(self):
+        self.old = _spm._set_run_min(2)
+
+    def __exit__(self, *exc):
+        _spm._set_run_min(self.old)
+
+
+@settings(max_examples=300)
+@given(model=hand_made(), texts=st.lists(st.text(st.sampled_from(list("ab▁c中 d\n")), max_size=30), max_size=6))
+def test_hand_made_sorted_run(model, texts):
+    """The sorted run of initial pairs beside the heap gives the heap's order (ties,
+    frozen user-defined pieces, pairs that go stale), so the reference's ids."""
+    tables = R.build_tables(model)
+    with _SortedRuns():
+        core = _spm.SpmCore(tables)
+        assert [core.encode(t) for t in texts] == [R.encode(t, tables) for t in texts]
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+@settings(max_examples=100)
+@given(text=TEXT | SPACEY)
+def test_mistral_sorted_run(vocab_file, name, text):
+    data = vocab_file(name).read_bytes()
+    tables = _cores(data, name)[1]
+    with _SortedRuns():
+        core = _spm.SpmCore(tables)    # fresh: no segment cached by the other path
+        assert core.encode(text) == R.encode(text, tables)
+        assert core.encode_batch([text, text + "x"], 2) == [R.encode(t, tables) for t in (text, text + "x")]
+
+
+def test_sorted_run_hook_checks():
+    with pytest.raises(ValueError, match="at least 2"):
+        _spm._set_run_min(1)
 
 
 def test_joinable_pairs_tables():
@@ -197,6 +253,8 @@ def test_long_line_is_not_quadratic(vocab_file):
     small = big[:200_000]
     assert len(R.segments(R.normalize(big[:5000], tables), R.joinable_pairs(tables))) == 1
     assert core.encode(small[:5000]) == R.encode(small[:5000], tables)
+    # past merge's run_min (4096 symbols): the initial pairs in a sorted run
+    assert core.encode(small[:30_000]) == R.encode(small[:30_000], tables)
 
     def best(text):
         times = []

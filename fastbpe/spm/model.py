@@ -64,6 +64,19 @@ class ReferenceCore:
     def encode_batch(self, texts: list[str], num_threads: int) -> list[list[int]]:
         return [self.encode(t) for t in texts]
 
+    def encode_to_numpy(self, text: str, dtype: np.dtype) -> np.ndarray:
+        return np.array(self.encode(text), dtype=dtype)
+
+    def encode_batch_to_numpy(self, texts: list[str], num_threads: int, dtype: np.dtype):
+        return _rows_to_numpy(self.encode_batch(texts, num_threads), dtype)
+
+
+def _rows_to_numpy(rows: list[list[int]], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Lists of ids as (one flat array of dtype, int64 offsets of len(rows) + 1)."""
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=offsets[1:])
+    return np.fromiter((i for r in rows for i in r), dtype=dtype, count=int(offsets[-1])), offsets
+
 
 class SentencePieceBPE:
     """A sentencepiece BPE model with tiktoken's ``Encoding`` API.
@@ -128,8 +141,15 @@ class SentencePieceBPE:
                         disallowed_special: Literal["all"] | Collection[str] = "all", dtype=np.uint32) -> np.ndarray:
         """Like ``encode``, as a numpy array (uint32, or uint16: every id of these models fits)."""
         dtype = check_dtype(dtype, self.n_vocab - 1, repr(self.name))
-        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-        return np.array(ids, dtype=dtype)
+        text = _check_text(text)
+        allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, self._specials)
+        check_no_disallowed(text, disallowed - allowed)
+        if allowed:
+            return np.array(self._encode_allowed(text, allowed), dtype=dtype)
+        try:   # the core writes the array (no list between)
+            return self._core.encode_to_numpy(text, dtype)
+        except UnicodeEncodeError:   # lone surrogates (module docstring)
+            return self._core.encode_to_numpy(fix_surrogates(text), dtype)
 
     def encode_ordinary_batch(self, text: Sequence[str], *, num_threads: int = 8) -> list[list[int]]:
         """``encode_ordinary`` of each text, on up to ``num_threads`` native threads."""
@@ -141,14 +161,20 @@ class SentencePieceBPE:
                      disallowed_special: Literal["all"] | Collection[str] = "all") -> list[list[int]]:
         """``encode`` of each text, on up to ``num_threads`` native threads; an error names
         the text of the batch."""
+        texts, num_threads, allowed = self._checked_batch(text, num_threads, allowed_special, disallowed_special)
+        if not allowed:
+            return self._encode_many(texts, num_threads)
+        return self._encode_batch_allowed(texts, allowed, num_threads)
+
+    def _checked_batch(self, text, num_threads, allowed_special, disallowed_special):
+        """The batch's texts, thread count and allowed special tokens, after the checks
+        (TypeError naming a text that is not a str; disallowed special text)."""
         texts = [_check_text(t, f"text {i} of the batch") for i, t in enumerate(_check_batch(text))]
         num_threads = check_num_threads(num_threads)
         allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, self._specials)
         for i, t in enumerate(texts):
             check_no_disallowed(t, disallowed - allowed, i)
-        if not allowed:
-            return self._encode_many(texts, num_threads)
-        return self._encode_batch_allowed(texts, allowed, num_threads)
+        return texts, num_threads, allowed
 
     def _encode_allowed(self, text: str, allowed: frozenset[str]) -> list[int]:
         """``encode`` with some special tokens allowed: the text between them encoded as
@@ -167,13 +193,43 @@ class SentencePieceBPE:
                               disallowed_special: Literal["all"] | Collection[str] = "all",
                               dtype=np.uint32) -> tuple[np.ndarray, np.ndarray]:
         """One flat array of ids and ``offsets`` (int64, len n+1): text ``i`` is
-        ``ids[offsets[i]:offsets[i+1]]``."""
+        ``ids[offsets[i]:offsets[i+1]]``. The core writes the array (no lists between)."""
         dtype = check_dtype(dtype, self.n_vocab - 1, repr(self.name))
-        rows = self.encode_batch(text, num_threads=num_threads, allowed_special=allowed_special,
-                                 disallowed_special=disallowed_special)
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum([len(r) for r in rows], out=offsets[1:])
-        return np.fromiter((i for r in rows for i in r), dtype=dtype, count=int(offsets[-1])), offsets
+        texts, num_threads, allowed = self._checked_batch(text, num_threads, allowed_special, disallowed_special)
+        if allowed:
+            return self._numpy_batch_allowed(texts, allowed, num_threads, dtype)
+        try:
+            return self._core.encode_batch_to_numpy(texts, num_threads, dtype)
+        except UnicodeEncodeError:
+            return self._core.encode_batch_to_numpy([fix_surrogates(t) for t in texts], num_threads, dtype)
+
+    def _numpy_batch_allowed(self, texts: list[str], allowed: frozenset[str], num_threads: int,
+                             dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+        """``encode_batch_to_numpy`` with some special tokens allowed: the text between
+        them as one flat batch of its own (``_encode_allowed``'s rule), then each text's
+        runs of ids and special ids copied in order (a loop over parts, not over ids)."""
+        split = [R.split_specials(t, allowed) for t in texts]
+        plain = [p for parts in split for p in parts if not isinstance(p, tuple)]
+        try:
+            flat, starts = self._core.encode_batch_to_numpy(plain, num_threads, dtype)
+        except UnicodeEncodeError:
+            flat, starts = self._core.encode_batch_to_numpy([fix_surrogates(t) for t in plain], num_threads, dtype)
+        n_special = sum(isinstance(p, tuple) for parts in split for p in parts)
+        ids = np.empty(len(flat) + n_special, dtype=dtype)
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        at = k = 0
+        for i, parts in enumerate(split):
+            for part in parts:
+                if isinstance(part, tuple):
+                    ids[at] = self._special_tokens[part[0]]
+                    at += 1
+                else:
+                    run = flat[starts[k]:starts[k + 1]]
+                    ids[at:at + len(run)] = run
+                    at += len(run)
+                    k += 1
+            offsets[i + 1] = at
+        return ids, offsets
 
     def count(self, text: str) -> int:
         """How many ids ``encode_ordinary(text)`` gives."""
@@ -364,6 +420,9 @@ class HFSentencePieceBPE(SentencePieceBPE):
     def _encode_batch_allowed(self, texts, allowed, num_threads):
         return [self._hf.encode(t, self._spec, allowed) for t in texts]
 
+    def _numpy_batch_allowed(self, texts, allowed, num_threads, dtype):
+        return _rows_to_numpy(self._encode_batch_allowed(texts, allowed, num_threads), dtype)
+
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         """HF's ``encode(text, add_special_tokens=False)``: its ids and offsets (every
         special token matched, as HF does; ``fastbpe.Tokenizer`` reads these)."""
@@ -420,7 +479,7 @@ class HFSentencePieceBPE(SentencePieceBPE):
         return self._spec
 
 
-class _HFCore:
+class _HFCore(ReferenceCore):
     """``fastbpe.reference.hf_spm`` as a core (no special tokens: ``encode_ordinary``)."""
 
     def __init__(self, spec):
@@ -431,6 +490,3 @@ class _HFCore:
     def encode(self, text: str) -> list[int]:
         text.encode("utf-8")
         return self.hf.encode(text, self.spec)
-
-    def encode_batch(self, texts: list[str], num_threads: int) -> list[list[int]]:
-        return [self.encode(t) for t in texts]

@@ -11,7 +11,11 @@ encoded by ``spm_encode`` in four linear steps, each a loop over bytes:
    (rank, position) pair per merge, each symbol keeping the rank of its pair with the
    next (tiktoken's way: no heap to fill for a word); for longer ones an 8-ary heap of
    candidate pairs (score, then leftmost), stale entries skipped when popped
-   (``Scratch.heap``). Both pick the same pair: the lowest key among the current pairs.
+   (``Scratch.heap``); a segment of ``run_min`` symbols or more (a long line no cut
+   shortens) keeps its initial pairs out of the heap, in one run sorted by key (a
+   counting sort on the rank), each pop the smaller of the run's next key and the
+   heap's top, the run's symbols and text prefetched ahead. All pick the same pair:
+   the lowest key among the current pairs.
    A doubly linked list of
    symbols: O(n log n) for n symbols, never a rescan;
 4. ``emit``: each symbol's id (a control/unknown/byte piece with that text first, then a
@@ -101,6 +105,7 @@ cdef struct Model:
     Entry* table          # open addressing, linear probing, a power of two of slots
     uint64_t mask
     uint32_t max_whole    # the longest piece's bytes: no longer segment is a whole piece
+    uint32_t n_ranks      # distinct scores of the pieces merges may make (Entry.rank < n_ranks)
     int32_t unk_id
     int32_t byte_ids[256] # PieceToId("<0xXX>") of each byte (the unknown id when absent)
     bint byte_fallback

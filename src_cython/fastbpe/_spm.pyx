@@ -2,7 +2,6 @@
 for the rules): ``SpmCore`` encodes one text or a batch, the batch without the GIL on the
 threads of ``fastbpe._runner`` (one job per run of consecutive texts, as WordPiece does).
 """
-from cpython.list cimport PyList_New
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 
@@ -10,18 +9,20 @@ cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void** memptr, size_t alignment, size_t size)
 from libc.string cimport memcmp, memcpy, memmove, memset
 
+cimport numpy as cnp
+
 from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, table_alloc
+from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
+from fastbpe._out cimport OutBuf, out_init
 from fastbpe._runner cimport Runner, run_jobs
 from fastbpe._vec cimport I32Vec, i32_push
 
 from fastbpe._runner import _batch_threads
 
+cnp.import_array()
+
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
-    ctypedef struct PyObject
-    void set_item_raw "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)
-    PyObject* list_get_raw "PyList_GET_ITEM"(object lst, Py_ssize_t i)
-    void incref_raw "Py_INCREF"(PyObject* o)
 
 cdef enum:
     OUT_FIRST = 64
@@ -38,7 +39,12 @@ assert PAIR_BYTES * 8 >= SMALL_CHARS * SMALL_CHARS and SMALL_CHARS == SMALL_LIMI
 # --------------------------------------------------------------------------- lookups
 cdef inline const Entry* lookup(const Model* m, const unsigned char* p, uint32_t n) noexcept nogil:
     """The table entry of the n bytes at p, or NULL."""
-    cdef uint64_t i = fbe_hash(p, n) & m.mask
+    return lookup_at(m, p, n, fbe_hash(p, n) & m.mask)
+
+
+cdef inline const Entry* lookup_at(const Model* m, const unsigned char* p, uint32_t n, uint64_t i) noexcept nogil:
+    """``lookup`` from slot i = fbe_hash(p, n) & m.mask (a caller that has the hash, or
+    prefetched the slot)."""
     cdef uint64_t w = fbe_word(p, n if n < 8 else 8)
     cdef const Entry* e
     while True:
@@ -267,6 +273,16 @@ cdef inline int add_pair(const Model* m, Scratch* s, int32_t left) noexcept nogi
     return heap_push(s, (<uint64_t>e.rank << 32) | <uint32_t>left)
 
 
+cdef inline uint32_t pair_rank_at(const Model* m, const Scratch* s, int32_t left, uint64_t slot) noexcept nogil:
+    """``pair_rank`` of the pair (left, left + 1) of the initial symbols, its table slot given."""
+    cdef int32_t right = left + 1
+    cdef const Entry* e
+    if (s.sym[left].length | s.sym[right].length) & FROZEN:
+        return NO_PAIR
+    e = lookup_at(m, s.norm + s.sym[left].start, s.sym[left].length + s.sym[right].length, slot)
+    return e.rank if e != NULL and e.merge_id >= 0 else NO_PAIR
+
+
 cdef inline uint32_t pair_rank(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
     cdef const Entry* e
     if left < 0:
@@ -294,8 +310,18 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
     cdef uint32_t best
     if count == 0:
         return
-    for i in range(count):
-        s.pair_rank[i] = pair_rank(m, s, <int32_t>i)
+    # the pairs' table slots first, prefetched, then their ranks: a word's lookups
+    # overlap (the table is megabytes: each is a miss to L3 on a new word)
+    for i in range(count - 1):
+        if (s.sym[i].length | s.sym[i + 1].length) & FROZEN:
+            s.pair_rank[i] = 0               # no pair (pair_rank_at looks at no slot)
+            continue
+        s.pair_rank[i] = <uint32_t>(fbe_hash(s.norm + s.sym[i].start, s.sym[i].length + s.sym[i + 1].length)
+                                    & m.mask)
+        fbe_prefetch(&m.table[s.pair_rank[i]])
+    for i in range(count - 1):
+        s.pair_rank[i] = pair_rank_at(m, s, <int32_t>i, s.pair_rank[i])
+    s.pair_rank[count - 1] = NO_PAIR
     while True:
         best = NO_PAIR
         best_j = -1
@@ -314,16 +340,40 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
 
 
 cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
-    cdef Py_ssize_t i
+    """Merge the count symbols by the lowest (rank, left) pair each time (``merge_scan``'s
+    rule) through a priority queue of candidate pairs: the heap, and for a long segment
+    (at least ``run_min`` symbols) the initial pairs apart, in one run sorted once by key
+    (``sorted_run``); each pop takes the smaller of the run's next key and the heap's
+    top, so the queue holds the same keys and gives them in the same order as one heap
+    would. The run is read front to back (no cache miss per pop for it) and the heap
+    holds only the pairs merges make: a smaller heap, its top levels in cache."""
+    cdef Py_ssize_t i, ri = 0, n_run = 0
     cdef int32_t left
     cdef uint64_t key
+    cdef uint64_t* run = NULL
     cdef const Entry* e
     s.heap_size = 0
-    for i in range(count - 1):
-        if add_pair(m, s, <int32_t>i) < 0:
+    if count >= run_min:
+        run = sorted_run(m, s, count, &n_run)
+        if run == NULL:
             return -1
-    while s.heap_size:
-        key = heap_pop(s)
+    else:
+        for i in range(count - 1):
+            if add_pair(m, s, <int32_t>i) < 0:
+                return -1
+    while s.heap_size or ri < n_run:
+        if ri < n_run and (s.heap_size == 0 or run[ri] <= s.heap[0]):
+            key = run[ri]
+            # the run is known ahead: its symbols (16 keys on) and then their text (8 on,
+            # where the symbol is in cache by now) are prefetched, the misses of a
+            # long line's pops (its symbols and text are far larger than the caches)
+            if ri + 16 < n_run:
+                fbe_prefetch(&s.sym[<uint32_t>run[ri + 16]])
+            if ri + 8 < n_run:
+                fbe_prefetch(s.norm + s.sym[<uint32_t>run[ri + 8]].start)
+            ri += 1
+        else:
+            key = heap_pop(s)
         left = <int32_t><uint32_t>key
         if s.sym[left].length == 0:
             continue                        # merged into its left neighbour since
@@ -332,8 +382,57 @@ cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
             continue                        # stale: the pair changed since the push
         join(s, left)
         if add_pair(m, s, s.sym[left].prev) < 0 or add_pair(m, s, left) < 0:
+            free(run)
             return -1
+    free(run)
     return 0
+
+
+#: segments of at least this many symbols sort their initial pairs (``merge``); a
+#: variable so that the tests can run short texts through the sorted run too
+cdef Py_ssize_t run_min = 4096
+
+
+def _set_run_min(Py_ssize_t n):
+    """Testing hook: segments of at least n symbols (n >= 2) take ``merge``'s sorted run
+    of initial pairs; returns the previous value."""
+    global run_min
+    if n < 2:
+        raise ValueError(f"n must be at least 2, got {n}")
+    old = run_min
+    run_min = n
+    return old
+
+
+cdef uint64_t* sorted_run(const Model* m, Scratch* s, Py_ssize_t count, Py_ssize_t* n_run) noexcept nogil:
+    """The keys (rank << 32 | left) of the initial pairs that are pieces, sorted: a
+    counting sort on the rank (m.n_ranks buckets), lefts rising within a rank as the
+    pairs are visited left to right. NULL when memory runs out. Linear, two sequential
+    passes: no random access per pair (pushing them into the heap was one per level)."""
+    cdef Py_ssize_t i
+    cdef uint32_t r
+    cdef uint64_t* run = NULL
+    cdef Py_ssize_t* at = <Py_ssize_t*>calloc(m.n_ranks + 1, sizeof(Py_ssize_t))
+    if at == NULL:
+        return NULL
+    n_run[0] = 0
+    for i in range(count - 1):
+        r = pair_rank(m, s, <int32_t>i)
+        s.pair_rank[i] = r
+        if r != NO_PAIR:
+            at[r + 1] += 1
+            n_run[0] += 1
+    for i in range(m.n_ranks):
+        at[i + 1] += at[i]
+    run = <uint64_t*>malloc((n_run[0] + 1) * sizeof(uint64_t))
+    if run != NULL:
+        for i in range(count - 1):
+            r = s.pair_rank[i]
+            if r != NO_PAIR:
+                run[at[r]] = (<uint64_t>r << 32) | <uint32_t>i
+                at[r] += 1
+    free(at)
+    return run
 
 
 # --------------------------------------------------------------------------- 4. emit
@@ -364,7 +463,7 @@ cdef int encode_piece(const Model* m, Scratch* s, const unsigned char* base, Py_
                       I32Vec* out) noexcept nogil:
     """Symbols, merges and ids of base[:n] (all of the normalized text, or a segment)."""
     cdef Py_ssize_t count = symbolize(m, s, base, n)
-    if count <= SCAN_MAX:
+    if count <= SCAN_MAX and count < run_min:   # (run_min is only below SCAN_MAX in tests)
         merge_scan(m, s, count)
     elif merge(m, s, count) < 0:
         return -1
@@ -436,15 +535,19 @@ cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_
     return n
 
 
+cdef int slots_alloc(Scratch* s) noexcept nogil:
+    """Allocate s's segment cache (empty); -1 when memory runs out."""
+    s.slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64 + LONG_SLOTS * 128)
+    return 0 if s.slots != NULL else -1
+
+
 cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noexcept nogil:
     """The cache set (two slots side by side) of a segment of n bytes hashing to h; NULL
     when it is too long to be cached (or memory runs out: then nothing is cached)."""
     if n > LONG_KEY:
         return NULL
-    if s.slots == NULL:
-        s.slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64 + LONG_SLOTS * 128)
-        if s.slots == NULL:
-            return NULL
+    if s.slots == NULL and slots_alloc(s) < 0:
+        return NULL
     if n <= SHORT_KEY:
         return s.slots + ((h >> 20) & (SHORT_SLOTS - 2)) * 64
     return s.slots + SHORT_SLOTS * 64 + ((h >> 20) & (LONG_SLOTS - 2)) * 128
@@ -478,7 +581,7 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
                 if i32_push(out, ids[k], OUT_FIRST) < 0:
                     return -1
             return drop_fused_unk(m, out, first, after_unk)
-    whole = lookup(m, base, <uint32_t>n) if n <= m.max_whole else NULL
+    whole = lookup_at(m, base, <uint32_t>n, h & m.mask) if n <= m.max_whole else NULL
     if whole != NULL and whole.whole:
         if i32_push(out, whole.id, OUT_FIRST) < 0:
             return -1
@@ -536,7 +639,8 @@ cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char
                                  Py_ssize_t end, uint64_t* h, int32_t* direct) noexcept nogil:
     """Look at the segment norm[pos:end] before its turn: a single character that is a
     piece (BMP) sets *direct to its id (from char_ids: no hash, no cache); else *direct
-    is -1, *h its hash, and its cache set is returned (NULL: not cached) and prefetched."""
+    is -1, *h its hash, and its cache set is returned (NULL: not cached) and prefetched,
+    with the piece table's slot of its text."""
     cdef unsigned char* slot
     cdef uint32_t size, c
     direct[0] = -1
@@ -548,6 +652,8 @@ cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char
         return NULL
     h[0] = fbe_hash(norm + pos, end - pos)
     slot = cache_slot(s, end - pos, h[0])
+    if end - pos <= m.max_whole:    # where a cache miss looks first (Entry.whole)
+        fbe_prefetch(&m.table[h[0] & m.mask])
     if slot != NULL:
         fbe_prefetch(slot)          # both ways of a short set (the first of a long one)
         fbe_prefetch(slot + 64)
@@ -591,16 +697,47 @@ cdef void run_one(void* payload, Py_ssize_t j, Py_ssize_t slot, void* state) noe
         s.cap = s.heap_cap = s.heap_size = 0
 
 
-cdef list ids_list(const I32Vec* v, list id_objects):
-    """The ids as a list of the core's shared int objects (no int made per id)."""
-    cdef list out = PyList_New(v.size)
-    cdef Py_ssize_t i
-    cdef PyObject* o
-    for i in range(v.size):
-        o = list_get_raw(id_objects, v.data[i])
-        incref_raw(o)
-        set_item_raw(out, i, o)    # the list takes the reference
-    return out
+cdef list ids_list(const I32Vec* v, Py_ssize_t n_shared, bint untracked=False):
+    """The ids as a list of the process's shared int objects (``fastbpe._idlists``: no
+    int made per id, no reference count written); untracked: hidden from the cyclic
+    collector until ``track_lists`` (a batch's lists)."""
+    cdef OutBuf view
+    out_init(&view, <uint32_t*>v.data, v.cap)   # ids are >= 0: the same bits as uint32
+    view.size = v.size
+    return outbuf_to_list(&view, n_shared, untracked)
+
+
+cdef object ids_array(const I32Vec* outs, Py_ssize_t n, object dtype, bint with_offsets):
+    """The ids of outs[:n] in one numpy array of dtype (uint16 or uint32, checked by the
+    caller), written from the native buffers (no list between); with_offsets: also the
+    int64 offsets (len n + 1) of each text's ids, as (ids, offsets). Through numpy's C
+    API, as ``fastbpe._batch.to_array`` (np.empty and memoryviews cost ~1 us a call)."""
+    cdef bint u16 = dtype.itemsize == 2
+    cdef cnp.npy_intp total = 0, n_off = n + 1
+    cdef Py_ssize_t i, k, at = 0
+    for i in range(n):
+        total += outs[i].size
+    cdef cnp.ndarray ids = cnp.PyArray_EMPTY(1, &total, cnp.NPY_UINT16 if u16 else cnp.NPY_UINT32, 0)
+    cdef uint32_t* w = <uint32_t*>cnp.PyArray_DATA(ids)
+    cdef uint16_t* h = <uint16_t*>w
+    cdef cnp.ndarray offsets
+    cdef int64_t* off = NULL
+    if with_offsets:
+        offsets = cnp.PyArray_EMPTY(1, &n_off, cnp.NPY_INT64, 0)
+        off = <int64_t*>cnp.PyArray_DATA(offsets)
+    with nogil:
+        for i in range(n):
+            if off != NULL:
+                off[i] = at
+            if u16:
+                for k in range(outs[i].size):
+                    h[at + k] = <uint16_t>outs[i].data[k]
+            elif outs[i].size:
+                memcpy(w + at, outs[i].data, outs[i].size * sizeof(uint32_t))
+            at += outs[i].size
+        if off != NULL:
+            off[n] = at
+    return (ids, offsets) if with_offsets else ids
 
 
 def joinable_pairs(tables):
@@ -689,7 +826,7 @@ cdef class SpmCore:
     cdef Scratch scratch          # for encode(): calls hold the GIL, so one is enough
     cdef Scratch pool[POOL]       # for the jobs of encode_batch, warm from call to call
     cdef bint pool_busy           # a batch (without the GIL) is using the pool
-    cdef list id_objects          # id -> its int, so that a result list holds shared ints
+    cdef Py_ssize_t n_shared      # ids below this have a shared int (fastbpe._idlists)
     cdef readonly object tables
 
     def __cinit__(self):
@@ -706,6 +843,7 @@ cdef class SpmCore:
         if any(x != x for x in merge_scores):
             raise ValueError("the native core does not run models with NaN scores")
         ranks = {score: rank for rank, score in enumerate(sorted(merge_scores, reverse=True))}
+        self.m.n_ranks = len(ranks)
         self.tables = tables
         texts = {}
         for piece in tables.pieces:
@@ -799,8 +937,13 @@ cdef class SpmCore:
             while self.m.pair_table[slot] != 0:
                 slot = (slot + 1) & self.m.pair_mask
             self.m.pair_table[slot] = h
-        self.id_objects = list(range(len(tables.texts)))
+        self.n_shared = shared_id_ints(len(tables.texts))
         if mark_whole(&self.m, &self.scratch) < 0:
+            raise MemoryError()
+        # encode()'s cache now, with the model: its megabytes are zeroed (and their pages
+        # faulted in) at load, not inside the first call (measured on a fresh tokenizer:
+        # 0.8 ms, ~20 ms when the process must take fresh pages from the OS)
+        if slots_alloc(&self.scratch) < 0:
             raise MemoryError()
 
     def __dealloc__(self):
@@ -817,41 +960,90 @@ cdef class SpmCore:
         free(self.m.user_len)
         scratch_free(&self.scratch)
 
-    def encode(self, str text):
+    cdef int encode_one(self, str text, I32Vec* out) except -1:
+        """text's ids into out (the caller frees out.data)."""
         cdef Py_ssize_t n
         cdef const unsigned char* p = <const unsigned char*>PyUnicode_AsUTF8AndSize(text, &n)
-        cdef I32Vec out
         cdef int rc
+        cdef Scratch own
         if n > MAX_TEXT_BYTES:
             raise ValueError(f"text of {n} UTF-8 bytes is too long (at most {MAX_TEXT_BYTES})")
-        cdef Scratch own
-        memset(&out, 0, sizeof(I32Vec))
         if n > 65536:   # without the GIL, so on a scratch of its own: another thread may call
             memset(&own, 0, sizeof(Scratch))
             with nogil:
-                rc = spm_encode(&self.m, &own, p, n, &out)
+                rc = spm_encode(&self.m, &own, p, n, out)
                 scratch_free(&own)
         else:           # the shared scratch (and its cache of segments) is used under the GIL only
-            rc = spm_encode(&self.m, &self.scratch, p, n, &out)
+            rc = spm_encode(&self.m, &self.scratch, p, n, out)
         if rc < 0:
-            free(out.data)
             raise MemoryError("out of memory while encoding")
+        return 0
+
+    def encode(self, str text):
+        cdef I32Vec out
+        memset(&out, 0, sizeof(I32Vec))
         try:
-            return ids_list(&out, self.id_objects)
+            self.encode_one(text, &out)
+            return ids_list(&out, self.n_shared)
+        finally:
+            free(out.data)
+
+    def encode_to_numpy(self, str text, dtype):
+        """``encode(text)`` as a numpy array of dtype (uint16 or uint32: the caller checks
+        that every id fits)."""
+        cdef I32Vec out
+        memset(&out, 0, sizeof(I32Vec))
+        try:
+            self.encode_one(text, &out)
+            return ids_array(&out, 1, dtype, False)
         finally:
             free(out.data)
 
     def encode_batch(self, list texts, int num_threads):
+        cdef Py_ssize_t n = len(texts), i
+        cdef I32Vec* outs = <I32Vec*>calloc(n + 1, sizeof(I32Vec))
+        cdef list lists
+        if outs == NULL:
+            raise MemoryError()
+        try:
+            self.run_batch(texts, num_threads, outs)
+            collect_young_if_due()
+            lists = [ids_list(&outs[i], self.n_shared, True) for i in range(n)]
+            track_lists(lists)
+            return lists
+        finally:
+            for i in range(n):
+                free(outs[i].data)
+            free(outs)
+
+    def encode_batch_to_numpy(self, list texts, int num_threads, dtype):
+        """``encode_batch`` as (ids, offsets): one flat numpy array of dtype (uint16 or
+        uint32, checked by the caller) and int64 offsets, text i being
+        ids[offsets[i]:offsets[i + 1]]; written from the native buffers, no lists."""
+        cdef Py_ssize_t n = len(texts), i
+        cdef I32Vec* outs = <I32Vec*>calloc(n + 1, sizeof(I32Vec))
+        if outs == NULL:
+            raise MemoryError()
+        try:
+            self.run_batch(texts, num_threads, outs)
+            return ids_array(outs, n, dtype, True)
+        finally:
+            for i in range(n):
+                free(outs[i].data)
+            free(outs)
+
+    cdef int run_batch(self, list texts, int num_threads, I32Vec* outs) except -1:
+        """Each text's ids into outs[i], on up to num_threads threads (the caller frees
+        each outs[i].data)."""
         cdef Py_ssize_t n = len(texts), i, total = 0, acc = 0, t
         cdef int k, n_thr
         cdef const unsigned char** ptrs = <const unsigned char**>malloc((n + 1) * sizeof(void*))
         cdef Py_ssize_t* lengths = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
-        cdef I32Vec* outs = <I32Vec*>calloc(n + 1, sizeof(I32Vec))
         cdef Job* jobs = NULL
         cdef Runner runner
         cdef bint use_pool = False
         try:
-            if ptrs == NULL or lengths == NULL or outs == NULL:
+            if ptrs == NULL or lengths == NULL:
                 raise MemoryError()
             for i in range(n):
                 ptrs[i] = <const unsigned char*>PyUnicode_AsUTF8AndSize(texts[i], &lengths[i])
@@ -895,12 +1087,8 @@ cdef class SpmCore:
             for k in range(n_thr):
                 if jobs[k].error:
                     raise MemoryError("out of memory while encoding")
-            return [ids_list(&outs[i], self.id_objects) for i in range(n)]
+            return 0
         finally:
-            if outs != NULL:
-                for i in range(n):
-                    free(outs[i].data)
-            free(outs)
             free(ptrs)
             free(lengths)
             free(jobs)
