@@ -267,14 +267,39 @@ def test_the_whitespace_llama3_cut_knows_is_regex_s():
     assert _spaces() == every == set(_SPACES)
 
 
+#: a Split's pattern and the hand-written splitter's pattern it is after ``llama3_cut``
+CUT_PAIRS = [(patterns.LLAMA3, patterns.CL100K), (patterns.QWEN, patterns.CL100K_DIGIT1)]
+
+
+@pytest.mark.parametrize("pattern, core", CUT_PAIRS)
 @settings(max_examples=3000, deadline=None)
-@given(text=st.lists(st.sampled_from([*_SPACES, "a", "1", "!", "'", "s", "é", "中", "\r\n"]), max_size=14).map("".join))
-def test_llama3_is_cl100k_cut_at_the_trailing_newline(text):
+@given(text=st.lists(st.sampled_from([*_SPACES, "a", "1", "23", "١", "!", "'", "s", "é", "中", "\r\n"]),
+                     max_size=14).map("".join))
+def test_llama3_is_cl100k_cut_at_the_trailing_newline(pattern, core, text):
     """Llama 3's pattern splits a text as cl100k's splits its two parts at
-    ``llama3_cut`` (the ``regex`` module runs both patterns)."""
+    ``llama3_cut``, and Qwen's as cl100k's with one digit a chunk (the ``regex`` module
+    runs both patterns)."""
     cut = llama3_cut(text)
     parts = [text] if cut is None else [text[:cut], text[cut:]]
-    assert regex.findall(patterns.LLAMA3, text) == [c for part in parts for c in regex.findall(patterns.CL100K, part)]
+    assert regex.findall(pattern, text) == [c for part in parts for c in regex.findall(core, part)]
+
+
+@pytest.mark.parametrize("pattern, core", CUT_PAIRS)
+def test_every_code_point_through_the_cut_and_the_native_splitter(pattern, core):
+    """Every code point, in a few contexts (after a letter, a digit, a space, a
+    newline; doubled; before a digit and trailing whitespace): ``llama3_cut`` and the
+    native splitter of ``core`` give the chunks ``regex`` gives for the Split's pattern."""
+    from fastbpe import _pretokenize as P
+
+    rx = regex.compile(pattern)
+    step = 4096
+    for lo in range(0, 0x110000, step):
+        chars = [chr(c) for c in range(lo, min(lo + step, 0x110000)) if not 0xD800 <= c < 0xE000]
+        for text in ("".join(f"a{c}1{c}{c}12 {c}\n" for c in chars), "".join(f"{c}123 {c}x'{c}" for c in chars),
+                     " ".join(chars) + " \n  ", "9".join(chars) + "\n\t"):
+            cut = llama3_cut(text)
+            parts = [text] if cut is None else [text[:cut], text[cut:]]
+            assert [c for part in parts for c in P.split(part, core)] == rx.findall(text), hex(lo)
 
 
 @settings(max_examples=300, deadline=None)
@@ -283,6 +308,20 @@ def test_llama3_on_the_cl100k_splitter_equals_hf(vocab_file, text):
     ours, hf = _load(vocab_file, "llama-3.2/tokenizer.json")
     full = _load_files(vocab_file, "llama-3.2/tokenizer.json")[1]
     assert ours._split_engine == "builtin:cl100k"
+    want = hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode_ordinary(text) == want
+    assert ours.encode_ordinary_batch([text, text + " \n "], num_threads=2)[0] == want
+    assert ours.encode(text, allowed_special="all") == full.encode(text, add_special_tokens=False).ids
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from([" ", "\n", "\r", "\t", "\u3000", "a", "1", "23", "４", "!", "ı", "e\u0301",
+                                      "<|im_start|>"]), max_size=30).map("".join))
+def test_qwen_on_the_cl100k_splitter_equals_hf(vocab_file, text):
+    """Qwen3: NFC, then the cut, then cl100k's splitter with one digit a chunk."""
+    ours, hf = _load(vocab_file, "qwen3/tokenizer.json")
+    full = _load_files(vocab_file, "qwen3/tokenizer.json")[1]
+    assert ours._split_engine == "builtin:cl100k_digit1"
     want = hf.encode(text, add_special_tokens=False).ids
     assert ours.encode_ordinary(text) == want
     assert ours.encode_ordinary_batch([text, text + " \n "], num_threads=2)[0] == want

@@ -48,7 +48,10 @@ and greedy quantifiers there never backtrack into a different match; tested agai
 ``regex`` on every whitespace character and hypothesis text). So such a file runs on
 the hand-written cl100k splitter (``Llama3Core``); a text holding a token the call
 matches (its runs between them each end like a text) goes to a core with Llama 3's
-pattern as a split program, made at its first use.
+pattern as a split program, made at its first use. Qwen's pattern is Llama 3's with
+``\p{N}`` for ``\p{N}{1,3}``, so it is ``patterns.CL100K_DIGIT1`` (cl100k's with
+``\p{N}``) after the same cut, on the same splitter with its digit-run parameter 1
+(nothing else in these patterns looks at digits; tested as Llama 3's is).
 
 **NFC** (Qwen): HF cuts the raw added tokens out of the text, normalizes each piece
 between them, then cuts the normalized added tokens. On the rank engine
@@ -59,6 +62,8 @@ ends removes nothing between them: what did not compose in the whole text does n
 a piece), so the normalizer changes no piece. Another text in which no added token's
 text occurs, before or after normalizing, is one piece to HF: its NFC is encoded. Any
 other text runs the pipeline engine (made at its first use), which cuts exactly as HF.
+With both (Qwen), ``NFCCore`` is in front of ``Llama3Core``: the cut is made on the
+text the normalizer gives.
 """
 from __future__ import annotations
 
@@ -96,6 +101,10 @@ except ImportError:  # pragma: no cover - the regex splitters serve
 #: built-in ones and the open models' (their HF forms, as ``hf_pipeline`` reads them).
 _TOTAL_PATTERNS = frozenset(patterns.PATTERNS.values())
 
+#: A Split's pattern -> the hand-written splitter's pattern that splits as it does after
+#: ``llama3_cut`` (the module docstring's *Llama 3*; Qwen's differs only in its digits).
+_CUT_PATTERNS = {patterns.LLAMA3: patterns.CL100K, patterns.QWEN: patterns.CL100K_DIGIT1}
+
 #: Words cached per encoding before the cache starts over (HF keeps 10,000 per thread).
 _CACHE_WORDS = 200_000
 
@@ -113,8 +122,8 @@ class HFEncoding(Encoding):
         ranks, specials, added = _ids_of(pipeline)
         plan = _rank_engine_plan(pipeline, ranks) if engine == "auto" else None
         engine_pattern, self._unreachable = plan if plan else (None, frozenset())
-        # Llama 3's pattern runs on the cl100k splitter (see Llama3Core), without NFC
-        self._core_pattern = patterns.CL100K if engine_pattern == patterns.LLAMA3 and not _nfc(pipeline) else None
+        # Llama 3's and Qwen's patterns run on the cl100k splitter (see Llama3Core)
+        self._core_pattern = _CUT_PATTERNS.get(engine_pattern)
         super().__init__(name, pat_str=engine_pattern or _display_pattern(pipeline.pre_tokenizer),
                          mergeable_ranks=ranks, special_tokens=specials, added_tokens=added)
         self._pipeline = pipeline
@@ -127,11 +136,13 @@ class HFEncoding(Encoding):
         native, added_texts = self._core_bpe, [e["content"] for e in pipeline.added]
         if self.engine == "pipeline":
             self._core_bpe = PipelineCore(native, pipeline, specials)
-        elif _nfc(pipeline):
-            self._core_bpe = NFCCore(native, functools.partial(PipelineCore, native, pipeline, specials), added_texts)
-        elif self._core_pattern is not None:
-            llama3 = functools.partial(_make_core, ranks, {**specials, **added}, engine_pattern, self._unreachable)
-            self._core_bpe = Llama3Core(native, llama3, added_texts)
+            return
+        if self._core_pattern is not None:
+            own = functools.partial(_make_core, ranks, {**specials, **added}, engine_pattern, self._unreachable)
+            self._core_bpe = Llama3Core(native, own)
+        if _nfc(pipeline):   # NFC first, then the cut (Qwen): the cut is on the normalized text
+            self._core_bpe = NFCCore(self._core_bpe, functools.partial(PipelineCore, native, pipeline, specials),
+                                     added_texts)
 
     def _new_core(self, ranks, specials, pat_str):
         """The native core of ``Encoding.__init__``: without the unreachable tokens in
@@ -746,13 +757,13 @@ class NFCCore(_RoutedCore):
 
 
 class Llama3Core(_RoutedCore):
-    """Llama 3's pattern on the hand-written cl100k splitter (the module docstring's
-    *Llama 3*): a text is cut after the last newline of its trailing whitespace (when
+    """Llama 3's (or Qwen's) pattern on the hand-written cl100k splitter (the module
+    docstring's *Llama 3*): a text is cut after the last newline of its trailing whitespace (when
     whitespace follows it) and each part split as cl100k splits. The pattern's end is
     each run of text between the tokens the core matches, so a text holding a token the
     call matches goes to a core that runs Llama 3's pattern as a split program."""
 
-    def __init__(self, native, make_other, added_texts):
+    def __init__(self, native, make_other):
         super().__init__(native, make_other, ())
         self._finders: dict = {}
         self._spaces = _spaces()
