@@ -337,3 +337,35 @@ def test_a_batch_of_cut_texts_names_the_text_with_a_disallowed_special(vocab_fil
     with pytest.raises(ValueError, match="of text 3 of the batch"):
         ours.encode_batch_to_numpy(texts)
     assert ours.encode_batch(texts[:3]) == [ours.encode(t) for t in texts[:3]]
+
+
+# ----------------------------------------------------------------- NFC's quick rule
+def test_every_code_point_below_u0300_is_nfc_stable():
+    """``reference.hf.NFC_STABLE_BELOW``'s three claims, against ``unicodedata`` for
+    every code point: below it each is its own NFC with combining class 0, and no
+    code point's canonical decomposition has one of them after its first part (so
+    composition never joins one to a char before it); U+0300 itself is not stable."""
+    import unicodedata
+
+    below = ref.NFC_STABLE_BELOW
+    for c in map(chr, range(below)):
+        assert unicodedata.normalize("NFC", c) == c and unicodedata.combining(c) == 0, hex(ord(c))
+    for cp in range(0x110000):
+        parts = unicodedata.decomposition(chr(cp)).split()
+        if parts and not parts[0].startswith("<"):   # canonical
+            assert all(int(p, 16) >= below for p in parts[1:]), hex(cp)
+    assert unicodedata.combining(chr(below)) != 0
+    chars = "".join(map(chr, range(below)))
+    assert all(unicodedata.is_normalized("NFC", a + chars) for a in chars)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet=st.characters(max_codepoint=0x400), max_size=40) | st.text(max_size=20))
+def test_nfc_quick_native_equals_reference(text):
+    import unicodedata
+
+    from fastbpe._pretokenize import nfc_quick
+
+    assert nfc_quick(text) == ref.nfc_quick(text)
+    if nfc_quick(text):
+        assert unicodedata.is_normalized("NFC", text)
