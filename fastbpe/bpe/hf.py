@@ -79,7 +79,7 @@ import numpy as np
 import regex
 
 from ..formats.hf_bpe import _may_overlap, unicode_to_bytes
-from ..formats.hf_pipeline import HFPipeline, not_byte_level
+from ..formats.hf_pipeline import HFPipeline, not_byte_level, read_pipeline
 from ..reference import hf
 from ..reference import patterns
 from ..reference.core import CoreBPE as ReferenceCoreBPE
@@ -89,8 +89,9 @@ from .encoding import Encoding, _make_core
 
 try:
     from .._hf_merge import MergeList as _MergeList
+    from .._hf_merge import merge_id_columns as _merge_id_columns
 except ImportError:  # pragma: no cover - the pure-Python words serve
-    _MergeList = None
+    _MergeList = _merge_id_columns = None
 try:
     from .._pretokenize import nfc_quick as _nfc_quick
     from .._pretokenize import pattern_id as _pattern_id
@@ -145,6 +146,13 @@ class HFEncoding(Encoding):
         if _nfc(pipeline):   # NFC first, then the cut (Qwen): the cut is on the normalized text
             self._core_bpe = NFCCore(self._core_bpe, functools.partial(PipelineCore, native, pipeline, specials),
                                      added_texts)
+
+    @classmethod
+    def from_json(cls, name: str, data: dict, source: str, *, engine: str = "auto") -> HFEncoding:
+        """The encoding of a parsed tokenizer.json (``read_pipeline``, which refuses what
+        it cannot reproduce), the merges' ids found natively
+        (``_hf_merge.merge_id_columns``)."""
+        return cls(name, read_pipeline(data, source, merge_ids=_merge_id_columns), engine=engine)
 
     def _new_core(self, ranks, specials, pat_str):
         """The native core of ``Encoding.__init__``: without the unreachable tokens in
@@ -324,9 +332,7 @@ class HFEncoding(Encoding):
 def _rebuild(name: str, text: str, engine: str = "auto") -> HFEncoding:
     import json
 
-    from ..formats.hf_pipeline import read_pipeline
-
-    return HFEncoding(name, read_pipeline(json.loads(text), name), engine=engine)
+    return HFEncoding.from_json(name, json.loads(text), name, engine=engine)
 
 
 def _flag(value) -> bool:
@@ -430,8 +436,8 @@ def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int]) -> frozenset[
 def _merged_counts(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(token ids, how many ids the merge list makes of each token's own bytes, the id
     each merge makes) as int64 arrays: every token merged by the list natively in one
-    call (``MergeList.encode_split`` over all tokens end to end, no whole-word lookup),
-    cut back into tokens by the ids' byte lengths (a merge never crosses a token's end)."""
+    call (``MergeList.piece_counts`` over all tokens end to end, no whole-word lookup;
+    counts of 3 or more given as 3, all the check tells apart)."""
     tokens = list(ranks)
     ids = np.fromiter(ranks.values(), dtype=np.int64, count=len(tokens))
     lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
@@ -441,14 +447,8 @@ def _merged_counts(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[np.ndarray, 
         counts = [len(hf.merge_by_list(list(t), table)) for t in tokens]
         return ids, np.asarray(counts, dtype=np.int64), np.asarray(news, dtype=np.int64)
     words = _MergeList([p.vocab[c] for c in hf._byte_chars()], lefts, rights, news, None, 0)
-    flat = np.asarray(words.encode_split(b"".join(tokens), np.cumsum(lengths)), dtype=np.int64)
-    length_of = np.zeros(int(max(ids.max(initial=0), flat.max(initial=0))) + 1, dtype=np.int64)
-    length_of[ids] = lengths
-    # every id a merge makes is a rank (_ids_of keeps the tokens merges make), so each
-    # token's ids end exactly at its end
-    assert length_of[flat].all(), "a merge made an id that is no rank"
-    last = np.searchsorted(np.cumsum(length_of[flat]), np.cumsum(lengths))
-    return ids, np.diff(last, prepend=-1), np.asarray(news, dtype=np.int64)
+    counts = np.frombuffer(words.piece_counts(b"".join(tokens), np.cumsum(lengths)), dtype=np.uint8)
+    return ids, counts.astype(np.int64), np.asarray(news, dtype=np.int64)
 
 
 def _single_total_split(pre: dict | None) -> str | None:
