@@ -185,7 +185,14 @@ def test_qwen_nfc_and_not_nfc_text_equal_hf(vocab_file):
         ours.encode_batch(["e\u0301", "<|im_start|>"])
     route = ours._core_bpe._route
     assert route("abc") == ["abc"] and route("e\u0301") == ["\u00e9"]   # NFC, or made NFC: the rank core
-    assert route("<|im_start|>\u0338") is None and route("\u037e<think>") is None   # the pipeline
+    # a special token's text that the call does not match, nothing disallowed: text to HF
+    assert route("<|im_start|>e\u0301") == ["<|im_start|>\u00e9"]
+    everything = frozenset(e["content"] for e in ours.pipeline.added)
+    assert route("<|im_start|>e\u0301", everything) is None   # matched: HF cuts it before normalizing
+    assert route("<|im_start|>e\u0301", frozenset(), everything) is None   # disallowed: checked raw
+    assert route("\u037e<think>", ours._added_names) is None   # matched after normalizing: the pipeline
+    with pytest.raises(ValueError, match="disallowed special token"):
+        ours.encode("<|im_start|>\u0338")   # NFC would compose ">" and U+0338: checked raw
 
 
 def test_the_pipeline_engine_on_request_gives_the_same_ids(vocab_file):

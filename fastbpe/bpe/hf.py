@@ -632,8 +632,10 @@ class _RoutedCore:
             self._other_core = self._make_other()
         return self._other_core
 
-    def _route(self, text, allowed=frozenset()) -> list | None:  # pragma: no cover - each rule says
-        """``allowed``: the special and added tokens the native core matches in text."""
+    def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:  # pragma: no cover
+        """``allowed``: the special and added tokens the native core matches in text;
+        ``disallowed``: those whose text in ``text`` is an error (each rule says how it
+        uses them)."""
         raise NotImplementedError
 
     def encode_ordinary(self, text):
@@ -648,7 +650,7 @@ class _RoutedCore:
     _parts_hold_no_token = False
 
     def encode(self, text, allowed_special, disallowed_special=frozenset()):
-        parts = self._route(text, allowed_special)
+        parts = self._route(text, allowed_special, disallowed_special)
         if parts is None:
             return self._other().encode(text, allowed_special, disallowed_special)
         if self._parts_hold_no_token and not disallowed_special:
@@ -656,7 +658,7 @@ class _RoutedCore:
         return _joined(self._native.encode, parts, allowed_special, disallowed_special)
 
     def encode_to_numpy(self, text, allowed_special=frozenset(), dtype=np.uint32, disallowed_special=frozenset()):
-        parts = self._route(text, allowed_special)
+        parts = self._route(text, allowed_special, disallowed_special)
         if parts is None:
             return self._other().encode_to_numpy(text, allowed_special, dtype, disallowed_special)
         arrays = [self._native.encode_to_numpy(part, allowed_special, dtype, disallowed_special) for part in parts]
@@ -671,7 +673,7 @@ class _RoutedCore:
 
     def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        routes = [self._route(t, allowed_special) for t in texts]
+        routes = [self._route(t, allowed_special, disallowed_special) for t in texts]
         if all(r is not None for r in routes):
             flat = [p for r in routes for p in r]   # parts hold no token the call matches
             if self._parts_hold_no_token and not disallowed_special:
@@ -687,7 +689,7 @@ class _RoutedCore:
     def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
                               disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        routes = [self._route(t, allowed_special) for t in texts]
+        routes = [self._route(t, allowed_special, disallowed_special) for t in texts]
         if all(r is not None for r in routes):
             with _texts_of_parts(routes):
                 flat, offsets = self._native.encode_batch_to_numpy([p for r in routes for p in r], allowed_special,
@@ -709,7 +711,7 @@ class _RoutedCore:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError:   # the native core names the bad byte
             return native(data, allowed_special, num_threads, dtype, disallowed_special)
-        parts = self._route(text, allowed_special)
+        parts = self._route(text, allowed_special, disallowed_special)
         if parts is None:
             return self._other().encode_to_numpy(text, allowed_special, dtype, disallowed_special)
         if len(parts) == 1 and parts[0] is text:
@@ -758,10 +760,15 @@ def _regroup(routes: list[list], done: list[list[int]]) -> list[list[int]]:
 class NFCCore(_RoutedCore):
     """The rank core behind an NFC normalizer (the module docstring's *NFC*): a text
     goes to the native core as it is when it is NFC, as its NFC when no added token's
-    text (special or not, matched or not) is in it before or after normalizing; any
-    other text to the pipeline engine."""
+    text (with something disallowed: special or not, matched or not; else of the tokens
+    the call matches) is in it before or after normalizing; any other text to the
+    pipeline engine."""
 
-    def _route(self, text, allowed=frozenset()) -> list | None:
+    def __init__(self, native, make_other, added_texts):
+        super().__init__(native, make_other, added_texts)
+        self._searches: dict = {}
+
+    def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
         if not isinstance(text, str):
             return [text]   # the core's TypeError
         # below U+0300 (reference.hf.nfc_quick: ~0.1 us a 2 KB text), else unicodedata's
@@ -769,9 +776,28 @@ class NFCCore(_RoutedCore):
         if _nfc_quick(text) or unicodedata.is_normalized("NFC", text):
             return [text]
         nfc = unicodedata.normalize("NFC", text)
-        if self._added is not None and (self._added(text) or self._added(nfc)):
+        # With nothing disallowed, only the tokens the call matches cut the text (HF
+        # cuts no other: special tokens it does not match are text, before and after
+        # normalizing); else every added token's text, which normalizing may change
+        # (">" and U+0338 compose), sends the text to the pipeline, which checks it raw.
+        search = self._added if disallowed else _finder(self._searches, allowed)
+        if search is not None and (search(text) or search(nfc)):
             return None
         return [nfc]
+
+
+def _finder(cache: dict, tokens):
+    """A ``search`` for any of ``tokens`` (None for none), kept in ``cache`` by the set."""
+    if not tokens:
+        return None
+    if not isinstance(tokens, frozenset):
+        tokens = frozenset(tokens)
+    found = cache.get(tokens)
+    if found is None:
+        if len(cache) > 64:
+            cache.clear()
+        found = cache[tokens] = regex.compile("|".join(map(regex.escape, sorted(tokens, key=len, reverse=True)))).search
+    return found
 
 
 class Llama3Core(_RoutedCore):
@@ -816,7 +842,7 @@ class Llama3Core(_RoutedCore):
                 return any(h in text for h in heads) and search(text) is not None
         return False
 
-    def _route(self, text, allowed=frozenset()) -> list | None:
+    def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
         if not isinstance(text, str):
             return [text]   # the core's TypeError
         if self._holds(text, allowed):
