@@ -309,16 +309,20 @@ def test_every_code_point_through_the_cut_and_the_native_splitter(pattern, core)
             assert [c for part in parts for c in P.split(part, core)] == rx.findall(text), hex(lo)
 
 
-@settings(max_examples=300, deadline=None)
-@given(text=st.lists(st.sampled_from([" ", "\n", "\r", "\t", "\u3000", "a", "1", "!", "ı", "<|eot_id|>"]), max_size=30).map("".join))
-def test_llama3_on_the_cl100k_splitter_equals_hf(vocab_file, text):
-    ours, hf = _load(vocab_file, "llama-3.2/tokenizer.json")
-    full = _load_files(vocab_file, "llama-3.2/tokenizer.json")[1]
-    assert ours._split_engine == "builtin:cl100k"
+def _cut_route_equals_hf(vocab_file, name: str, engine: str, text: str) -> None:
+    ours, hf = _load(vocab_file, name)
+    full = _load_files(vocab_file, name)[1]
+    assert ours._split_engine == engine
     want = hf.encode(text, add_special_tokens=False).ids
     assert ours.encode_ordinary(text) == want
     assert ours.encode_ordinary_batch([text, text + " \n "], num_threads=2)[0] == want
     assert ours.encode(text, allowed_special="all") == full.encode(text, add_special_tokens=False).ids
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from([" ", "\n", "\r", "\t", "\u3000", "a", "1", "!", "ı", "<|eot_id|>"]), max_size=30).map("".join))
+def test_llama3_on_the_cl100k_splitter_equals_hf(vocab_file, text):
+    _cut_route_equals_hf(vocab_file, "llama-3.2/tokenizer.json", "builtin:cl100k", text)
 
 
 @settings(max_examples=300, deadline=None)
@@ -326,13 +330,7 @@ def test_llama3_on_the_cl100k_splitter_equals_hf(vocab_file, text):
                                       "<|im_start|>"]), max_size=30).map("".join))
 def test_qwen_on_the_cl100k_splitter_equals_hf(vocab_file, text):
     """Qwen3: NFC, then the cut, then cl100k's splitter with one digit a chunk."""
-    ours, hf = _load(vocab_file, "qwen3/tokenizer.json")
-    full = _load_files(vocab_file, "qwen3/tokenizer.json")[1]
-    assert ours._split_engine == "builtin:cl100k_digit1"
-    want = hf.encode(text, add_special_tokens=False).ids
-    assert ours.encode_ordinary(text) == want
-    assert ours.encode_ordinary_batch([text, text + " \n "], num_threads=2)[0] == want
-    assert ours.encode(text, allowed_special="all") == full.encode(text, add_special_tokens=False).ids
+    _cut_route_equals_hf(vocab_file, "qwen3/tokenizer.json", "builtin:cl100k_digit1", text)
 
 
 def test_a_batch_of_cut_texts_names_the_text_with_a_disallowed_special(vocab_file):
