@@ -771,11 +771,14 @@ class NFCCore(_RoutedCore):
     def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
         if not isinstance(text, str):
             return [text]   # the core's TypeError
-        # below U+0300 (reference.hf.nfc_quick: ~0.1 us a 2 KB text), else unicodedata's
-        # quick check (~6 us), before any normalizing
-        if _nfc_quick(text) or unicodedata.is_normalized("NFC", text):
+        # below U+0300 (reference.hf.nfc_quick: ~0.1 us a 2 KB text); else the NFC, which
+        # is the same object when unicodedata's quick check says "yes" (an
+        # is_normalized first would normalize a "maybe" text twice)
+        if _nfc_quick(text):
             return [text]
         nfc = unicodedata.normalize("NFC", text)
+        if nfc is text or nfc == text:
+            return [text]
         # With nothing disallowed, only the tokens the call matches cut the text (HF
         # cuts no other: special tokens it does not match are text, before and after
         # normalizing); else every added token's text, which normalizing may change
@@ -822,25 +825,11 @@ class Llama3Core(_RoutedCore):
         return super().encode_ordinary(text)
 
     def _holds(self, text: str, allowed) -> bool:
-        """Whether text holds one of the tokens ``allowed`` (cheap tests of their first
-        characters first: Llama's 256 special tokens all start "<|", Qwen's added
-        tokens "<")."""
-        if not allowed:
-            return False
-        if not isinstance(allowed, frozenset):
-            allowed = frozenset(allowed)
-        found = self._finders.get(allowed)
-        if found is None:
-            if len(self._finders) > 64:
-                self._finders.clear()
-            tokens = sorted(allowed, key=len, reverse=True)
-            found = self._finders[allowed] = (frozenset(t[:1] for t in tokens), frozenset(t[:2] for t in tokens),
-                                              regex.compile("|".join(map(regex.escape, tokens))).search)
-        firsts, heads, search = found
-        for c in firsts:   # mostly one
-            if c in text:
-                return any(h in text for h in heads) and search(text) is not None
-        return False
+        """Whether text holds one of the tokens ``allowed``: one search of their
+        alternation (measured on the corpus of ``hf_pipeline_speed.py``: 1.2 ms for 874
+        documents, against 6 ms for tests of their first two characters with ``in``)."""
+        search = _finder(self._finders, allowed)
+        return search is not None and search(text) is not None
 
     def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
         if not isinstance(text, str):
