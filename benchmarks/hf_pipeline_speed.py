@@ -14,10 +14,32 @@ A tokenizer.json the rank engine runs is also timed on the pipeline engine
 Single-thread rates are by CPU time, best of 3 (stable on a shared machine).
 
     FASTBPE_TEST_VOCAB_DIR=../shared/vocab python benchmarks/hf_pipeline_speed.py
+
+Options (issue 38):
+
+* ``--speed``: only the CPU-time speed loop per model on the same documents, one line
+  each: "fresh" is the first pass of a tokenizer loaded in a new process (every word
+  merged once, the chunk caches empty), "warm" the best of ``--rounds`` passes after it;
+  and the ratio to fastbpe's own cl100k_base, loaded and timed the same way.
+  ``--models`` picks files by the labels below (default: cl100k, llama-3.2, qwen3,
+  deepseek-v4).
+* ``--load``: the CPU time of ``fastbpe.load`` against HF ``Tokenizer.from_file`` on
+  each tokenizer.json, in fresh processes (best of ``--rounds``), with the libraries
+  and numpy imported before the clock starts: "load" excludes fastbpe's lazily imported
+  modules (a loader that has made one tokenizer), "first" includes them (the first
+  load in a process). Byte code is cached for the children (``PYTHONPYCACHEPREFIX`` in
+  a temporary folder, written once before timing), as an installed package has it, even
+  when ``PYTHONDONTWRITEBYTECODE`` is set.
+
+    FASTBPE_TEST_VOCAB_DIR=../shared/vocab python benchmarks/hf_pipeline_speed.py --speed
+    FASTBPE_TEST_VOCAB_DIR=../shared/vocab python benchmarks/hf_pipeline_speed.py --load
 """
+import argparse
 import os
+import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,12 +65,129 @@ FILES = [("cl100k (native)", "cl100k_base.tiktoken"), ("llama-4 .model", "llama-
          ("tekken", "mistral/tekken_240911.json")]
 
 
-def main() -> None:
+#: ``--speed`` / ``--load`` models: label -> file under VOCAB (cl100k: the built-in encoding)
+MODELS = {"cl100k": "cl100k_base", "llama-3.2": "llama-3.2/tokenizer.json", "qwen3": "qwen3/tokenizer.json",
+          "deepseek-v4": "deepseek-v4/tokenizer.json"}
+
+
+def corpus() -> list[str]:
+    """The ~2 KB documents: standard-library sources, then the multilingual corpus."""
     stdlib = sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))[:120]
     text = "".join(p.read_text(encoding="utf-8", errors="replace") for p in stdlib)
     docs = [text[i:i + 2000] for i in range(0, min(len(text), 1_600_000), 2000)]
     multi = "\n".join(documents(400))
-    docs += [multi[i:i + 2000] for i in range(0, len(multi), 2000)]
+    return docs + [multi[i:i + 2000] for i in range(0, len(multi), 2000)]
+
+
+# A child process: load one model, then time (CPU) the passes over the documents.
+_SPEED_CHILD = """
+import sys, time
+sys.path[:0] = [CHECKOUT, HERE + "/tests", HERE + "/benchmarks"]
+import fastbpe
+from hf_pipeline_speed import corpus, VOCAB
+label, rel, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+docs = corpus()
+n = sum(len(d.encode()) for d in docs)
+enc = fastbpe.get_encoding(rel) if label == "cl100k" else fastbpe.load(VOCAB / rel)
+times = []
+for _ in range(rounds + 1):
+    t = time.process_time()
+    for d in docs:
+        enc.encode_ordinary(d)
+    times.append(time.process_time() - t)
+print(n / times[0] / 1e6, n / min(times[1:]) / 1e6, getattr(enc, "engine", "builtin"), getattr(enc, "_split_engine", ""))
+"""
+
+# A child process: the CPU time of one load (imports first; "first" = with fastbpe's lazy modules).
+_LOAD_CHILD = """
+import sys, time
+sys.path.insert(0, CHECKOUT)
+import numpy, regex
+which, path, first = sys.argv[1], sys.argv[2], sys.argv[3] == "first"
+if which == "hf":
+    import tokenizers
+    load = tokenizers.Tokenizer.from_file
+else:
+    import fastbpe
+    if not first:
+        import fastbpe.loader, fastbpe.bpe.hf
+    load = fastbpe.load
+t = time.process_time()
+load(path)
+print(time.process_time() - t)
+"""
+
+
+#: the checkout whose fastbpe the children import (``--checkout``: a before/after on the
+#: same documents with this script)
+CHECKOUT = ROOT
+
+
+def _child(code: str, *args, env=None) -> str:
+    code = code.replace("CHECKOUT", repr(str(CHECKOUT))).replace("HERE", repr(str(ROOT)))
+    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], check=True, capture_output=True, text=True, env=env)
+    return out.stdout.strip()
+
+
+def speed(labels: list[str], rounds: int) -> None:
+    """``--speed``: fresh and warm MB/s per model, each in a new process."""
+    docs = corpus()
+    print(f"{len(docs)} documents, {sum(len(d.encode()) for d in docs) / 1e6:.2f} MB; CPU time, 1 thread, "
+          f"fresh = first pass of a new process, warm = best of {rounds} after it")
+    rows, own = [], None
+    for label in ["cl100k"] + [x for x in labels if x != "cl100k"]:
+        rel = MODELS[label]
+        if label != "cl100k" and not (VOCAB / rel).exists():
+            print(f"{label}: {VOCAB / rel} not found, skipped")
+            continue
+        fresh, warm, engine, *split = _child(_SPEED_CHILD, label, rel, rounds).split()
+        split = " ".join(split)
+        fresh, warm = float(fresh), float(warm)
+        own = own or (fresh, warm)
+        rows.append(f"| {label} | {engine} {split} | {fresh:.1f} | {warm:.1f} | {fresh / own[0]:.2f}x | {warm / own[1]:.2f}x |")
+    print("| model | engine | fresh MB/s | warm MB/s | fresh / cl100k | warm / cl100k |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+def load_times(labels: list[str], rounds: int) -> None:
+    """``--load``: CPU seconds of fastbpe.load and HF's from_file in fresh processes."""
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="fastbpe_pyc_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    print(f"CPU seconds, best of {rounds} fresh processes; libraries imported first")
+    print("| file | HF from_file | fastbpe.load | (first in a process) | fastbpe / HF |")
+    print("|---|---|---|---|---|")
+    for label in labels:
+        path = VOCAB / MODELS[label]
+        if label == "cl100k" or not path.exists():
+            continue
+        _child(_LOAD_CHILD, "fastbpe", path, "first", env=env)   # byte code written
+        best = {}
+        for _ in range(rounds):   # alternating, so load on the machine hits both alike
+            for which, first in (("hf", "load"), ("fastbpe", "load"), ("fastbpe", "first")):
+                t = float(_child(_LOAD_CHILD, which, path, first, env=env))
+                best[which, first] = min(best.get((which, first), t), t)
+        hf, ours = best["hf", "load"], best["fastbpe", "load"]
+        print(f"| {label} | {hf:.3f} | {ours:.3f} | {best['fastbpe', 'first']:.3f} | {ours / hf:.2f}x |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--speed", action="store_true", help="only the per-model speed loop (fresh processes)")
+    ap.add_argument("--load", action="store_true", help="only the load times (fresh processes)")
+    ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=list(MODELS))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--checkout", type=Path, default=ROOT, help="the fastbpe checkout --speed/--load time")
+    args = ap.parse_args()
+    global CHECKOUT
+    CHECKOUT = args.checkout.resolve()
+    if args.speed or args.load:
+        if args.speed:
+            speed(args.models, args.rounds)
+        if args.load:
+            load_times(args.models, args.rounds)
+        return
+    docs = corpus()
     n = sum(len(d.encode()) for d in docs)
     print(f"{len(docs)} documents, {n / 1e6:.2f} MB")
 

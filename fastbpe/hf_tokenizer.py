@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .bpe.hf import HFEncoding
-from .formats.hf_pipeline import read_pipeline
 from .formats.hf_spm import is_spm_json, read_hf_spm
 from .pretrained import TokenizerConfig, resolve
 from .reference import hf
@@ -155,7 +154,7 @@ class Tokenizer:
         elif kind == "BPE" and is_spm_json(data):    # sentencepiece-style: Llama 2, Mistral
             enc = HFSentencePieceBPE(read_hf_spm(data, str(path)), name=name, source=str(path))
         elif kind == "BPE":
-            enc = HFEncoding(name, read_pipeline(data, str(path)))
+            enc = HFEncoding.from_json(name, data, str(path))
         else:
             raise ValueError(f"{path}: model.type {kind!r}: fastbpe.Tokenizer reads BPE and WordPiece files")
         return cls(enc, truncation=_file_truncation(truncation, path), padding=_file_padding(padding, path),

@@ -135,12 +135,11 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
         if model_type != "BPE":
             raise ValueError(f"{path}: unsupported tokenizer model {model_type!r} (expected BPE or WordPiece)")
         from .bpe.hf import HFEncoding
-        from .formats.hf_pipeline import read_pipeline
 
         if special_tokens is not None or pat_str is not None:
             raise ValueError(f"{path}: a tokenizer.json states its own pattern and special tokens; "
                              "pat_str= and special_tokens= are for rank files")
-        return HFEncoding(name or path.stem, read_pipeline(data, str(path)))
+        return HFEncoding.from_json(name or path.stem, data, str(path))
     if fmt == "gpt2":
         from .formats.gpt2_files import read_gpt2_files
 

@@ -312,3 +312,81 @@ def test_what_is_not_implemented_is_refused(base, tmp_path, where, value, messag
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ValueError, match="^" + re.escape(f"{path}: ") + message):
         fastbpe.load(path)
+
+
+# ----------------------------------------------------------------- the merges' ids at load (issue 38, load time)
+_merge_id_columns = pytest.importorskip("fastbpe._hf_merge").merge_id_columns
+
+
+def _python_columns(vocab, merges, prefix=""):
+    from fastbpe.formats.hf_pipeline import check_model
+
+    try:
+        model = {"type": "BPE", "vocab": vocab, "merges": merges, "continuing_subword_prefix": prefix or None}
+        return check_model(model, "t.json")[3]
+    except ValueError:
+        return None
+
+
+_part = st.text(alphabet=st.sampled_from("abĠ\u00e9\u4e2d\U0001f600 "), min_size=1, max_size=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys=st.lists(_part, min_size=1, max_size=12, unique=True), picks=st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=10),
+       form=st.sampled_from(["str", "list"]), prefix=st.sampled_from(["", "##"]))
+def test_native_merge_ids_equal_the_python_lookups(keys, picks, form, prefix):
+    """``merge_id_columns`` gives the ids of ``check_model``'s lookups, or None exactly
+    where those fail (or where a merge is not of the common form: then the Python path
+    decides). Keys of one, two and four bytes a char; merged texts both in and not in
+    the vocabulary."""
+    vocab = {k: i * 3 for i, k in enumerate(keys)}
+    vocab.update({keys[a % len(keys)] + keys[b % len(keys)]: 1000 + n for n, (a, b) in enumerate(picks[::2])})
+    pairs = [(keys[a % len(keys)], prefix + keys[b % len(keys)]) for a, b in picks]
+    vocab.update({prefix + keys[b % len(keys)]: 5000 + n for n, (_, b) in enumerate(picks)})
+    merges = [f"{a} {b}" for a, b in pairs] if form == "str" else [[a, b] for a, b in pairs]
+    native = _merge_id_columns(vocab, merges, prefix)
+    want = _python_columns(vocab, merges, prefix)
+    if native is not None:
+        assert native == tuple(want)
+    elif want is not None:   # only merges the native path leaves to Python: a space in a part
+        assert form == "str" and any(" " in a + b for a, b in pairs)
+
+
+def test_native_merge_ids_leave_the_uncommon_to_python():
+    vocab = {"a": 0, "b": 1, "ab": 2}
+    assert _merge_id_columns(vocab, ["a b"]) == ([0], [1], [2])
+    for merges in (["a  b"], ["ab"], ["a c"], [["a"]], [["a", 1]], [("a", "b")], [7]):
+        assert _merge_id_columns(vocab, merges) is None, merges
+    assert _merge_id_columns({"a": 0, "b": True, "ab": 2}, ["a b"]) is None
+    assert _merge_id_columns({"a": 0, "##b": 1, "ab": 2}, ["a ##b"], "##") == ([0], [1], [2])
+    assert _merge_id_columns({"a": 0, "b": 1, "ab": 2}, ["a b"], "##") is None
+
+
+def test_published_files_merge_ids_native_equal_python(vocab_file):
+    from fastbpe.formats._hfjson import read_json
+    from fastbpe.formats.hf_pipeline import check_model
+
+    for name in ("llama-3.2/tokenizer.json", "qwen3/tokenizer.json", "deepseek-v4/tokenizer.json", "gpt2.tokenizer.json"):
+        model = read_json(vocab_file(name))["model"]
+        assert _merge_id_columns(model["vocab"], model["merges"]) == tuple(check_model(model, name)[3]), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(pairs=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=12),
+       pieces=st.lists(st.binary(max_size=9).map(lambda b: bytes(97 + x % 4 for x in b)), max_size=20))
+def test_piece_counts_are_the_merge_lists_counts(pairs, pieces):
+    """``MergeList.piece_counts`` (the rank-rule check's counts at load) is
+    ``len(reference.hf.merge_by_list(...))`` of each piece, 3 for three or more."""
+    import numpy as np
+
+    MergeList = pytest.importorskip("fastbpe._hf_merge").MergeList
+    toks, table = [97, 98, 99, 100], {}
+    for a, b in pairs:
+        a, b = toks[a % len(toks)], toks[b % len(toks)]
+        if (a, b) not in table:
+            table[(a, b)] = (len(table), 256 + len(table))
+            toks.append(256 + len(table) - 1)
+    merges = sorted(table.items(), key=lambda kv: kv[1][0])
+    m = MergeList(list(range(256)), [a for (a, _), _ in merges], [b for (_, b), _ in merges], [n for _, (_, n) in merges], None, 0)
+    got = m.piece_counts(b"".join(pieces), np.cumsum([len(p) for p in pieces], dtype=np.int64))
+    assert list(got) == [min(3, len(ref.merge_by_list(list(p), table))) for p in pieces]

@@ -185,7 +185,14 @@ def test_qwen_nfc_and_not_nfc_text_equal_hf(vocab_file):
         ours.encode_batch(["e\u0301", "<|im_start|>"])
     route = ours._core_bpe._route
     assert route("abc") == ["abc"] and route("e\u0301") == ["\u00e9"]   # NFC, or made NFC: the rank core
-    assert route("<|im_start|>\u0338") is None and route("\u037e<think>") is None   # the pipeline
+    # a special token's text that the call does not match, nothing disallowed: text to HF
+    assert route("<|im_start|>e\u0301") == ["<|im_start|>\u00e9"]
+    everything = frozenset(e["content"] for e in ours.pipeline.added)
+    assert route("<|im_start|>e\u0301", everything) is None   # matched: HF cuts it before normalizing
+    assert route("<|im_start|>e\u0301", frozenset(), everything) is None   # disallowed: checked raw
+    assert route("\u037e<think>", ours._added_names) is None   # matched after normalizing: the pipeline
+    with pytest.raises(ValueError, match="disallowed special token"):
+        ours.encode("<|im_start|>\u0338")   # NFC would compose ">" and U+0338: checked raw
 
 
 def test_the_pipeline_engine_on_request_gives_the_same_ids(vocab_file):
@@ -267,26 +274,63 @@ def test_the_whitespace_llama3_cut_knows_is_regex_s():
     assert _spaces() == every == set(_SPACES)
 
 
+#: a Split's pattern and the hand-written splitter's pattern it is after ``llama3_cut``
+CUT_PAIRS = [(patterns.LLAMA3, patterns.CL100K), (patterns.QWEN, patterns.CL100K_DIGIT1)]
+
+
+@pytest.mark.parametrize("pattern, core", CUT_PAIRS)
 @settings(max_examples=3000, deadline=None)
-@given(text=st.lists(st.sampled_from([*_SPACES, "a", "1", "!", "'", "s", "é", "中", "\r\n"]), max_size=14).map("".join))
-def test_llama3_is_cl100k_cut_at_the_trailing_newline(text):
+@given(text=st.lists(st.sampled_from([*_SPACES, "a", "1", "23", "١", "!", "'", "s", "é", "中", "\r\n"]),
+                     max_size=14).map("".join))
+def test_llama3_is_cl100k_cut_at_the_trailing_newline(pattern, core, text):
     """Llama 3's pattern splits a text as cl100k's splits its two parts at
-    ``llama3_cut`` (the ``regex`` module runs both patterns)."""
+    ``llama3_cut``, and Qwen's as cl100k's with one digit a chunk (the ``regex`` module
+    runs both patterns)."""
     cut = llama3_cut(text)
     parts = [text] if cut is None else [text[:cut], text[cut:]]
-    assert regex.findall(patterns.LLAMA3, text) == [c for part in parts for c in regex.findall(patterns.CL100K, part)]
+    assert regex.findall(pattern, text) == [c for part in parts for c in regex.findall(core, part)]
+
+
+@pytest.mark.parametrize("pattern, core", CUT_PAIRS)
+def test_every_code_point_through_the_cut_and_the_native_splitter(pattern, core):
+    """Every code point, in a few contexts (after a letter, a digit, a space, a
+    newline; doubled; before a digit and trailing whitespace): ``llama3_cut`` and the
+    native splitter of ``core`` give the chunks ``regex`` gives for the Split's pattern."""
+    from fastbpe import _pretokenize as P
+
+    rx = regex.compile(pattern)
+    step = 4096
+    for lo in range(0, 0x110000, step):
+        chars = [chr(c) for c in range(lo, min(lo + step, 0x110000)) if not 0xD800 <= c < 0xE000]
+        for text in ("".join(f"a{c}1{c}{c}12 {c}\n" for c in chars), "".join(f"{c}123 {c}x'{c}" for c in chars),
+                     " ".join(chars) + " \n  ", "9".join(chars) + "\n\t"):
+            cut = llama3_cut(text)
+            parts = [text] if cut is None else [text[:cut], text[cut:]]
+            assert [c for part in parts for c in P.split(part, core)] == rx.findall(text), hex(lo)
+
+
+def _cut_route_equals_hf(vocab_file, name: str, engine: str, text: str) -> None:
+    ours, hf = _load(vocab_file, name)
+    full = _load_files(vocab_file, name)[1]
+    assert ours._split_engine == engine
+    want = hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode_ordinary(text) == want
+    assert ours.encode_ordinary_batch([text, text + " \n "], num_threads=2)[0] == want
+    assert ours.encode(text, allowed_special="all") == full.encode(text, add_special_tokens=False).ids
 
 
 @settings(max_examples=300, deadline=None)
 @given(text=st.lists(st.sampled_from([" ", "\n", "\r", "\t", "\u3000", "a", "1", "!", "ı", "<|eot_id|>"]), max_size=30).map("".join))
 def test_llama3_on_the_cl100k_splitter_equals_hf(vocab_file, text):
-    ours, hf = _load(vocab_file, "llama-3.2/tokenizer.json")
-    full = _load_files(vocab_file, "llama-3.2/tokenizer.json")[1]
-    assert ours._split_engine == "builtin:cl100k"
-    want = hf.encode(text, add_special_tokens=False).ids
-    assert ours.encode_ordinary(text) == want
-    assert ours.encode_ordinary_batch([text, text + " \n "], num_threads=2)[0] == want
-    assert ours.encode(text, allowed_special="all") == full.encode(text, add_special_tokens=False).ids
+    _cut_route_equals_hf(vocab_file, "llama-3.2/tokenizer.json", "builtin:cl100k", text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from([" ", "\n", "\r", "\t", "\u3000", "a", "1", "23", "４", "!", "ı", "e\u0301",
+                                      "<|im_start|>"]), max_size=30).map("".join))
+def test_qwen_on_the_cl100k_splitter_equals_hf(vocab_file, text):
+    """Qwen3: NFC, then the cut, then cl100k's splitter with one digit a chunk."""
+    _cut_route_equals_hf(vocab_file, "qwen3/tokenizer.json", "builtin:cl100k_digit1", text)
 
 
 def test_a_batch_of_cut_texts_names_the_text_with_a_disallowed_special(vocab_file):
@@ -298,3 +342,35 @@ def test_a_batch_of_cut_texts_names_the_text_with_a_disallowed_special(vocab_fil
     with pytest.raises(ValueError, match="of text 3 of the batch"):
         ours.encode_batch_to_numpy(texts)
     assert ours.encode_batch(texts[:3]) == [ours.encode(t) for t in texts[:3]]
+
+
+# ----------------------------------------------------------------- NFC's quick rule
+def test_every_code_point_below_u0300_is_nfc_stable():
+    """``reference.hf.NFC_STABLE_BELOW``'s three claims, against ``unicodedata`` for
+    every code point: below it each is its own NFC with combining class 0, and no
+    code point's canonical decomposition has one of them after its first part (so
+    composition never joins one to a char before it); U+0300 itself is not stable."""
+    import unicodedata
+
+    below = ref.NFC_STABLE_BELOW
+    for c in map(chr, range(below)):
+        assert unicodedata.normalize("NFC", c) == c and unicodedata.combining(c) == 0, hex(ord(c))
+    for cp in range(0x110000):
+        parts = unicodedata.decomposition(chr(cp)).split()
+        if parts and not parts[0].startswith("<"):   # canonical
+            assert all(int(p, 16) >= below for p in parts[1:]), hex(cp)
+    assert unicodedata.combining(chr(below)) != 0
+    chars = "".join(map(chr, range(below)))
+    assert all(unicodedata.is_normalized("NFC", a + chars) for a in chars)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet=st.characters(max_codepoint=0x400), max_size=40) | st.text(max_size=20))
+def test_nfc_quick_native_equals_reference(text):
+    import unicodedata
+
+    from fastbpe._pretokenize import nfc_quick
+
+    assert nfc_quick(text) == ref.nfc_quick(text)
+    if nfc_quick(text):
+        assert unicodedata.is_normalized("NFC", text)

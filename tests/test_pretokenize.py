@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fastbpe import _pretokenize as P
 from fastbpe.reference import patterns as R
 
-PATTERNS = {"gpt2": R.GPT2, "cl100k": R.CL100K, "o200k": R.O200K}
+PATTERNS = {"gpt2": R.GPT2, "cl100k": R.CL100K, "o200k": R.O200K, "cl100k_digit1": R.CL100K_DIGIT1}
 COMPILED = {name: regex.compile(pat) for name, pat in PATTERNS.items()}
 N_CODE_POINTS = 0x110000
 
@@ -264,6 +264,12 @@ def test_generated_text_cl100k(text):
 
 @settings(max_examples=2000)
 @given(tricky_text)
+def test_generated_text_cl100k_digit1(text):
+    assert P.split(text, "cl100k_digit1") == expected(text, "cl100k_digit1")
+
+
+@settings(max_examples=2000)
+@given(tricky_text)
 def test_generated_text_o200k(text):
     assert P.split(text, "o200k") == expected(text, "o200k")
 
@@ -310,6 +316,18 @@ def test_generated_text_o200k_windows(text):
 @example("(\n\n  \n" * 20 + "z" * 70)
 def test_generated_text_cl100k_windows(text):
     _check_both_paths(text, "cl100k")
+
+
+@settings(max_examples=3000)
+@given(window_text)
+@example("x" * 70 + "'s" + "y" * 70)
+@example("1" * 200 + " 2" * 40)
+@example("a" + "1234567890" * 15 + "١" + "12 " * 20)
+@example("a" * 58 + "123456" + "b" * 70)
+@example(("x1 12 123 1234 12345 (1) '1 1's a1b " + "\u00a0" + "9\n") * 6)
+def test_generated_text_cl100k_digit1_windows(text):
+    """cl100k's window rules with the digit-run parameter 1 (every digit a chunk)."""
+    _check_both_paths(text, "cl100k_digit1")
 
 
 # GPT-2's pattern cuts otherwise: contractions are case-sensitive and tried wherever a
@@ -367,7 +385,7 @@ def _check_both_paths(text, name):
         P._set_window_split(old)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "cl100k_digit1"])
 def test_windows_decide_most_chunks_of_latin_text(name):
     # the fast path is taken (a regression would still split right, only slower)
     text = ("Türkçe metin, İstanbul'da \"çok\" güzel. It's a Test of HTTPServer's\n"
@@ -430,8 +448,10 @@ def test_pattern_id():
     assert P.pattern_id(R.GPT2) == P.SPLIT_GPT2 == 0
     assert P.pattern_id(R.CL100K) == P.SPLIT_CL100K == 1
     assert P.pattern_id(R.O200K) == P.SPLIT_O200K == 2
+    assert P.pattern_id(R.CL100K_DIGIT1) == P.SPLIT_CL100K_DIGIT1 == 3
+    assert P.split_engine(3) == "builtin:cl100k_digit1"
     for name, pid in [("gpt2", 0), ("r50k_base", 0), ("cl100k", 1), ("cl100k_base", 1),
-                      ("o200k", 2), ("o200k_base", 2)]:
+                      ("o200k", 2), ("o200k_base", 2), ("cl100k_digit1", 3)]:
         assert P.pattern_id(name) == pid
     # any other pattern: a split program when it compiles and matches every character
     assert P.pattern_id(R.GPT2 + "|x") >= P.SPLIT_PROGRAM

@@ -52,12 +52,12 @@ def code_point_text(rng: random.Random) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pattern", default="o200k", choices=["gpt2", "cl100k", "o200k"])
+    ap.add_argument("--pattern", default="o200k", choices=["gpt2", "cl100k", "o200k", "cl100k_digit1"])
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    exact = {"gpt2": R.GPT2, "cl100k": R.CL100K, "o200k": R.O200K}[args.pattern]
+    exact = {"gpt2": R.GPT2, "cl100k": R.CL100K, "o200k": R.O200K, "cl100k_digit1": R.CL100K_DIGIT1}[args.pattern]
     pattern = regex.compile(exact)
     failure = Path(f"fuzz_{args.pattern}_failure.txt")
     start, count = time.time(), 0

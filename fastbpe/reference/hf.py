@@ -101,6 +101,27 @@ def normalize(spec: dict | None, text: str) -> str:
     raise ValueError(f"normalizer {kind!r} is not implemented")  # formats.hf_pipeline refuses it first
 
 
+#: Every code point below U+0300 is NFC-stable: its NFC is itself (NFC_QC=Yes), its
+#: canonical combining class is 0, and it is no character's second (or later) part in a
+#: canonical decomposition, so composition never joins it to a char before it. The
+#: Maybe-characters (those that may join a preceding one) start at U+0300, the
+#: combining grave accent. ``tests/test_hf_rank_rule.py`` checks all three against
+#: ``unicodedata`` for every code point.
+NFC_STABLE_BELOW = 0x300
+
+
+def nfc_quick(text: str) -> bool:
+    """Whether text is NFC by the quick rule: every code point below ``NFC_STABLE_BELOW``
+    (such text is NFC, as no char of it changes or joins another). False says nothing:
+    ``unicodedata.is_normalized`` decides then. ``_pretokenize.nfc_quick`` is the native
+    twin (the str's kind, then a scan of a two-byte str).
+
+    >>> nfc_quick("café, naïve"), nfc_quick("Ağrı"), nfc_quick("e\u0301"), nfc_quick("中")
+    (True, True, False, False)
+    """
+    return all(ord(c) < NFC_STABLE_BELOW for c in text)
+
+
 @functools.lru_cache(maxsize=64)
 def _compiled(pattern: str) -> regex.Pattern:
     return regex.compile(pattern)

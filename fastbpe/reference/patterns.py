@@ -47,6 +47,11 @@ LLAMA3 = (
 #: Qwen (``tokenization_qwen.py``, Qwen2/3's tokenizer.json): Llama 3's, one digit a chunk.
 QWEN = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
 
+#: cl100k's pattern with one digit a chunk (``\p{N}`` for ``\p{N}{1,3}+``): what Qwen's
+#: pattern is after ``bpe.hf.llama3_cut``, as Llama 3's is cl100k's; the hand-written
+#: cl100k splitter runs it with its digit-run parameter 1 (``SPLIT_CL100K_DIGIT1``).
+CL100K_DIGIT1 = CL100K.replace(r"\p{N}{1,3}+", r"\p{N}")
+
 #: Llama 4 (``llama_models/llama4/tokenizer.py``'s ``O200K_PATTERN``): o200k's, same string.
 LLAMA4 = O200K
 

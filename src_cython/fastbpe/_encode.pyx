@@ -694,14 +694,15 @@ def _compile_pattern(str pat_str):
 def _native_pattern_id(str pat_str):
     """The native pre-tokenizer of a pattern string, else -1 (the regex module).
 
-    tiktoken's exact pattern strings have hand-written splitters; any other pattern that
+    tiktoken's exact pattern strings (and cl100k's with one digit a chunk, Qwen's after
+    its cut) have hand-written splitters; any other pattern that
     fastbpe.reference.split_program compiles (and that matches every character, as
     tiktoken drops what it does not match) runs as a split program. Only exact strings:
     a short name such as "gpt2" is a (silly) custom regex here, as in tiktoken.
     """
     from fastbpe._pretokenize import SPLIT_PROGRAM, pattern_id
     from fastbpe.reference import patterns
-    if pat_str in (patterns.GPT2, patterns.CL100K, patterns.O200K):
+    if pat_str in (patterns.GPT2, patterns.CL100K, patterns.O200K, patterns.CL100K_DIGIT1):
         return pattern_id(pat_str)
     pid = pattern_id(pat_str)
     return pid if pid >= SPLIT_PROGRAM else -1

@@ -7,6 +7,10 @@ cdef enum:
     SPLIT_GPT2 = 0
     SPLIT_CL100K = 1
     SPLIT_O200K = 2
+    # cl100k's splitter with at most one digit a chunk (\p{N} for \p{N}{1,3}+:
+    # patterns.CL100K_DIGIT1, Qwen's pattern after llama3_cut): the same splitter, its
+    # digit-run parameter 1 instead of 3.
+    SPLIT_CL100K_DIGIT1 = 3
     # SPLIT_PROGRAM + slot: a compiled split program (_split_program.pxd), for any other
     # pattern the compiler of fastbpe.reference.split_program proves it handles.
     SPLIT_PROGRAM = 16

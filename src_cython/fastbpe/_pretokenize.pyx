@@ -225,12 +225,12 @@ cdef inline Py_ssize_t _run_crlf_slash(const unsigned char* t, Py_ssize_t i,
     return i
 
 
-cdef inline Py_ssize_t _run_numbers_upto3(const unsigned char* t, Py_ssize_t i,
-                                          Py_ssize_t end) noexcept nogil:
-    """\\p{N}{1,3}: i is on a number; at most three of them."""
+cdef inline Py_ssize_t _run_numbers_upto(const unsigned char* t, Py_ssize_t i,
+                                         Py_ssize_t end, int most) noexcept nogil:
+    """\\p{N}{1,most}: i is on a number; at most ``most`` of them."""
     cdef int count = 0
     cdef Py_ssize_t w
-    while count < 3 and i < end and (_class_at(t, i, end, &w) & FBPE_N):
+    while count < most and i < end and (_class_at(t, i, end, &w) & FBPE_N):
         i += w
         count += 1
     return i
@@ -318,6 +318,10 @@ cdef inline Py_ssize_t _gpt2(const unsigned char* t, Py_ssize_t p,
 # ---------------------------------------------------------------------------------------
 # cl100k: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+
 #         | ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
+# and the same with \p{N} for \p{N}{1,3}+ (SPLIT_CL100K_DIGIT1): ``digits`` is the
+# longest digit run one chunk takes, 3 or 1; nothing else in the pattern looks at
+# digits (\p{N} is outside the letter-prefix and "other" classes), so it is the one
+# parameter between the two.
 
 cdef inline Py_ssize_t _contraction_ci(const unsigned char* t, Py_ssize_t p,
                                        Py_ssize_t end) noexcept nogil:
@@ -337,7 +341,7 @@ cdef inline Py_ssize_t _contraction_ci(const unsigned char* t, Py_ssize_t p,
 
 
 cdef inline Py_ssize_t _cl100k(const unsigned char* t, Py_ssize_t p,
-                               Py_ssize_t end) noexcept nogil:
+                               Py_ssize_t end, int digits) noexcept nogil:
     cdef unsigned char b = t[p]
     cdef Py_ssize_t w, w2, r
     cdef uint16_t c
@@ -354,7 +358,7 @@ cdef inline Py_ssize_t _cl100k(const unsigned char* t, Py_ssize_t p,
     if c & FBPE_L:
         return _run_letters(t, p + w, end)  # \p{L}++
     if c & FBPE_N:
-        return _run_numbers_upto3(t, p, end)  # \p{N}{1,3}+
+        return _run_numbers_upto(t, p, end, digits)  # \p{N}{1,3}+ (or \p{N})
     # [^\r\n\p{L}\p{N}]?+\p{L}++ with the prefix taken. Possessive, and without the
     # prefix \p{L} cannot match here, so no second try.
     if b != 13 and b != 10 and p + w < end:
@@ -450,7 +454,7 @@ cdef inline Py_ssize_t _o200k(const unsigned char* t, Py_ssize_t p,
             return _o200k_suffix(t, _run_lower(t, r + 1, end), end)
     c = _class_at(t, p, end, &w)
     if c & FBPE_N:
-        return _run_numbers_upto3(t, p, end)  # (3); N is in no other alternative's start
+        return _run_numbers_upto(t, p, end, 3)  # (3); N is in no other alternative's start
     # [^\r\n\p{L}\p{N}]? can take the char at p (whitespace, symbols and marks M).
     prefix = not (c & (FBPE_L | FBPE_N)) and b != 13 and b != 10 and p + w < end
     if prefix and (_class_at(t, p + w, end, &w2) & LETTERISH):
@@ -482,14 +486,16 @@ cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_
     """End (> start) of the chunk of text[start:end] that starts at start.
 
     text[start:end] is UTF-8 and `end` is where regex's `$` matches (the end of the
-    segment). pattern is SPLIT_GPT2, SPLIT_CL100K, SPLIT_O200K or SPLIT_PROGRAM + a slot
+    segment). pattern is SPLIT_GPT2, SPLIT_CL100K(_DIGIT1), SPLIT_O200K or SPLIT_PROGRAM + a slot
     of _split_program (any other value splits as GPT-2). Pure function of its arguments:
     safe to call from many threads.
     """
     if start >= end:  # outside the contract; never read text[end]
         return end
     if pattern == SPLIT_CL100K:
-        return _cl100k(text, start, end)
+        return _cl100k(text, start, end, 3)
+    if pattern == SPLIT_CL100K_DIGIT1:
+        return _cl100k(text, start, end, 1)
     if pattern == SPLIT_O200K:
         return _o200k(text, start, end)
     if pattern >= SPLIT_PROGRAM:
@@ -510,15 +516,17 @@ cdef Py_ssize_t split_refill(FbpeWin* win, int pattern, const unsigned char* tex
 
 # The SPLIT_* ids as Python ints too (the enum itself lives in the .pxd for cimport).
 globals().update(SPLIT_GPT2=<int>SPLIT_GPT2, SPLIT_CL100K=<int>SPLIT_CL100K,
-                 SPLIT_O200K=<int>SPLIT_O200K, SPLIT_PROGRAM=<int>SPLIT_PROGRAM)
+                 SPLIT_O200K=<int>SPLIT_O200K, SPLIT_CL100K_DIGIT1=<int>SPLIT_CL100K_DIGIT1,
+                 SPLIT_PROGRAM=<int>SPLIT_PROGRAM)
 
 _SHORT_NAMES = {
     "gpt2": SPLIT_GPT2, "r50k": SPLIT_GPT2, "r50k_base": SPLIT_GPT2,
     "cl100k": SPLIT_CL100K, "cl100k_base": SPLIT_CL100K, "gpt4": SPLIT_CL100K,
     "o200k": SPLIT_O200K, "o200k_base": SPLIT_O200K,
+    "cl100k_digit1": SPLIT_CL100K_DIGIT1,
 }
 _EXACT = {_patterns.GPT2: SPLIT_GPT2, _patterns.CL100K: SPLIT_CL100K,
-          _patterns.O200K: SPLIT_O200K}
+          _patterns.O200K: SPLIT_O200K, _patterns.CL100K_DIGIT1: SPLIT_CL100K_DIGIT1}
 
 
 def pattern_id(pat_str, gaps=False):
@@ -561,7 +569,8 @@ def split_engine(int pid):
         return "regex"
     if pid >= SPLIT_PROGRAM:
         return "program"
-    return "builtin:" + {SPLIT_GPT2: "gpt2", SPLIT_CL100K: "cl100k", SPLIT_O200K: "o200k"}[pid]
+    return "builtin:" + {SPLIT_GPT2: "gpt2", SPLIT_CL100K: "cl100k", SPLIT_O200K: "o200k",
+                         SPLIT_CL100K_DIGIT1: "cl100k_digit1"}[pid]
 
 
 def cuts_hold(int pid):
@@ -731,6 +740,37 @@ def split(text, pattern, *, gaps=False):
         out.append(data[a:b].decode("utf-8", "surrogatepass"))
         a = b
     return out
+
+
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+
+
+def nfc_quick(str text):
+    """``fastbpe.reference.hf.nfc_quick``: whether every code point of text is below
+    U+0300 (so text is NFC). From the str's kind: one byte a char is below U+0100, four
+    holds one above U+FFFF; a two-byte str is scanned (no branch in the loop: the
+    compiler vectorizes it), about 0.1 us for 2 KB against ~6 us of
+    ``unicodedata.is_normalized``.
+
+    >>> nfc_quick("Ağrı"), nfc_quick("e\\u0301")
+    (True, False)
+    """
+    cdef int kind = PyUnicode_KIND(text)
+    cdef Py_ssize_t i, n
+    cdef const uint16_t* u
+    cdef uint16_t high = 0
+    if kind == 1:
+        return True
+    if kind != 2:
+        return False
+    n = PyUnicode_GET_LENGTH(text)
+    u = <const uint16_t*>PyUnicode_DATA(text)
+    for i in range(n):
+        high |= u[i] >= 0x300
+    return not high
 
 
 def _class_table():

@@ -12,7 +12,8 @@
  * The masks handle ASCII and two-byte chars. Anything else makes the window end
  * FBPE_MARGIN bytes before it, so that no start is decided from a char past the end
  * (a start depends on at most the three bytes after it): chars of three or more bytes;
- * digits of two bytes, or four digits in a row; an apostrophe that starts a chunk and
+ * digits of two bytes, or four digits in a row (cl100k's; with one digit a chunk
+ * every run is decided); an apostrophe that starts a chunk and
  * is followed by U+017F (the one char beyond ASCII that (?i) folds to a suffix letter);
  * whitespace runs with \r or \n, then other whitespace, then \r or \n again.
  *
@@ -42,6 +43,8 @@
  *   "'t"; "'sam": "'s", "am"); otherwise it is an O char like any other. An apostrophe
  *   that starts no chunk is inside its O run's chunk (" 's": " '", "s").
  * - Digits: \p{N}{1,3}+; a run of up to three is one chunk. No P char can prefix it.
+ *   With digits == 1 (\p{N}, SPLIT_CL100K_DIGIT1) every digit is a chunk, and a run
+ *   of any length is decided; no other rule looks at digits.
  * - O runs. (4) takes the run, with the SP before it if there is one (that SP is the
  *   last char of its whitespace run, so it starts the chunk), and the CR chars after
  *   it; the char after those starts a chunk. Without a SP before it the run's first
@@ -57,8 +60,10 @@
 #ifndef FASTBPE_SPLIT_CL100K_H
 #define FASTBPE_SPLIT_CL100K_H
 
-/* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
-static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t base) {
+/* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set.
+   digits: the longest digit run one chunk takes, 3 (cl100k) or 1 (\p{N}: Qwen's
+   pattern after llama3_cut); a constant at each call, so each inlined copy keeps one. */
+static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t base, int digits) {
     FbpeWinBytes b;
     uint64_t tabs, cont, lead2, ok2, m, l2, n2, ws2, o2;
     uint64_t cs, one, L, N, O, OWS, WS, A, T, E0, absorbed, WSx, unhandled;
@@ -80,8 +85,9 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     WS = b.sp | b.crm | OWS;
     O = (one & ~(b.letter | b.digit | b.wsa)) | o2;
     /* 2. What the masks do not handle, from the first such byte on. */
-    unhandled = (b.hi & ~(ok2 | (ok2 << 1))) | n2
-              | (N & (N << 1) & (N << 2) & (N << 3));         /* a fourth digit in a row */
+    unhandled = (b.hi & ~(ok2 | (ok2 << 1))) | n2;
+    if (digits != 1)
+        unhandled |= N & (N << 1) & (N << 2) & (N << 3);      /* a fourth digit in a row */
     /* other whitespace between CR chars of one run (fbpe_win_cr_runs) */
     unhandled = fbpe_win_cr_runs(WS, b.crm, unhandled);
     A = WS & ~b.crm;                      /* whitespace but CR chars */
@@ -125,7 +131,8 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     starts = 1
         | (Ls & ~p1) | pref                                  /* letter runs */
         | (cs & ~L & (L << 1))                               /* after a letter run */
-        | (N & ~(N << 1)) | (cs & ~N & (N << 1))             /* digit runs */
+        | (digits == 1 ? N : N & ~(N << 1))                  /* digit runs (or digits) */
+        | (cs & ~N & (N << 1))                               /* after them */
         | (Os & ~(b.sp << 1))                                /* O runs without a SP */
         | (E0 & ~b.crm & ~p1)                                /* after them */
         | (cs & ~absorbed & (absorbed << 1))                 /* after their CR chars */

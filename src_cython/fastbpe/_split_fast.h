@@ -19,8 +19,9 @@
  * -------------------------------------------------------------------------------- */
 
 /* The patterns that have window rules, as bits of their SPLIT_* ids (_pretokenize.pxd:
-   GPT-2 0, cl100k 1, o200k 2). split_next takes the window only for these. */
-#define FBPE_WIN_PATTERNS ((1u << 0) | (1u << 1) | (1u << 2))
+   GPT-2 0, cl100k 1, o200k 2, cl100k with one digit a chunk 3). split_next takes the
+   window only for these. */
+#define FBPE_WIN_PATTERNS ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 3))
 
 static inline int fbpe_win_pattern(int pattern) {
     return (unsigned)pattern < 32u && ((FBPE_WIN_PATTERNS >> pattern) & 1u);

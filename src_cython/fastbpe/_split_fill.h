@@ -160,7 +160,8 @@ static inline uint64_t fbpe_wide32(const unsigned char *w) {
 static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base) {
     switch (pattern) {
     case 0: return fbpe_gpt2_starts(t, base);      /* SPLIT_GPT2 */
-    case 1: return fbpe_cl100k_starts(t, base);    /* SPLIT_CL100K */
+    case 1: return fbpe_cl100k_starts(t, base, 3); /* SPLIT_CL100K */
+    case 3: return fbpe_cl100k_starts(t, base, 1); /* SPLIT_CL100K_DIGIT1 */
     case 2: return fbpe_o200k_starts(t, base);     /* SPLIT_O200K */
     default: return 1;                              /* decides nothing: scalar splitter */
     }
