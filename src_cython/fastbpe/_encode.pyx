@@ -118,7 +118,7 @@ cdef object check_str(object text):
     return text
 
 
-def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, str pat_str,
+def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, pat_str,
                   Py_ssize_t n_encoded=-1):
     """Unpickle a CoreBPE from its packed vocabulary (see ``CoreBPE.__reduce__``)."""
     cdef CoreBPE core = CoreBPE.__new__(CoreBPE)
@@ -139,7 +139,7 @@ cdef class CoreBPE:
     cdef object lengths_arr         # uint32 per mergeable token, arena order
     cdef object ids_arr             # uint32 per mergeable token, arena order
     cdef readonly dict special_tokens
-    cdef readonly str pat_str
+    cdef readonly object pat_str    # a str, or a tuple: HF's Isolated Splits in sequence
     cdef object regex_pat
     cdef int pattern_id             # native pre-tokenizer, or -1 for the regex module
     cdef bint may_cut               # long texts may be cut at newlines (_pretokenize.cuts_hold)
@@ -209,13 +209,18 @@ cdef class CoreBPE:
         where a warm cache would measure a text the encoder has already seen."""
         self.free_chunk_caches()
 
-    def __init__(self, mergeable_ranks, special_tokens, str pat_str, unreachable=()):
+    def __init__(self, mergeable_ranks, special_tokens, pat_str, unreachable=()):
         """``unreachable``: tokens (bytes, in ``mergeable_ranks``) that encoding never
         produces: they decode, but the encode table leaves them out, so a piece that is
         one of them is merged from its bytes (no whole-piece lookup) and no merge makes
         one. The hook of HF's ``ignore_merges: false`` on the rank rule
         (``fastbpe.bpe.hf``, whose docstring proves it exact for the tokens it passes:
-        those that merging from their own bytes never reaches)."""
+        those that merging from their own bytes never reaches).
+
+        ``pat_str`` is a split pattern (str), or a tuple of them: HF's Sequence of
+        Isolated Splits (the text between matches kept), which must run as one native
+        split program (``fastbpe.reference.split_program.compile_sequence``), else
+        ValueError: no ``regex`` fallback splits a sequence."""
         cdef Py_ssize_t n_encoded = -1
         if unreachable:
             skip = set(unreachable)
@@ -233,14 +238,20 @@ cdef class CoreBPE:
         arena, lengths, ids = pack_ranks(mergeable_ranks)
         self._init_packed(arena, lengths, ids, special_tokens, pat_str, n_encoded)
 
-    def _init_packed(self, bytes arena, lengths, ids, special_tokens, str pat_str,
+    def _init_packed(self, bytes arena, lengths, ids, special_tokens, pat_str,
                      Py_ssize_t n_encoded=-1):
         if self.vocab.slots != NULL:
             raise RuntimeError("CoreBPE is immutable")
         check_packed(arena, ids, special_tokens)
+        if isinstance(pat_str, tuple):
+            self.regex_pat = None
+            self.pattern_id = _sequence_pattern_id(pat_str)
+        elif isinstance(pat_str, str):
+            self.regex_pat = _compile_pattern(pat_str)
+            self.pattern_id = _native_pattern_id(pat_str)
+        else:
+            raise TypeError(f"pat_str must be a str or a tuple of str, not {type(pat_str).__name__}")
         self.pat_str = pat_str
-        self.regex_pat = _compile_pattern(pat_str)
-        self.pattern_id = _native_pattern_id(pat_str)
         self.may_cut = _cuts_hold(self.pattern_id)
         self.special_tokens = dict(special_tokens)
         cdef Py_ssize_t n = len(lengths), i
@@ -689,6 +700,21 @@ def _compile_pattern(str pat_str):
         return regex.compile(pat_str)
     except regex.error as exc:
         raise ValueError(f"invalid split pattern {pat_str!r}: {exc}") from None
+
+
+def _sequence_pattern_id(tuple patterns):
+    """The split program of a sequence of Isolated Splits; ValueError naming the
+    patterns when there is none (a sequence has no ``regex`` fallback here)."""
+    from fastbpe._pretokenize import pattern_id
+    if not patterns or not all(isinstance(p, str) for p in patterns):
+        raise TypeError("a sequence of split patterns must be a non-empty tuple of str")
+    for p in patterns:
+        _compile_pattern(p)
+    pid = pattern_id(patterns)
+    if pid < 0:
+        raise ValueError(f"the split sequence {patterns!r} does not compile to a native split "
+                         "program (fastbpe.reference.split_program.compile_sequence says why)")
+    return pid
 
 
 def _native_pattern_id(str pat_str):

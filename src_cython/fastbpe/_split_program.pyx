@@ -13,7 +13,7 @@ a two-level table: ``stage1[cp >> 7]`` names a block of 128 class ids (uint8),
 its first consumed char may be in, so the branches that cannot start on the char at p
 cost one AND each.
 """
-from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, malloc
 from libc.string cimport memcpy
 cimport numpy as cnp
@@ -28,6 +28,39 @@ cnp.import_array()
 cdef extern from "fbe_ascii_run.h":
     Py_ssize_t fbpe_ascii_range_end(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
                                     unsigned lo, unsigned hi, unsigned fold) nogil
+    enum:
+        FBPE_SWAR
+    int __builtin_ctzll(unsigned long long x) nogil
+
+cdef enum:
+    NO_ASCII_LO = 0x80     # an empty ASCII range: lo > every 7-bit byte
+    NO_ASCII_HI = 0x7F
+
+
+cdef inline Py_ssize_t _ascii_outside_end(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                          unsigned lo, unsigned hi) noexcept nogil:
+    """End of the run from i of ASCII bytes b outside lo <= b <= hi: it stops at a byte
+    in the range or >= 0x80, 8 bytes a step where fbpe_ascii_range_end does (the same
+    SWAR test, the other way round). lo NO_ASCII_LO, hi NO_ASCII_HI: no byte is in
+    the range, the run is every ASCII byte."""
+    cdef uint64_t x, ge_lo, gt_hi, stop
+    cdef uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL
+    cdef unsigned b
+    if FBPE_SWAR:
+        while end - i >= 8:
+            memcpy(&x, t + i, 8)
+            ge_lo = (x & ~high) + ones * (0x80 - lo)   # high bit: b >= lo
+            gt_hi = (x & ~high) + ones * (0x7F - hi)   # high bit: b > hi
+            stop = ((ge_lo & ~gt_hi) | x) & high       # in the range, or not ASCII
+            if stop:
+                return i + (__builtin_ctzll(stop) >> 3)
+            i += 8
+    while i < end:
+        b = t[i]
+        if b >= 0x80 or (lo <= b and b <= hi):
+            break
+        i += 1
+    return i
 
 cdef extern from "fbe_utf8_decode.h":
     uint32_t fbe_decode_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
@@ -81,6 +114,12 @@ ctypedef struct Prog:
     void* outer[MAX_OUTER]   # const Prog*
     uint32_t outer_mask[MAX_OUTER]
     int32_t outer_k[MAX_OUTER]  # -1: unbounded
+    # the level's X holds the ASCII bytes outer_lo..outer_hi and no other (an empty
+    # range when it holds none), when outer_swar: a run of non-X chars skips ASCII
+    # bytes 8 a step (_ascii_outside_end)
+    int outer_swar[MAX_OUTER]
+    unsigned outer_lo[MAX_OUTER]
+    unsigned outer_hi[MAX_OUTER]
     uint32_t class_atoms[256]
     uint16_t* stage1         # 0x110000 >> 7 entries
     uint8_t* stage2          # 128 class ids per block
@@ -227,20 +266,19 @@ cdef Py_ssize_t _outer_end(const Prog* g, const unsigned char* t, Py_ssize_t p,
                 q += w
                 count += 1
         else:
-            while q < end and not (_atoms_at(o, t, q, end, &w) & mask):
+            while q < end:
+                if t[q] < 0x80 and g.outer_swar[i]:
+                    q = _ascii_outside_end(t, q, end, g.outer_lo[i], g.outer_hi[i])
+                    if q >= end or t[q] < 0x80:   # the end, or an X byte
+                        break
+                if _atoms_at(o, t, q, end, &w) & mask:
+                    break
                 q += w
         if scan != NULL:
             scan.bound[i] = end if (not x or k < 0) else -1
             scan.end[i] = q
         end = q
     return end
-
-
-cdef void program_scan_reset(ProgramScan* scan) noexcept nogil:
-    cdef int i
-    for i in range(MAX_OUTER):
-        scan.bound[i] = -1
-        scan.end[i] = -1
 
 
 cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_t start,
@@ -461,6 +499,10 @@ def sequence_slot(tuple patterns):
                 g.outer[i] = _build(prog)
                 g.outer_mask[i] = 1 << atom
                 g.outer_k[i] = k
+                members = [b for b in range(128) if (<Prog*>g.outer[i]).ascii[b] >> atom & 1]
+                lo, hi = (min(members), max(members)) if members else (NO_ASCII_LO, NO_ASCII_HI)
+                g.outer_swar[i] = members == list(range(lo, hi + 1))
+                g.outer_lo[i], g.outer_hi[i] = lo, hi
             g.n_outer = n
             entry = (_new_slot(g), True)
         _slots[patterns] = entry
