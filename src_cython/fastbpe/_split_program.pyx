@@ -11,7 +11,9 @@ Data: per program, each ASCII byte's atom set (one lookup), and for other code p
 a two-level table: ``stage1[cp >> 7]`` names a block of 128 class ids (uint8),
 ``class_atoms[id]`` is the atom set (uint32 bits). Each branch starts with the atoms
 its first consumed char may be in, so the branches that cannot start on the char at p
-cost one AND each.
+cost one AND each. A chunk start's class id (an ASCII byte's: the byte itself) picks
+its shortcut (``_shortcut``: the branch certainly matches, with the first run from
+there), for any char: a word starting on "ş" or "中" skips the branch loop as "s" does.
 """
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, malloc
@@ -106,8 +108,12 @@ ctypedef struct Branch:
 
 ctypedef struct Prog:
     uint32_t ascii[128]
-    uint8_t first_branch[128]  # per ASCII byte: the first branch that may start on it
-    Shortcut shortcut[128]
+    # per class id (any char's, not only ASCII's: a chunk starting on a Turkish or CJK
+    # letter takes the shortcut too), and the same per ASCII byte (no class lookup)
+    uint8_t first_branch[256]  # the first branch that may start on a char of the class
+    Shortcut shortcut[256]
+    uint8_t first_branch_ascii[128]
+    Shortcut shortcut_ascii[128]
     # A sequence of splits (compile_sequence): the levels before this one, outermost
     # first, each one run X+ / X{1,k} of its own tables (Corollary 5).
     int n_outer
@@ -292,23 +298,33 @@ cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_s
     cdef const Branch* br
     cdef const Item* it
     cdef const Shortcut* sc
-    cdef Py_ssize_t q = start, w, r
-    cdef uint32_t m
-    cdef int b, n, first = -1
+    cdef Py_ssize_t q = start, w, w0, r
+    cdef uint32_t m, cp
+    cdef int b, n, cls, fb = 0, first = -1
     if g.n_outer:
         end = _outer_end(g, text, start, end, scan)
+    sc = NULL
     if text[start] < 0x80:
-        sc = &g.shortcut[text[start]]
+        w0 = 1
+        sc = &g.shortcut_ascii[text[start]]
+        fb = g.first_branch_ascii[text[start]]
+    else:
+        cp = fbe_decode_multibyte(text, start, end, &w0)
+        if cp <= 0x10FFFF:
+            cls = g.stage2[(<Py_ssize_t>g.stage1[cp >> 7] << 7) | (cp & 127)]
+            sc = &g.shortcut[cls]
+            fb = g.first_branch[cls]
+    if sc != NULL:
         if sc.kind == SC_RUN:
             it = g.items + sc.item
-            if sc.n == 1 and it.hi < 0:  # the byte and the rest of the run
-                return _run(g, it, text, start + 1, end)
+            if sc.n == 1 and it.hi < 0:  # the char and the rest of the run
+                return _run(g, it, text, start + w0, end)
             return _match(g, it, sc.n, text, start, end)
-        if sc.kind == SC_PREFIX and start + 1 < end:
-            # The branch's optional prefix takes the byte; the match is its first
+        if sc.kind == SC_PREFIX and start + w0 < end:
+            # The branch's optional prefix takes the char; the match is its first
             # candidate when what follows certainly matches: items forced empty by the
             # next char, then a run of it whose rest cannot fail.
-            m = _atoms_at(g, text, start + 1, end, &w)
+            m = _atoms_at(g, text, start + w0, end, &w)
             it = g.items + sc.item
             n = sc.n
             while n > 0 and it.kind == K_RUN and it.lo == 0 and not (it.mask & m):
@@ -316,14 +332,14 @@ cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_s
                 n -= 1
             if n > 0 and it.kind == K_RUN and it.lo == 1 and (it.mask & m) and it.rest_never_fails:
                 if n == 1 and it.hi < 0:
-                    return _run(g, it, text, start + 1 + w, end)
-                return _match(g, it, n, text, start + 1, end)
+                    return _run(g, it, text, start + w0 + w, end)
+                return _match(g, it, n, text, start + w0, end)
             if sc.fails_unless:
-                first = g.first_branch[text[start]] + 1
+                first = fb + 1
     while q < end:
         m = _atoms_at(g, text, q, end, &w)
         if first < 0:
-            first = g.first_branch[text[q]] if text[q] < 0x80 else 0
+            first = g.first_branch_ascii[text[q]] if text[q] < 0x80 else 0
         for b in range(first, g.n_branches):
             br = &g.branches[b]
             if br.first_mask & m:
@@ -398,15 +414,21 @@ cdef Prog* _build(prog) except NULL:
         g.branches[k].item_first = item_first
         g.branches[k].item_count = item_count
     g.n_branches = len(branches)
-    for k in range(128):
+    for k in range(len(class_atoms)):
+        atoms = int(class_atoms[k])
         g.first_branch[k] = next((b for b, (first, _, _) in enumerate(branches)
-                                  if first & ascii_atoms[k]), len(branches))
-        kind, item, n = _shortcut(prog, g.first_branch[k], int(ascii_atoms[k]))
+                                  if first & atoms), len(branches))
+        kind, item, n = _shortcut(prog, g.first_branch[k], atoms)
         g.shortcut[k].fails_unless = kind == SC_PREFIX and _fails_unless(
-            prog.branches[g.first_branch[k]], int(ascii_atoms[k]))
+            prog.branches[g.first_branch[k]], atoms)
         g.shortcut[k].kind = kind
         g.shortcut[k].item = branches[g.first_branch[k]][1] + item if kind else 0
         g.shortcut[k].n = n
+    for k in range(128):
+        cls = int(np.searchsorted(class_atoms, ascii_atoms[k]))  # class_atoms: sorted, unique
+        assert class_atoms[cls] == ascii_atoms[k]
+        g.first_branch_ascii[k] = g.first_branch[cls]
+        g.shortcut_ascii[k] = g.shortcut[cls]
     return g
 
 
@@ -422,7 +444,7 @@ def _fails_unless(items, atoms):
 
 
 def _shortcut(prog, branch, atoms):
-    """For a chunk starting on an ASCII char with atom set `atoms`, whose first possible
+    """For a chunk starting on a char with atom set `atoms`, whose first possible
     branch is `branch` (no earlier one can start on it):
 
     SC_RUN, k, n: the leading items before k are runs with min 0 the char is not in
