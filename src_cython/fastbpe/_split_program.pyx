@@ -93,14 +93,16 @@ ctypedef struct Lit:
     int32_t first, length    # its chars' atom bits: lit_masks[first : first + length]
 
 ctypedef struct Shortcut:
-    # How a chunk starting on an ASCII byte b may skip the branch loop (see _shortcuts).
-    int kind                 # 0 none; SC_RUN; SC_PREFIX
-    int32_t item, n          # the items to match from (at p, or at p + 1 for SC_PREFIX)
-    int fails_unless         # SC_PREFIX: the branch fails when the shortcut's test does
+    # How a chunk starting on a char of one class may skip the branch loop (_shortcut).
+    int kind                 # 0 none; SC_RUN; SC_PREFIX; SC_GUARD
+    int32_t item, n          # the items to match from (at p, or after the first char)
+    int fails_unless         # the branch fails when the shortcut's test does: the next
+                             # branch that may start on the class decides (shortcut2)
 
 cdef enum:
     SC_RUN = 1
     SC_PREFIX = 2
+    SC_GUARD = 3
 
 ctypedef struct Branch:
     uint32_t first_mask      # the atoms its first consumed char may be in
@@ -114,6 +116,12 @@ ctypedef struct Prog:
     Shortcut shortcut[256]
     uint8_t first_branch_ascii[128]
     Shortcut shortcut_ascii[128]
+    # the same from the next branch that may start on the class, for when the first
+    # one's shortcut test fails and fails_unless says the branch then fails
+    uint8_t first_branch2[256]
+    Shortcut shortcut2[256]
+    uint8_t first_branch2_ascii[128]
+    Shortcut shortcut2_ascii[128]
     # A sequence of splits (compile_sequence): the levels before this one, outermost
     # first, each one run X+ / X{1,k} of its own tables (Corollary 5).
     int n_outer
@@ -300,7 +308,8 @@ cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_s
     cdef const Shortcut* sc
     cdef Py_ssize_t q = start, w, w0, r
     cdef uint32_t m, cp
-    cdef int b, n, cls, fb = 0, first = -1
+    cdef const Shortcut* sc2 = NULL
+    cdef int b, n, cls, fb = 0, fb2 = 0, first = -1
     if g.n_outer:
         end = _outer_end(g, text, start, end, scan)
     sc = NULL
@@ -308,13 +317,17 @@ cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_s
         w0 = 1
         sc = &g.shortcut_ascii[text[start]]
         fb = g.first_branch_ascii[text[start]]
+        sc2 = &g.shortcut2_ascii[text[start]]
+        fb2 = g.first_branch2_ascii[text[start]]
     else:
         cp = fbe_decode_multibyte(text, start, end, &w0)
         if cp <= 0x10FFFF:
             cls = g.stage2[(<Py_ssize_t>g.stage1[cp >> 7] << 7) | (cp & 127)]
             sc = &g.shortcut[cls]
             fb = g.first_branch[cls]
-    if sc != NULL:
+            sc2 = &g.shortcut2[cls]
+            fb2 = g.first_branch2[cls]
+    while sc != NULL:  # the first branch that may start here, then (sc2) the next one
         if sc.kind == SC_RUN:
             it = g.items + sc.item
             if sc.n == 1 and it.hi < 0:  # the char and the rest of the run
@@ -334,8 +347,23 @@ cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_s
                 if n == 1 and it.hi < 0:
                     return _run(g, it, text, start + w0 + w, end)
                 return _match(g, it, n, text, start + w0, end)
-            if sc.fails_unless:
-                first = fb + 1
+        elif sc.kind == SC_GUARD:
+            # One char, then a run with a minimum: the next char decides whether the
+            # branch can match at all.
+            m = _atoms_at(g, text, start + w0, end, &w) if start + w0 < end else 0
+            it = g.items + sc.item
+            if it.mask & m:
+                if sc.n == 1 and it.lo == 1 and it.hi < 0:
+                    return _run(g, it, text, start + w0 + w, end)
+                first = fb
+                break
+        else:
+            break
+        if not sc.fails_unless:
+            break
+        first = fb + 1  # the branch fails here; the next one that may start here decides
+        sc, fb = sc2, fb2
+        sc2 = NULL
     while q < end:
         m = _atoms_at(g, text, q, end, &w)
         if first < 0:
@@ -416,20 +444,28 @@ cdef Prog* _build(prog) except NULL:
     g.n_branches = len(branches)
     for k in range(len(class_atoms)):
         atoms = int(class_atoms[k])
-        g.first_branch[k] = next((b for b, (first, _, _) in enumerate(branches)
-                                  if first & atoms), len(branches))
-        kind, item, n = _shortcut(prog, g.first_branch[k], atoms)
-        g.shortcut[k].fails_unless = kind == SC_PREFIX and _fails_unless(
-            prog.branches[g.first_branch[k]], atoms)
-        g.shortcut[k].kind = kind
-        g.shortcut[k].item = branches[g.first_branch[k]][1] + item if kind else 0
-        g.shortcut[k].n = n
+        starts = [b for b, (first, _, _) in enumerate(branches) if first & atoms] + [len(branches)] * 2
+        g.first_branch[k], g.first_branch2[k] = starts[0], starts[1]
+        _fill_shortcut(&g.shortcut[k], prog, branches, starts[0], atoms)
+        _fill_shortcut(&g.shortcut2[k], prog, branches, starts[1], atoms)
     for k in range(128):
         cls = int(np.searchsorted(class_atoms, ascii_atoms[k]))  # class_atoms: sorted, unique
         assert class_atoms[cls] == ascii_atoms[k]
         g.first_branch_ascii[k] = g.first_branch[cls]
         g.shortcut_ascii[k] = g.shortcut[cls]
+        g.first_branch2_ascii[k] = g.first_branch2[cls]
+        g.shortcut2_ascii[k] = g.shortcut2[cls]
     return g
+
+
+cdef int _fill_shortcut(Shortcut* sc, prog, list branches, int fb, atoms) except -1:
+    """The shortcut of a chunk start with atom set `atoms` at branch fb (_shortcut)."""
+    kind, item, n = _shortcut(prog, fb, atoms)
+    sc.fails_unless = kind == SC_GUARD or (kind == SC_PREFIX and _fails_unless(prog.branches[fb], atoms))
+    sc.kind = kind
+    sc.item = branches[fb][1] + item if kind else 0
+    sc.n = n
+    return 0
 
 
 def _fails_unless(items, atoms):
@@ -454,7 +490,11 @@ def _shortcut(prog, branch, atoms):
     SC_PREFIX, 1, n: item 0 is an optional one-char run holding the char (a prefix);
     the match is the prefix and items[1:]'s match at p + 1 whenever the caller sees that
     items[1:] certainly match there (the same test at p + 1, at run time).
-    (0, 0, 0): neither; the branch loop decides.
+    SC_GUARD, 1, n: item 0 is exactly one char holding it, item 1 a run with a minimum
+    (DeepSeek's ``[!"#...][A-Za-z]+``): the branch fails unless the next char is in
+    item 1's atom (then the next branch's shortcut applies); with it, and items[1:] one
+    unbounded run of min 1, the match is that run from the next char.
+    (0, 0, 0): none of these; the branch loop decides.
     """
     if branch >= len(prog.branches):
         return 0, 0, 0
@@ -471,6 +511,9 @@ def _shortcut(prog, branch, atoms):
     it = items[0]
     if it.kind == K_RUN and it.lo == 0 and it.hi == 1 and atoms >> it.atom & 1 and len(items) > 1:
         return SC_PREFIX, 1, len(items) - 1
+    if (it.kind == K_RUN and it.lo == 1 and it.hi == 1 and atoms >> it.atom & 1 and len(items) > 1
+            and items[1].kind == K_RUN and items[1].lo >= 1):
+        return SC_GUARD, 1, len(items) - 1
     return 0, 0, 0
 
 
