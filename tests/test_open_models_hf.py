@@ -123,6 +123,17 @@ def test_deepseek_batches_on_threads_equal_hf(vocab_file, tmp_path):
         hf.encode(text, add_special_tokens=False).ids
 
 
+def test_count_matches_added_tokens_as_encode_ordinary(model):
+    """``count`` / ``count_till_limit`` count what ``encode_ordinary`` gives: non-special
+    added tokens (DeepSeek's ``<think>``) match there; the rank core's own
+    ``encode_ordinary`` knows none, so counting through it gave two more ids a pair."""
+    ours, _, plain = model
+    text = "Hello 2024 中文かな <think>x</think> " * 400 + DOCS[3]
+    n = len(plain.encode(text, add_special_tokens=False).ids)
+    assert ours.count(text) == len(ours.encode_ordinary(text)) == n
+    assert ours.count_till_limit(text, n) == n and ours.count_till_limit(text, n - 1) is None
+
+
 #: DeepSeek V4's added tokens: raw and normalized ones that share a character
 #: ("<｜/table>｜" then "｜DSML｜"), specials, and text around them.
 _DEEPSEEK_PARTS = ["<｜/table>｜", "｜DSML｜", "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>",
