@@ -6,7 +6,8 @@ Two tables, one core:
 
 - split: MB/s of the pre-tokenizer alone (``_pretokenize._count_chunks``, CPU time of
   this thread, best of --repeat) for cl100k (hand-written) vs Llama 3's pattern (a program: cl100k's
-  semantics, another string) and Qwen's, and o200k (hand-written) vs Tekken's (program);
+  semantics, another string), Qwen's and DeepSeek's three Splits (one sequence program), and
+  o200k (hand-written) vs Tekken's (program);
 - encode: ``Encoding.encode_ordinary`` once per ~2 KB document (CPU time of this
   thread, chunk caches dropped before each pass), cl100k's ranks with cl100k's pattern
   vs with Llama 3's, and o200k's ranks with o200k's pattern vs with Tekken's; the ratio
@@ -38,8 +39,13 @@ QWEN = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
 TEKKEN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
           r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
           r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-#: (family, built-in pattern, [(name, program pattern)])
-FAMILIES = [("cl100k", R.CL100K, [("llama3", LLAMA3), ("qwen", QWEN)]),
+#: DeepSeek V3/V4's three Isolated Splits in a Sequence: one sequence program
+DEEPSEEK = (r"\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+            "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+            "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+")
+#: (family, built-in pattern, [(name, program pattern)]); only the first program of a
+#: family is timed in the encode table
+FAMILIES = [("cl100k", R.CL100K, [("llama3", LLAMA3), ("qwen", QWEN), ("deepseek", DEEPSEEK)]),
             ("o200k", R.O200K, [("tekken", TEKKEN)])]
 VOCAB = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
 

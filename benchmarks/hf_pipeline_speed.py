@@ -33,6 +33,15 @@ Options (issue 38):
 
     FASTBPE_TEST_VOCAB_DIR=../shared/vocab python benchmarks/hf_pipeline_speed.py --speed
     FASTBPE_TEST_VOCAB_DIR=../shared/vocab python benchmarks/hf_pipeline_speed.py --load
+
+``--where deepseek-v4/tokenizer.json`` (any file under the vocabulary folder) says
+instead where one file's time goes, on the same documents, CPU time, best of 3: the
+file's split alone (its Isolated Splits by the native split program:
+``split_offsets``), the split and the merges with no Python per piece (the native
+rank core's ``encode_ordinary`` on the rank engine; on the pipeline engine
+``MergeList.encode_split`` on the split), and the whole ``encode_ordinary``; cl100k's
+split and encode alongside. What is left between two columns is what the later one
+adds (merging; Python and added-token matching).
 """
 import argparse
 import os
@@ -171,26 +180,7 @@ def load_times(labels: list[str], rounds: int) -> None:
         print(f"| {label} | {hf:.3f} | {ours:.3f} | {best['fastbpe', 'first']:.3f} | {ours / hf:.2f}x |")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--speed", action="store_true", help="only the per-model speed loop (fresh processes)")
-    ap.add_argument("--load", action="store_true", help="only the load times (fresh processes)")
-    ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=list(MODELS))
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--checkout", type=Path, default=ROOT, help="the fastbpe checkout --speed/--load time")
-    args = ap.parse_args()
-    global CHECKOUT
-    CHECKOUT = args.checkout.resolve()
-    if args.speed or args.load:
-        if args.speed:
-            speed(args.models, args.rounds)
-        if args.load:
-            load_times(args.models, args.rounds)
-        return
-    docs = corpus()
-    n = sum(len(d.encode()) for d in docs)
-    print(f"{len(docs)} documents, {n / 1e6:.2f} MB")
-
+def rate_of(n: int):
     def rate(fn, clock=time.process_time, repeat=1) -> float:
         """MB/s of ``fn`` by CPU time (a machine shared with other jobs stalls the wall
         clock, not the CPU clock; one thread, so CPU time is its time), best of
@@ -201,6 +191,75 @@ def main() -> None:
             fn()
             best = min(best, clock() - t)
         return n / best / 1e6
+    return rate
+
+
+def where(rel: str) -> None:
+    """Where one file's time goes (see the module docstring)."""
+    from fastbpe import _pretokenize as P
+    from fastbpe.bpe.hf import _isolated_regexes
+
+    docs = corpus()
+    data = [d.encode("utf-8", "surrogatepass") for d in docs]
+    rate = rate_of(sum(map(len, data)))
+    print(f"{len(docs)} documents, {sum(map(len, data)) / 1e6:.2f} MB; MB/s, CPU time, best of 3")
+    cl100k = fastbpe.get_encoding("cl100k_base")
+    [cl100k.encode_ordinary(d) for d in docs]
+    print(f"cl100k_base: split {rate(lambda: [P.split_offsets(b, 'cl100k') for b in data], repeat=3):6.1f}"
+          f"  encode_ordinary {rate(lambda: [cl100k.encode_ordinary(d) for d in docs], repeat=3):6.1f}")
+    enc = fastbpe.load(VOCAB / rel)
+    pattern = _isolated_regexes(enc.pipeline.pre_tokenizer)
+    if pattern is None or P.pattern_id(pattern, gaps=True) < 0:
+        print(f"{rel}: its pre-tokenizer has no native split program")
+        return
+    split = rate(lambda: [P.split_offsets(b, pattern, gaps=True) for b in data], repeat=3)
+    offsets = [P.split_offsets(b, pattern, gaps=True) for b in data]
+    core = enc._core_bpe
+    if enc.engine == "rank":
+        native = getattr(core, "_native", core)
+        [native.encode_ordinary(d) for d in docs]
+        merged = rate(lambda: [native.encode_ordinary(d) for d in docs], repeat=3)
+    else:
+        words = core._native_words.encode_split
+        [words(b, o, None) for b, o in zip(data, offsets)]
+        merged = rate(lambda: [words(b, o, None) for b, o in zip(data, offsets)], repeat=3)
+        merged = 1 / (1 / merged + 1 / split)
+    [enc.encode_ordinary(d) for d in docs]
+    total = rate(lambda: [enc.encode_ordinary(d) for d in docs], repeat=3)
+    print(f"{rel} (engine {enc.engine}): split {split:6.1f}  split+merge {merged:6.1f}"
+          f"  encode_ordinary {total:6.1f}")
+    if enc.engine == "rank":   # the same file on the pipeline engine, for before/after
+        pipe = HFEncoding(enc.name, enc.pipeline, engine="pipeline")
+        [pipe.encode_ordinary(d) for d in docs]
+        print(f"  on the pipeline engine: encode_ordinary "
+              f"{rate(lambda: [pipe.encode_ordinary(d) for d in docs], repeat=3):6.1f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--speed", action="store_true", help="only the per-model speed loop (fresh processes)")
+    ap.add_argument("--load", action="store_true", help="only the load times (fresh processes)")
+    ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=list(MODELS))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--where", metavar="FILE", help="where one file's time goes (a path under the vocabulary folder)")
+    ap.add_argument("--checkout", type=Path, default=ROOT, help="the fastbpe checkout --speed/--load time")
+    args = ap.parse_args()
+    global CHECKOUT
+    CHECKOUT = args.checkout.resolve()
+    if args.where:
+        where(args.where)
+        return
+    if args.speed or args.load:
+        if args.speed:
+            speed(args.models, args.rounds)
+        if args.load:
+            load_times(args.models, args.rounds)
+        return
+    docs = corpus()
+    n = sum(len(d.encode()) for d in docs)
+    print(f"{len(docs)} documents, {n / 1e6:.2f} MB")
+
+    rate = rate_of(n)
 
     cl100k = fastbpe.get_encoding("cl100k_base")
     [cl100k.encode_ordinary(d) for d in docs]

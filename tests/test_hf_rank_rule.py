@@ -101,12 +101,12 @@ def test_reference_and_native_core_leave_unreachable_tokens_out():
 
 # ----------------------------------------------------------------- the published files
 def test_published_lists_are_the_rank_rule(vocab_file):
-    """Llama 3.2, Qwen3 (with NFC) on the rank engine; DeepSeek V4's list is the rank
-    rule too, its three Splits keep it on split programs."""
+    """Llama 3.2, Qwen3 (with NFC) and DeepSeek V4 (its three Splits one split
+    program) on the rank engine."""
     llama, _ = _load(vocab_file, "llama-3.2/tokenizer.json")
     qwen, _ = _load(vocab_file, "qwen3/tokenizer.json")
     deepseek, _ = _load(vocab_file, "deepseek-v4/tokenizer.json")
-    assert (llama.engine, qwen.engine, deepseek.engine) == ("rank", "rank", "pipeline")
+    assert (llama.engine, qwen.engine, deepseek.engine) == ("rank", "rank", "rank")
     assert len(llama._unreachable) == 588 and not qwen._unreachable
     assert _rank_rule_unreachable(deepseek.pipeline, deepseek._mergeable_ranks) == frozenset()
     for enc in (llama, qwen, deepseek):   # the numpy decision is the reference's

@@ -92,7 +92,64 @@ def test_deepseek_keeps_what_a_split_does_not_match(vocab_file):
     ids = ours.encode_ordinary("Hello 2024")
     assert ids == hf.encode("Hello 2024", add_special_tokens=False).ids
     assert ours.decode(ids) == "Hello 2024"
-    assert ours.engine == "pipeline"
+    assert ours.engine == "rank"
+
+
+# ----------------------------------------------------------------- DeepSeek V4 on the rank core
+DEEPSEEK = "deepseek-v4/tokenizer.json"
+
+
+def test_deepseek_runs_on_the_rank_core(vocab_file):
+    """Its three Splits are one native split program in the rank core (no pipeline, no
+    Python per piece), its merge list the rank rule with no unreachable token."""
+    from fastbpe._encode import CoreBPE
+
+    ours, _, _ = _load(vocab_file, DEEPSEEK)
+    assert (ours.engine, ours._split_engine) == ("rank", "program")
+    assert type(ours._core_bpe) is CoreBPE and isinstance(ours._core_bpe.pat_str, tuple)
+    assert len(ours._core_bpe.pat_str) == 3 and not ours._unreachable
+
+
+def test_deepseek_batches_on_threads_equal_hf(vocab_file, tmp_path):
+    ours, hf, plain = _load(vocab_file, DEEPSEEK)
+    docs = DOCS + ["".join(DOCS[i:i + 20]) for i in range(0, 200, 20)]   # long texts too
+    want = [e.ids for e in hf.encode_batch(docs, add_special_tokens=False)]
+    assert ours.encode_batch(docs, allowed_special="all", num_threads=2) == want
+    flat, offsets = ours.encode_batch_to_numpy(docs, allowed_special="all", num_threads=2)
+    assert [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(docs))] == want
+    text = "\n".join(docs)
+    (tmp_path / "t.txt").write_bytes(text.encode())
+    assert ours.encode_file(tmp_path / "t.txt", allowed_special="all", num_threads=2).tolist() == \
+        hf.encode(text, add_special_tokens=False).ids
+
+
+def test_count_matches_added_tokens_as_encode_ordinary(model):
+    """``count`` / ``count_till_limit`` count what ``encode_ordinary`` gives: non-special
+    added tokens (DeepSeek's ``<think>``) match there; the rank core's own
+    ``encode_ordinary`` knows none, so counting through it gave two more ids a pair."""
+    ours, _, plain = model
+    text = "Hello 2024 中文かな <think>x</think> " * 400 + DOCS[3]
+    n = len(plain.encode(text, add_special_tokens=False).ids)
+    assert ours.count(text) == len(ours.encode_ordinary(text)) == n
+    assert ours.count_till_limit(text, n) == n and ours.count_till_limit(text, n - 1) is None
+
+
+#: DeepSeek V4's added tokens: raw and normalized ones that share a character
+#: ("<｜/table>｜" then "｜DSML｜"), specials, and text around them.
+_DEEPSEEK_PARTS = ["<｜/table>｜", "｜DSML｜", "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>",
+                   "<｜begin▁of▁sentence｜>", "｜", "<", ">", "DSML", "2024", "12345", "中文", "かな",
+                   " ", "\n", "Hello", ",", "x", "é", "\u200d", "!", "ab"]
+
+
+@settings(max_examples=300)
+@given(parts=st.lists(st.sampled_from(_DEEPSEEK_PARTS), max_size=25))
+def test_deepseek_added_tokens_equal_hf(vocab_file, parts):
+    """One pass over the added tokens (the core's) is HF's raw-then-normalized cut for
+    this file (``bpe.hf._taken_before_raw``), with and without special tokens."""
+    ours, hf, plain = _load(vocab_file, DEEPSEEK)
+    text = "".join(parts)
+    assert ours.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode_ordinary(text) == plain.encode(text, add_special_tokens=False).ids
 
 
 def test_llama32_builds_words_from_the_merge_list(vocab_file):
@@ -184,12 +241,11 @@ def test_every_code_point_equals_hf(vocab_file):
 
 # ----------------------------------------------------------------- native splitting (issue 38, speed)
 def test_the_pipeline_splits_natively(model):
-    """The open models' Split chains compile to split programs: no ``regex`` per text
-    (Llama 3.2 and Qwen3 on the rank engine, on the cl100k splitter; DeepSeek V4's three Splits on the
-    pipeline's)."""
+    """The open models' Split chains compile to split programs: no ``regex`` per text,
+    all three on the rank engine (Llama 3.2 and Qwen3 on the cl100k splitter, DeepSeek V4's
+    three Splits as one program)."""
     ours, _, _ = model
-    splits = [s for s in ours.pipeline.pre_tokenizer["pretokenizers"] if s["type"] == "Split"]
-    assert ours.engine == ("rank" if len(splits) == 1 else "pipeline")
+    assert ours.engine == "rank"
     assert ours._split_engine in ("program", "builtin:cl100k", "builtin:cl100k_digit1")
 
 

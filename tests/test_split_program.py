@@ -349,3 +349,71 @@ def test_matcher_survives_malformed_utf8(data):
         count = P._count_chunks(data, pid)
         assert (count == 0) == (len(data) == 0)
         assert count <= len(data)
+
+
+# ----------------------------------------------------------------- the rank core on a sequence
+_RANKS = {bytes([i]): i for i in range(256)}
+for _tok in [b"12", b"123", b"ab", b" a", b"\xe4\xb8\xad", b"He", b"llo", b"Hello", b" 1", b"\n\n"]:
+    _RANKS.setdefault(_tok, len(_RANKS))
+
+
+def _cores(patterns):
+    from fastbpe._encode import CoreBPE
+    from fastbpe.reference.core import CoreBPE as ReferenceCoreBPE
+
+    return CoreBPE(_RANKS, {"<s>": 999}, patterns), ReferenceCoreBPE(_RANKS, {"<s>": 999}, patterns)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXT)
+def test_core_on_a_sequence_equals_the_reference(text):
+    """``CoreBPE(..., pat_str=<tuple>)``: the native core splits by the sequence program
+    (the scan kept across a segment's chunks), the reference core by ``split_sequence``;
+    the same ids, one text or a batch on threads, with a special token between."""
+    native, ref = _cores(SEQUENCES["deepseek"])
+    want = ref.encode_ordinary(text)
+    assert native.encode_ordinary(text) == want
+    both = text + "<s>" + text
+    assert native.encode(both, {"<s>"}) == ref.encode(both, {"<s>"})
+    assert native.encode_ordinary_batch([text, both], 2) == [want, ref.encode_ordinary(both)]
+
+
+def test_core_on_a_sequence_pickles_and_refuses():
+    import pickle
+
+    native, _ = _cores(SEQUENCES["deepseek"])
+    back = pickle.loads(pickle.dumps(native))
+    assert back.pat_str == SEQUENCES["deepseek"]
+    text = "Hello 12345 中文かな, ab" * 50
+    assert back.encode_ordinary(text) == native.encode_ordinary(text)
+    from fastbpe._encode import CoreBPE
+
+    with pytest.raises(ValueError, match="does not compile to a native split program"):
+        CoreBPE(_RANKS, {}, (r"\p{N}{1,3}", r"\p{N}"))
+    with pytest.raises(TypeError, match="pat_str must be a str or a tuple of str"):
+        CoreBPE(_RANKS, {}, [r"\p{N}"])
+    with pytest.raises(TypeError, match="non-empty tuple of str"):
+        CoreBPE(_RANKS, {}, (r"\p{N}", 3))
+
+
+def test_core_on_a_sequence_is_linear():
+    """A long piece of the outer levels (text without digits) is scanned once per
+    segment in the core's chunk loop, as in ``split_offsets``: 1 MB well under a second."""
+    native, _ = _cores(SEQUENCES["deepseek"])
+    text = "word, 中文 " * 100_000
+    t = time.perf_counter()
+    native.encode_ordinary(text)
+    assert time.perf_counter() - t < 1.0
+
+
+def test_sequence_outer_runs_at_every_offset():
+    """An outer level's run of non-X chars skips ASCII 8 bytes a step
+    (``_ascii_outside_end``): the X char (a digit; a CJK char, which has no ASCII member)
+    at every offset from the run's start, and after a multi-byte char, still ends it."""
+    texts = []
+    for k in range(20):
+        for x in ("7", "中", "é", "\n"):
+            texts += ["a" * k + x + "b" * (19 - k) + "12345", "é" + " x" * k + x + "yy", "ab, " * k + x]
+    for name, patterns in SEQUENCES.items():
+        for text in texts:
+            assert P.split(text, patterns) == S.split_sequence(patterns, text), (name, text)

@@ -329,6 +329,8 @@ class Encoding:
         3
         """
         _check_text(text)
+        if self._added_names:   # they match in encode_ordinary too
+            return len(self._core_bpe.encode(text, self._added_names, frozenset()))
         return len(self._core_bpe.encode_ordinary(text))
 
     def count_till_limit(self, text: str, limit: int) -> int | None:
@@ -348,7 +350,7 @@ class Encoding:
             raise TypeError(f"limit must be an int, not {type(limit).__name__}")
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
-        if len(text) <= _COUNT_WHOLE * (limit + 1):
+        if len(text) <= _COUNT_WHOLE * (limit + 1) or self._added_names:  # (added tokens span pieces)
             n = self.count(text)
             return n if n <= limit else None
         total, encode_piece = 0, self._core_bpe.encode_single_piece

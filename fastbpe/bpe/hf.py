@@ -23,8 +23,10 @@ merge-list rule natively with a per-word cache): exact, and slower
 (``enc.engine == "pipeline"``). The rank engine's conditions:
 
 * the pre-tokenizer is one Split by a known pattern that matches every character (or
-  ByteLevel's own regex), then ByteLevel; no prefix / suffix on words; no added-token
-  flags (``lstrip`` ...), and normalized and raw added tokens cannot overlap;
+  ByteLevel's own regex), then ByteLevel; or several Isolated Splits in a Sequence that
+  compile to one native split program (DeepSeek V3/V4's three, see *Sequences* below),
+  then ByteLevel; no prefix / suffix on words; no added-token flags (``lstrip`` ...),
+  and normalized and raw added tokens cannot overlap;
 * the normalizer is none, an empty Sequence, or NFC (see *NFC* below);
 * **the merge list is the rank rule** (``reference.hf.rank_rule_unreachable``, which
   proves it): no token's own bytes merge by the list into exactly two ids, and the
@@ -52,6 +54,14 @@ pattern as a split program, made at its first use. Qwen's pattern is Llama 3's w
 ``\p{N}`` for ``\p{N}{1,3}``, so it is ``patterns.CL100K_DIGIT1`` (cl100k's with
 ``\p{N}``) after the same cut, on the same splitter with its digit-run parameter 1
 (nothing else in these patterns looks at digits; tested as Llama 3's is).
+
+**Sequences** (DeepSeek): a Sequence of Isolated Splits (``\\p{N}{1,3}``, a CJK run,
+the main regex), then ByteLevel without its regex, splits each text between added
+tokens as ``reference.split_program.split_sequence`` does; when
+``compile_sequence`` proves one split program equal to that (Corollary 5 of that
+module), the core runs it natively (``CoreBPE(..., pat_str=tuple of the regexes)``,
+``_pretokenize.pattern_id`` of the tuple), with the rank core's caches and native
+batches. ``pat_str`` stays the first Split's regex, for display only.
 
 **NFC** (Qwen): HF cuts the raw added tokens out of the text, normalizes each piece
 between them, then cuts the normalized added tokens. On the rank engine
@@ -125,13 +135,16 @@ class HFEncoding(Encoding):
         ranks, specials, added = _ids_of(pipeline)
         plan = _rank_engine_plan(pipeline, ranks) if engine == "auto" else None
         engine_pattern, self._unreachable = plan if plan else (None, frozenset())
-        # Llama 3's and Qwen's patterns run on the cl100k splitter (see Llama3Core)
-        self._core_pattern = _CUT_PATTERNS.get(engine_pattern)
+        cut = engine_pattern in _CUT_PATTERNS
+        if isinstance(engine_pattern, tuple):  # Splits in sequence: one split program
+            self._core_pattern, engine_pattern = engine_pattern, _display_pattern(pipeline.pre_tokenizer)
+        else:  # Llama 3's and Qwen's patterns run on the cl100k splitter (see Llama3Core)
+            self._core_pattern = _CUT_PATTERNS.get(engine_pattern)
         super().__init__(name, pat_str=engine_pattern or _display_pattern(pipeline.pre_tokenizer),
                          mergeable_ranks=ranks, special_tokens=specials, added_tokens=added)
         self._pipeline = pipeline
         self._engine_asked = engine
-        self.engine = "rank" if engine_pattern else "pipeline"
+        self.engine = "rank" if plan else "pipeline"
         #: the rank engine on a .tiktoken's own rule: no normalizer, no unreachable
         #: tokens, the core's pattern the file's
         self._plain_rank = (self.engine == "rank" and not self._unreachable and not _nfc(pipeline)
@@ -140,7 +153,7 @@ class HFEncoding(Encoding):
         if self.engine == "pipeline":
             self._core_bpe = PipelineCore(native, pipeline, specials)
             return
-        if self._core_pattern is not None:
+        if cut:
             own = functools.partial(_make_core, ranks, {**specials, **added}, engine_pattern, self._unreachable)
             self._core_bpe = Llama3Core(native, own)
         if _nfc(pipeline):   # NFC first, then the cut (Qwen): the cut is on the normalized text
@@ -239,7 +252,7 @@ class HFEncoding(Encoding):
         """``count(text)`` if at most ``limit``, else None (the text is encoded whole,
         unless the rank engine runs it without a normalizer: the pipeline's pieces are
         not the pattern's)."""
-        if self.engine == "rank" and not isinstance(self._core_bpe, _RoutedCore):
+        if self.engine == "rank" and self._core_pattern is None and not isinstance(self._core_bpe, _RoutedCore):
             return super().count_till_limit(text, limit)
         super().count_till_limit("", limit)   # the argument checks
         n = self.count(text)
@@ -391,26 +404,45 @@ def _nfc(p: HFPipeline) -> bool:
     return p.normalizer == {"type": "NFC"}
 
 
-def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[str, frozenset[bytes]] | None:
+def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[str | tuple[str, ...], frozenset[bytes]] | None:
     """``(pattern, unreachable tokens)`` with which tiktoken's rank rule gives exactly
-    this file's ids, or None (the module docstring's conditions)."""
+    this file's ids, or None (the module docstring's conditions); the pattern is a
+    tuple for Isolated Splits in sequence (one native split program)."""
     if p.normalizer not in (None, {"type": "Sequence", "normalizers": []}) and not _nfc(p):
         return None
     if p.model["continuing_subword_prefix"] or p.model["end_of_word_suffix"]:
         return None
-    pattern = _single_total_split(p.pre_tokenizer)
+    pattern = _single_total_split(p.pre_tokenizer) or _native_sequence(p.pre_tokenizer)
     if pattern is None:
         return None
     for e in p.added:
         if e["lstrip"] or e["rstrip"] or e["single_word"]:
             return None
     groups = [[e["content"] for e in p.added if e["normalized"] == flag] for flag in (True, False)]
-    if any(_may_overlap(a, b) for a in groups[0] for b in groups[1]):
+    overlap = _may_overlap if _nfc(p) else _taken_before_raw
+    if any(overlap(a, b) for a in groups[0] for b in groups[1]):
         return None
     unreachable = _rank_rule_unreachable(p, ranks)
     if unreachable is None:
         return None
     return pattern, (frozenset() if p.model["ignore_merges"] else unreachable)
+
+
+def _taken_before_raw(a: str, b: str) -> bool:
+    """Whether one pass over the text (the native core's: leftmost added token, longest
+    at one start) may take the normalized added token ``a`` where HF, with a normalizer
+    that changes nothing, takes the raw one ``b``. HF cuts the raw tokens first and
+    matches the normalized ones in the text between them. One pass differs only where
+    an ``a`` it takes overlaps a ``b``: ``a`` starts first (a suffix of ``a`` is a
+    prefix of ``b``) or at the same place holding ``b`` (``b`` in ``a``). A ``b`` that
+    starts first, or at the same place and is longer, is taken by both.
+
+    >>> _taken_before_raw("|DSML|", "</table>|"), _taken_before_raw("</table>|", "|DSML|")
+    (False, True)
+    >>> _taken_before_raw("<a>", "a")
+    True
+    """
+    return b in a or any(a.endswith(b[:k]) for k in range(1, min(len(a), len(b))))
 
 
 def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int]) -> frozenset[bytes] | None:
@@ -465,6 +497,37 @@ def _single_total_split(pre: dict | None) -> str | None:
         return None
     regex_text = split["pattern"].get("Regex")
     return regex_text if regex_text in _TOTAL_PATTERNS else None
+
+
+def _isolated_regexes(pre: dict | None) -> str | tuple[str, ...] | None:
+    """The regexes of a pre-tokenizer that is Isolated Splits (not inverted) and then
+    ByteLevel without its regex or a prefix space: the one regex, or the tuple of them
+    in order (HF's Sequence); None for any other pre-tokenizer.
+
+    >>> bl = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}
+    >>> split = {"type": "Split", "pattern": {"Regex": r"\\p{N}"}, "behavior": "Isolated", "invert": False}
+    >>> _isolated_regexes({"type": "Sequence", "pretokenizers": [split, split, bl]})
+    ('\\\\p{N}', '\\\\p{N}')
+    """
+    if pre is None:
+        return None
+    steps = pre["pretokenizers"] if pre["type"] == "Sequence" else [pre]
+    *splits, bl = steps
+    if bl["type"] != "ByteLevel" or bl["use_regex"] or bl["add_prefix_space"] or not splits:
+        return None
+    if not all(_is_isolated_regex(s) for s in splits):
+        return None
+    regexes = tuple(s["pattern"]["Regex"] for s in splits)
+    return regexes[0] if len(regexes) == 1 else regexes
+
+
+def _native_sequence(pre: dict | None) -> tuple[str, ...] | None:
+    """The Split regexes of a Sequence of Isolated Splits then ByteLevel (no regex, no
+    prefix space) that runs as one native split program, else None."""
+    regexes = _isolated_regexes(pre)
+    if not isinstance(regexes, tuple) or _pattern_id is None or _pattern_id(regexes, gaps=True) < 0:
+        return None
+    return regexes
 
 
 # --------------------------------------------------------------------------- the pipeline engine

@@ -12,8 +12,11 @@ Decisions (each written down once, here):
   training sees the text the trained encoding will see; text with a UTF-8 form is
   unchanged.
 * **Chunks.** Text is split into chunks by a regex pattern (``patterns.GPT2``,
-  ``CL100K``, ``O200K`` or a custom one, via the ``regex`` module). BPE never merges
-  across a chunk, a special token or a document boundary.
+  ``CL100K``, ``O200K`` or a custom one, via the ``regex`` module): its matches, as
+  ``findall`` gives them. A tuple of patterns is HF's Sequence of Isolated Splits
+  instead (DeepSeek's three): each pattern splits every piece of the one before into
+  its matches and the text between them (``split_program.split_sequence``). BPE never
+  merges across a chunk, a special token or a document boundary.
 * **Pair counting.** Every adjacent pair inside a chunk counts, overlapping ones
   included: ``b"aaa"`` holds two ``(97, 97)`` pairs. A chunk that occurs ``n`` times
   adds ``n`` per pair. Counts are Python ints here; the native trainer uses 64-bit
@@ -246,9 +249,25 @@ def encode_ordinary(text: str, ranks: dict[bytes, int], pattern: str = CL100K) -
     [1]
     """
     out: list[int] = []
-    for chunk in compile_pattern(pattern).findall(text):
+    for chunk in chunks(text, pattern):
         out.extend(bpe_encode_chunk(chunk.encode("utf-8"), ranks))
     return out
+
+
+def chunks(text: str, pattern: str | tuple[str, ...]) -> list[str]:
+    """The chunks of text (the module docstring's *Chunks*): a pattern's matches, or a
+    tuple's Isolated Splits in sequence, the text between matches kept.
+
+    >>> chunks("ab 12345", r"\\p{L}+|\\p{N}+| ")
+    ['ab', ' ', '12345']
+    >>> chunks("ab 12345", (r"\\p{N}{1,3}", r"\\p{L}+"))
+    ['ab', ' ', '123', '45']
+    """
+    if isinstance(pattern, tuple):
+        from .split_program import split_sequence  # numpy only when a sequence is used
+
+        return split_sequence(pattern, text)
+    return compile_pattern(pattern).findall(text)
 
 
 def encode(

@@ -39,6 +39,7 @@ cimport numpy as cnp
 
 from libc.stdint cimport int64_t, uint32_t
 from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy
 
 from fastbpe._batch cimport run_streaming, to_array, to_numpy
 from fastbpe._chunk cimport piece_ids
@@ -77,6 +78,7 @@ cnp.import_array()
 
 cdef extern from "Python.h":
     char* PyBytes_AS_STRING(object b)
+    object PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
     object PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
 
 cdef extern from "fbe_atomic.h" nogil:
@@ -118,7 +120,7 @@ cdef object check_str(object text):
     return text
 
 
-def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, str pat_str,
+def _rebuild_core(bytes arena, bytes lengths, bytes ids, dict special_tokens, pat_str,
                   Py_ssize_t n_encoded=-1):
     """Unpickle a CoreBPE from its packed vocabulary (see ``CoreBPE.__reduce__``)."""
     cdef CoreBPE core = CoreBPE.__new__(CoreBPE)
@@ -139,7 +141,7 @@ cdef class CoreBPE:
     cdef object lengths_arr         # uint32 per mergeable token, arena order
     cdef object ids_arr             # uint32 per mergeable token, arena order
     cdef readonly dict special_tokens
-    cdef readonly str pat_str
+    cdef readonly object pat_str    # a str, or a tuple: HF's Isolated Splits in sequence
     cdef object regex_pat
     cdef int pattern_id             # native pre-tokenizer, or -1 for the regex module
     cdef bint may_cut               # long texts may be cut at newlines (_pretokenize.cuts_hold)
@@ -149,6 +151,7 @@ cdef class CoreBPE:
     cdef DecodeTable table          # id -> bytes (mergeable tokens, then specials)
     cdef dict special_bytes         # special text -> (offset in arena, length, id)
     cdef dict needle_sets           # frozenset -> NeedleSet (see needle_set_cached)
+    cdef dict allowed_sets          # frozenset -> (SpecialSet bytes, keep) (see allowed_set)
     cdef Py_ssize_t n_shared_ints   # ids below this have a shared int (see _id_block)
     cdef void* cache_pool[CACHE_POOL]   # chunk caches kept between calls (new_chunk_cache)
     cdef Tuning knobs               # its tuning: a copy of the process default (default_tuning)
@@ -161,6 +164,7 @@ cdef class CoreBPE:
         decode_clear(&self.table)
         self.pattern_id = -1
         self.needle_sets = {}
+        self.allowed_sets = {}
         self.seeds.entries = NULL
         for i in range(CACHE_POOL):
             self.cache_pool[i] = NULL
@@ -209,13 +213,18 @@ cdef class CoreBPE:
         where a warm cache would measure a text the encoder has already seen."""
         self.free_chunk_caches()
 
-    def __init__(self, mergeable_ranks, special_tokens, str pat_str, unreachable=()):
+    def __init__(self, mergeable_ranks, special_tokens, pat_str, unreachable=()):
         """``unreachable``: tokens (bytes, in ``mergeable_ranks``) that encoding never
         produces: they decode, but the encode table leaves them out, so a piece that is
         one of them is merged from its bytes (no whole-piece lookup) and no merge makes
         one. The hook of HF's ``ignore_merges: false`` on the rank rule
         (``fastbpe.bpe.hf``, whose docstring proves it exact for the tokens it passes:
-        those that merging from their own bytes never reaches)."""
+        those that merging from their own bytes never reaches).
+
+        ``pat_str`` is a split pattern (str), or a tuple of them: HF's Sequence of
+        Isolated Splits (the text between matches kept), which must run as one native
+        split program (``fastbpe.reference.split_program.compile_sequence``), else
+        ValueError: no ``regex`` fallback splits a sequence."""
         cdef Py_ssize_t n_encoded = -1
         if unreachable:
             skip = set(unreachable)
@@ -233,14 +242,20 @@ cdef class CoreBPE:
         arena, lengths, ids = pack_ranks(mergeable_ranks)
         self._init_packed(arena, lengths, ids, special_tokens, pat_str, n_encoded)
 
-    def _init_packed(self, bytes arena, lengths, ids, special_tokens, str pat_str,
+    def _init_packed(self, bytes arena, lengths, ids, special_tokens, pat_str,
                      Py_ssize_t n_encoded=-1):
         if self.vocab.slots != NULL:
             raise RuntimeError("CoreBPE is immutable")
         check_packed(arena, ids, special_tokens)
+        if isinstance(pat_str, tuple):
+            self.regex_pat = None
+            self.pattern_id = _sequence_pattern_id(pat_str)
+        elif isinstance(pat_str, str):
+            self.regex_pat = _compile_pattern(pat_str)
+            self.pattern_id = _native_pattern_id(pat_str)
+        else:
+            raise TypeError(f"pat_str must be a str or a tuple of str, not {type(pat_str).__name__}")
         self.pat_str = pat_str
-        self.regex_pat = _compile_pattern(pat_str)
-        self.pattern_id = _native_pattern_id(pat_str)
         self.may_cut = _cuts_hold(self.pattern_id)
         self.special_tokens = dict(special_tokens)
         cdef Py_ssize_t n = len(lengths), i
@@ -321,6 +336,27 @@ cdef class CoreBPE:
 
     # ---- encoding --------------------------------------------------------------------
 
+    cdef int allowed_set(self, SpecialSet* ss, object allowed_special, list keep) except -1:
+        """special_set_fill, kept by set: an Encoding passes the same frozenset every call
+        (its added tokens, "all"), and building the set of an HF file's dozens of added
+        tokens per call cost ~15% of encoding its ~2 KB documents (DeepSeek V4: 53).
+        The entry goes to keep too: the items stay alive for the call even if another
+        thread clears the cache."""
+        if type(allowed_special) is not frozenset or not allowed_special:
+            return special_set_fill(ss, self.special_bytes, self.vocab.arena, allowed_special, keep)
+        entry = self.allowed_sets.get(allowed_special)
+        if entry is None:
+            items = []
+            special_set_fill(ss, self.special_bytes, self.vocab.arena, allowed_special, items)
+            entry = (PyBytes_FromStringAndSize(<const char*>ss, sizeof(SpecialSet)), items)
+            if len(self.allowed_sets) >= 64:
+                self.allowed_sets.clear()
+            self.allowed_sets[allowed_special] = entry
+        else:
+            memcpy(ss, PyBytes_AS_STRING(entry[0]), sizeof(SpecialSet))
+        keep.append(entry)
+        return 0
+
     cdef int check_ready(self) except -1:
         if self.vocab.slots == NULL:
             raise RuntimeError("CoreBPE was not initialised (use CoreBPE(ranks, specials, pattern))")
@@ -363,7 +399,7 @@ cdef class CoreBPE:
         # 1. the allowed special tokens, and whether long texts may be cut into pieces:
         #    only where threads can share them, and where the cut rule holds (next_cut;
         #    a special token, allowed or not, could span a cut only if it holds "\n")
-        special_set_fill(&ss, self.special_bytes, self.vocab.arena, allowed_special, keep)
+        self.allowed_set(&ss, allowed_special, keep)
         if num_threads > 1 and result != ONE_LIST:
             for t in range(n_texts):
                 total += utf8_len if utf8 != NULL else len(<str>texts[t])
@@ -689,6 +725,21 @@ def _compile_pattern(str pat_str):
         return regex.compile(pat_str)
     except regex.error as exc:
         raise ValueError(f"invalid split pattern {pat_str!r}: {exc}") from None
+
+
+def _sequence_pattern_id(tuple patterns):
+    """The split program of a sequence of Isolated Splits; ValueError naming the
+    patterns when there is none (a sequence has no ``regex`` fallback here)."""
+    from fastbpe._pretokenize import pattern_id
+    if not patterns or not all(isinstance(p, str) for p in patterns):
+        raise TypeError("a sequence of split patterns must be a non-empty tuple of str")
+    for p in patterns:
+        _compile_pattern(p)
+    pid = pattern_id(patterns)
+    if pid < 0:
+        raise ValueError(f"the split sequence {patterns!r} does not compile to a native split "
+                         "program (fastbpe.reference.split_program.compile_sequence says why)")
+    return pid
 
 
 def _native_pattern_id(str pat_str):

@@ -1,5 +1,7 @@
 from libc.stdint cimport uint64_t
 
+from fastbpe._split_program cimport ProgramScan
+
 # Native pre-tokenizers: split UTF-8 text exactly as regex.finditer(pattern) does for
 # tiktoken's GPT-2, cl100k_base and o200k_base split patterns, without a regex engine.
 
@@ -19,6 +21,10 @@ cdef enum:
 # Returns the end (> start) of the chunk that starts at `start`. Thread-safe.
 cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_t start,
                                Py_ssize_t end) noexcept nogil
+# The same in a loop over one segment (rising starts): a split program keeps its outer
+# pieces in `scan` (program_chunk_end_scan); the other splitters ignore it.
+cdef Py_ssize_t next_chunk_end_scan(int pattern, const unsigned char* text, Py_ssize_t start,
+                                    Py_ssize_t end, ProgramScan* scan) noexcept nogil
 
 
 # Window masks (_split_fast.h): a stateful fast path in front of next_chunk_end, for
@@ -30,6 +36,7 @@ cdef extern from "_split_fast.h" nogil:
         Py_ssize_t base     # text offset of the window's byte 0
         uint64_t starts     # bit k: a chunk starts at base + k
         int scalar_left     # chunks to leave to the scalar splitter before a new window
+        ProgramScan prog    # a split program's outer pieces (next_chunk_end_scan)
     bint fbpe_win_pattern(int pattern)
     void fbpe_win_reset(FbpeWin* win)
     Py_ssize_t fbpe_win_take(const FbpeWin* win, Py_ssize_t p)
@@ -53,4 +60,4 @@ cdef inline Py_ssize_t split_next(FbpeWin* win, int pattern, const unsigned char
             win.scalar_left -= 1
             return next_chunk_end(pattern, text, start, end)
         return split_refill(win, pattern, text, start, end)
-    return next_chunk_end(pattern, text, start, end)
+    return next_chunk_end_scan(pattern, text, start, end, &win.prog)

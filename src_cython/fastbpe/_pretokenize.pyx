@@ -43,7 +43,7 @@ from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
-from fastbpe._split_program cimport ProgramScan, program_chunk_end, program_chunk_end_scan, program_scan_reset
+from fastbpe._split_program cimport ProgramScan, program_chunk_end_scan
 from fastbpe._split_program import program_slot as _program_slot
 from fastbpe._split_program import sequence_slot as _sequence_slot
 from fastbpe.reference import patterns as _patterns
@@ -490,6 +490,11 @@ cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_
     of _split_program (any other value splits as GPT-2). Pure function of its arguments:
     safe to call from many threads.
     """
+    return next_chunk_end_scan(pattern, text, start, end, NULL)
+
+
+cdef Py_ssize_t next_chunk_end_scan(int pattern, const unsigned char* text, Py_ssize_t start,
+                                    Py_ssize_t end, ProgramScan* scan) noexcept nogil:
     if start >= end:  # outside the contract; never read text[end]
         return end
     if pattern == SPLIT_CL100K:
@@ -499,7 +504,7 @@ cdef Py_ssize_t next_chunk_end(int pattern, const unsigned char* text, Py_ssize_
     if pattern == SPLIT_O200K:
         return _o200k(text, start, end)
     if pattern >= SPLIT_PROGRAM:
-        return program_chunk_end(pattern - SPLIT_PROGRAM, text, start, end)
+        return program_chunk_end_scan(pattern - SPLIT_PROGRAM, text, start, end, scan)
     return _gpt2(text, start, end)
 
 
@@ -646,9 +651,7 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
     cdef cnp.int64_t* ends = ends_ptr[0]
     cdef cnp.int64_t* grown
     cdef FbpeWin win
-    cdef ProgramScan scan
     fbpe_win_reset(&win)
-    program_scan_reset(&scan)
     while pos < n:
         if count == cap:
             cap = cap * 2 + 16
@@ -658,10 +661,8 @@ cdef Py_ssize_t _split_into(int pid, const unsigned char* t, Py_ssize_t n,
             ends = ends_ptr[0] = grown
             cap_ptr[0] = cap
         # (the scalar splitter directly for the other patterns: a tighter loop)
-        if window and fbpe_win_pattern(pid):
+        if window or not fbpe_win_pattern(pid):  # (a program keeps its scan in win)
             pos = split_next(&win, pid, t, pos, n)
-        elif pid >= SPLIT_PROGRAM:  # the scan keeps a sequence's outer pieces
-            pos = program_chunk_end_scan(pid - SPLIT_PROGRAM, t, pos, n, &scan)
         else:
             pos = next_chunk_end(pid, t, pos, n)
         ends[count] = pos
@@ -803,7 +804,7 @@ def _count_chunks(const unsigned char[::1] data, int pid, int repeat=1):
             pos = 0
             count = 0
             fbpe_win_reset(&win)
-            if window and fbpe_win_pattern(pid):
+            if window or not fbpe_win_pattern(pid):
                 while pos < n:
                     pos = split_next(&win, pid, t, pos, n)
                     count += 1

@@ -6,6 +6,7 @@
 #define FASTBPE_SPLIT_FAST_H
 
 #include <stdint.h>
+#include "fbe_program_scan.h"
 
 /* ---------------------------------------------------------------------------------
  * Splitting by window masks
@@ -32,6 +33,7 @@ typedef struct {
     uint64_t starts;          /* bit k: a chunk starts at base + k (all decided) */
     int scalar_left;          /* chunks to leave to the scalar splitter before refilling */
     int misses;               /* windows in a row that decided too little */
+    FbpeProgramScan prog;     /* a split program's outer pieces (fbe_program_scan.h) */
 } FbpeWin;
 
 /* A window that holds nothing yet (call before a segment's first chunk). */
@@ -40,6 +42,7 @@ static inline void fbpe_win_reset(FbpeWin *win) {
     win->starts = 0;
     win->scalar_left = 0;
     win->misses = 0;
+    fbpe_program_scan_reset(&win->prog);
 }
 
 /* The next chunk start after p in the window (p: a chunk start), or -1 if the window

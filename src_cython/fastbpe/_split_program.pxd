@@ -22,10 +22,11 @@ cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_
 # one text front to back, program_scan_reset before it). The scan keeps each outer
 # level's piece of a sequence program (HF's Splits in a Sequence), so a long piece is
 # scanned once, not once per chunk in it (which was quadratic in its length).
-ctypedef struct ProgramScan:
-    Py_ssize_t bound[8]    # the end the level's piece was found within (-1: none)
-    Py_ssize_t end[8]      # where that piece ends
+cdef extern from "fbe_program_scan.h" nogil:
+    ctypedef struct ProgramScan "FbpeProgramScan":
+        Py_ssize_t bound[8]    # the end the level's piece was found within (-1: none)
+        Py_ssize_t end[8]      # where that piece ends
+    void program_scan_reset "fbpe_program_scan_reset"(ProgramScan* scan)
 
-cdef void program_scan_reset(ProgramScan* scan) noexcept nogil
 cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_ssize_t start,
                                        Py_ssize_t end, ProgramScan* scan) noexcept nogil

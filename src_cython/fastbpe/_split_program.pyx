@@ -11,9 +11,11 @@ Data: per program, each ASCII byte's atom set (one lookup), and for other code p
 a two-level table: ``stage1[cp >> 7]`` names a block of 128 class ids (uint8),
 ``class_atoms[id]`` is the atom set (uint32 bits). Each branch starts with the atoms
 its first consumed char may be in, so the branches that cannot start on the char at p
-cost one AND each.
+cost one AND each. A chunk start's class id (an ASCII byte's: the byte itself) picks
+its shortcut (``_shortcut``: the branch certainly matches, with the first run from
+there), for any char: a word starting on "ş" or "中" skips the branch loop as "s" does.
 """
-from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, malloc
 from libc.string cimport memcpy
 cimport numpy as cnp
@@ -28,6 +30,39 @@ cnp.import_array()
 cdef extern from "fbe_ascii_run.h":
     Py_ssize_t fbpe_ascii_range_end(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
                                     unsigned lo, unsigned hi, unsigned fold) nogil
+    enum:
+        FBPE_SWAR
+    int __builtin_ctzll(unsigned long long x) nogil
+
+cdef enum:
+    NO_ASCII_LO = 0x80     # an empty ASCII range: lo > every 7-bit byte
+    NO_ASCII_HI = 0x7F
+
+
+cdef inline Py_ssize_t _ascii_outside_end(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
+                                          unsigned lo, unsigned hi) noexcept nogil:
+    """End of the run from i of ASCII bytes b outside lo <= b <= hi: it stops at a byte
+    in the range or >= 0x80, 8 bytes a step where fbpe_ascii_range_end does (the same
+    SWAR test, the other way round). lo NO_ASCII_LO, hi NO_ASCII_HI: no byte is in
+    the range, the run is every ASCII byte."""
+    cdef uint64_t x, ge_lo, gt_hi, stop
+    cdef uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL
+    cdef unsigned b
+    if FBPE_SWAR:
+        while end - i >= 8:
+            memcpy(&x, t + i, 8)
+            ge_lo = (x & ~high) + ones * (0x80 - lo)   # high bit: b >= lo
+            gt_hi = (x & ~high) + ones * (0x7F - hi)   # high bit: b > hi
+            stop = ((ge_lo & ~gt_hi) | x) & high       # in the range, or not ASCII
+            if stop:
+                return i + (__builtin_ctzll(stop) >> 3)
+            i += 8
+    while i < end:
+        b = t[i]
+        if b >= 0x80 or (lo <= b and b <= hi):
+            break
+        i += 1
+    return i
 
 cdef extern from "fbe_utf8_decode.h":
     uint32_t fbe_decode_multibyte(const unsigned char* t, Py_ssize_t i, Py_ssize_t end,
@@ -58,14 +93,16 @@ ctypedef struct Lit:
     int32_t first, length    # its chars' atom bits: lit_masks[first : first + length]
 
 ctypedef struct Shortcut:
-    # How a chunk starting on an ASCII byte b may skip the branch loop (see _shortcuts).
-    int kind                 # 0 none; SC_RUN; SC_PREFIX
-    int32_t item, n          # the items to match from (at p, or at p + 1 for SC_PREFIX)
-    int fails_unless         # SC_PREFIX: the branch fails when the shortcut's test does
+    # How a chunk starting on a char of one class may skip the branch loop (_shortcut).
+    int kind                 # 0 none; SC_RUN; SC_PREFIX; SC_GUARD
+    int32_t item, n          # the items to match from (at p, or after the first char)
+    int fails_unless         # the branch fails when the shortcut's test does: the next
+                             # branch that may start on the class decides (shortcut2)
 
 cdef enum:
     SC_RUN = 1
     SC_PREFIX = 2
+    SC_GUARD = 3
 
 ctypedef struct Branch:
     uint32_t first_mask      # the atoms its first consumed char may be in
@@ -73,14 +110,30 @@ ctypedef struct Branch:
 
 ctypedef struct Prog:
     uint32_t ascii[128]
-    uint8_t first_branch[128]  # per ASCII byte: the first branch that may start on it
-    Shortcut shortcut[128]
+    # per class id (any char's, not only ASCII's: a chunk starting on a Turkish or CJK
+    # letter takes the shortcut too), and the same per ASCII byte (no class lookup)
+    uint8_t first_branch[256]  # the first branch that may start on a char of the class
+    Shortcut shortcut[256]
+    uint8_t first_branch_ascii[128]
+    Shortcut shortcut_ascii[128]
+    # the same from the next branch that may start on the class, for when the first
+    # one's shortcut test fails and fails_unless says the branch then fails
+    uint8_t first_branch2[256]
+    Shortcut shortcut2[256]
+    uint8_t first_branch2_ascii[128]
+    Shortcut shortcut2_ascii[128]
     # A sequence of splits (compile_sequence): the levels before this one, outermost
     # first, each one run X+ / X{1,k} of its own tables (Corollary 5).
     int n_outer
     void* outer[MAX_OUTER]   # const Prog*
     uint32_t outer_mask[MAX_OUTER]
     int32_t outer_k[MAX_OUTER]  # -1: unbounded
+    # the level's X holds the ASCII bytes outer_lo..outer_hi and no other (an empty
+    # range when it holds none), when outer_swar: a run of non-X chars skips ASCII
+    # bytes 8 a step (_ascii_outside_end)
+    int outer_swar[MAX_OUTER]
+    unsigned outer_lo[MAX_OUTER]
+    unsigned outer_hi[MAX_OUTER]
     uint32_t class_atoms[256]
     uint16_t* stage1         # 0x110000 >> 7 entries
     uint8_t* stage2          # 128 class ids per block
@@ -227,20 +280,19 @@ cdef Py_ssize_t _outer_end(const Prog* g, const unsigned char* t, Py_ssize_t p,
                 q += w
                 count += 1
         else:
-            while q < end and not (_atoms_at(o, t, q, end, &w) & mask):
+            while q < end:
+                if t[q] < 0x80 and g.outer_swar[i]:
+                    q = _ascii_outside_end(t, q, end, g.outer_lo[i], g.outer_hi[i])
+                    if q >= end or t[q] < 0x80:   # the end, or an X byte
+                        break
+                if _atoms_at(o, t, q, end, &w) & mask:
+                    break
                 q += w
         if scan != NULL:
             scan.bound[i] = end if (not x or k < 0) else -1
             scan.end[i] = q
         end = q
     return end
-
-
-cdef void program_scan_reset(ProgramScan* scan) noexcept nogil:
-    cdef int i
-    for i in range(MAX_OUTER):
-        scan.bound[i] = -1
-        scan.end[i] = -1
 
 
 cdef Py_ssize_t program_chunk_end(int slot, const unsigned char* text, Py_ssize_t start,
@@ -254,23 +306,38 @@ cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_s
     cdef const Branch* br
     cdef const Item* it
     cdef const Shortcut* sc
-    cdef Py_ssize_t q = start, w, r
-    cdef uint32_t m
-    cdef int b, n, first = -1
+    cdef Py_ssize_t q = start, w, w0, r
+    cdef uint32_t m, cp
+    cdef const Shortcut* sc2 = NULL
+    cdef int b, n, cls, fb = 0, fb2 = 0, first = -1
     if g.n_outer:
         end = _outer_end(g, text, start, end, scan)
+    sc = NULL
     if text[start] < 0x80:
-        sc = &g.shortcut[text[start]]
+        w0 = 1
+        sc = &g.shortcut_ascii[text[start]]
+        fb = g.first_branch_ascii[text[start]]
+        sc2 = &g.shortcut2_ascii[text[start]]
+        fb2 = g.first_branch2_ascii[text[start]]
+    else:
+        cp = fbe_decode_multibyte(text, start, end, &w0)
+        if cp <= 0x10FFFF:
+            cls = g.stage2[(<Py_ssize_t>g.stage1[cp >> 7] << 7) | (cp & 127)]
+            sc = &g.shortcut[cls]
+            fb = g.first_branch[cls]
+            sc2 = &g.shortcut2[cls]
+            fb2 = g.first_branch2[cls]
+    while sc != NULL:  # the first branch that may start here, then (sc2) the next one
         if sc.kind == SC_RUN:
             it = g.items + sc.item
-            if sc.n == 1 and it.hi < 0:  # the byte and the rest of the run
-                return _run(g, it, text, start + 1, end)
+            if sc.n == 1 and it.hi < 0:  # the char and the rest of the run
+                return _run(g, it, text, start + w0, end)
             return _match(g, it, sc.n, text, start, end)
-        if sc.kind == SC_PREFIX and start + 1 < end:
-            # The branch's optional prefix takes the byte; the match is its first
+        if sc.kind == SC_PREFIX and start + w0 < end:
+            # The branch's optional prefix takes the char; the match is its first
             # candidate when what follows certainly matches: items forced empty by the
             # next char, then a run of it whose rest cannot fail.
-            m = _atoms_at(g, text, start + 1, end, &w)
+            m = _atoms_at(g, text, start + w0, end, &w)
             it = g.items + sc.item
             n = sc.n
             while n > 0 and it.kind == K_RUN and it.lo == 0 and not (it.mask & m):
@@ -278,14 +345,29 @@ cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_s
                 n -= 1
             if n > 0 and it.kind == K_RUN and it.lo == 1 and (it.mask & m) and it.rest_never_fails:
                 if n == 1 and it.hi < 0:
-                    return _run(g, it, text, start + 1 + w, end)
-                return _match(g, it, n, text, start + 1, end)
-            if sc.fails_unless:
-                first = g.first_branch[text[start]] + 1
+                    return _run(g, it, text, start + w0 + w, end)
+                return _match(g, it, n, text, start + w0, end)
+        elif sc.kind == SC_GUARD:
+            # One char, then a run with a minimum: the next char decides whether the
+            # branch can match at all.
+            m = _atoms_at(g, text, start + w0, end, &w) if start + w0 < end else 0
+            it = g.items + sc.item
+            if it.mask & m:
+                if sc.n == 1 and it.lo == 1 and it.hi < 0:
+                    return _run(g, it, text, start + w0 + w, end)
+                first = fb
+                break
+        else:
+            break
+        if not sc.fails_unless:
+            break
+        first = fb + 1  # the branch fails here; the next one that may start here decides
+        sc, fb = sc2, fb2
+        sc2 = NULL
     while q < end:
         m = _atoms_at(g, text, q, end, &w)
         if first < 0:
-            first = g.first_branch[text[q]] if text[q] < 0x80 else 0
+            first = g.first_branch_ascii[text[q]] if text[q] < 0x80 else 0
         for b in range(first, g.n_branches):
             br = &g.branches[b]
             if br.first_mask & m:
@@ -360,16 +442,30 @@ cdef Prog* _build(prog) except NULL:
         g.branches[k].item_first = item_first
         g.branches[k].item_count = item_count
     g.n_branches = len(branches)
+    for k in range(len(class_atoms)):
+        atoms = int(class_atoms[k])
+        starts = [b for b, (first, _, _) in enumerate(branches) if first & atoms] + [len(branches)] * 2
+        g.first_branch[k], g.first_branch2[k] = starts[0], starts[1]
+        _fill_shortcut(&g.shortcut[k], prog, branches, starts[0], atoms)
+        _fill_shortcut(&g.shortcut2[k], prog, branches, starts[1], atoms)
     for k in range(128):
-        g.first_branch[k] = next((b for b, (first, _, _) in enumerate(branches)
-                                  if first & ascii_atoms[k]), len(branches))
-        kind, item, n = _shortcut(prog, g.first_branch[k], int(ascii_atoms[k]))
-        g.shortcut[k].fails_unless = kind == SC_PREFIX and _fails_unless(
-            prog.branches[g.first_branch[k]], int(ascii_atoms[k]))
-        g.shortcut[k].kind = kind
-        g.shortcut[k].item = branches[g.first_branch[k]][1] + item if kind else 0
-        g.shortcut[k].n = n
+        cls = int(np.searchsorted(class_atoms, ascii_atoms[k]))  # class_atoms: sorted, unique
+        assert class_atoms[cls] == ascii_atoms[k]
+        g.first_branch_ascii[k] = g.first_branch[cls]
+        g.shortcut_ascii[k] = g.shortcut[cls]
+        g.first_branch2_ascii[k] = g.first_branch2[cls]
+        g.shortcut2_ascii[k] = g.shortcut2[cls]
     return g
+
+
+cdef int _fill_shortcut(Shortcut* sc, prog, list branches, int fb, atoms) except -1:
+    """The shortcut of a chunk start with atom set `atoms` at branch fb (_shortcut)."""
+    kind, item, n = _shortcut(prog, fb, atoms)
+    sc.fails_unless = kind == SC_GUARD or (kind == SC_PREFIX and _fails_unless(prog.branches[fb], atoms))
+    sc.kind = kind
+    sc.item = branches[fb][1] + item if kind else 0
+    sc.n = n
+    return 0
 
 
 def _fails_unless(items, atoms):
@@ -384,7 +480,7 @@ def _fails_unless(items, atoms):
 
 
 def _shortcut(prog, branch, atoms):
-    """For a chunk starting on an ASCII char with atom set `atoms`, whose first possible
+    """For a chunk starting on a char with atom set `atoms`, whose first possible
     branch is `branch` (no earlier one can start on it):
 
     SC_RUN, k, n: the leading items before k are runs with min 0 the char is not in
@@ -394,7 +490,11 @@ def _shortcut(prog, branch, atoms):
     SC_PREFIX, 1, n: item 0 is an optional one-char run holding the char (a prefix);
     the match is the prefix and items[1:]'s match at p + 1 whenever the caller sees that
     items[1:] certainly match there (the same test at p + 1, at run time).
-    (0, 0, 0): neither; the branch loop decides.
+    SC_GUARD, 1, n: item 0 is exactly one char holding it, item 1 a run with a minimum
+    (DeepSeek's ``[!"#...][A-Za-z]+``): the branch fails unless the next char is in
+    item 1's atom (then the next branch's shortcut applies); with it, and items[1:] one
+    unbounded run of min 1, the match is that run from the next char.
+    (0, 0, 0): none of these; the branch loop decides.
     """
     if branch >= len(prog.branches):
         return 0, 0, 0
@@ -411,6 +511,9 @@ def _shortcut(prog, branch, atoms):
     it = items[0]
     if it.kind == K_RUN and it.lo == 0 and it.hi == 1 and atoms >> it.atom & 1 and len(items) > 1:
         return SC_PREFIX, 1, len(items) - 1
+    if (it.kind == K_RUN and it.lo == 1 and it.hi == 1 and atoms >> it.atom & 1 and len(items) > 1
+            and items[1].kind == K_RUN and items[1].lo >= 1):
+        return SC_GUARD, 1, len(items) - 1
     return 0, 0, 0
 
 
@@ -461,6 +564,10 @@ def sequence_slot(tuple patterns):
                 g.outer[i] = _build(prog)
                 g.outer_mask[i] = 1 << atom
                 g.outer_k[i] = k
+                members = [b for b in range(128) if (<Prog*>g.outer[i]).ascii[b] >> atom & 1]
+                lo, hi = (min(members), max(members)) if members else (NO_ASCII_LO, NO_ASCII_HI)
+                g.outer_swar[i] = members == list(range(lo, hi + 1))
+                g.outer_lo[i], g.outer_hi[i] = lo, hi
             g.n_outer = n
             entry = (_new_slot(g), True)
         _slots[patterns] = entry
