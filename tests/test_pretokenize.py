@@ -358,13 +358,69 @@ def test_generated_text_gpt2_windows(text):
 
 
 def _check_both_paths(text, name):
+    """Windows (with each classifier build the CPU runs) and the scalar splitter alone
+    split as regex does."""
     want = expected(text, name)
-    assert P.split(text, name) == want
+    for simd in SIMD_BUILDS:
+        old = P._set_win_simd(simd)
+        try:
+            assert P.split(text, name) == want, simd
+        finally:
+            P._set_win_simd(old)
     old = P._set_window_split(False)
     try:
         assert P.split(text, name) == want
     finally:
         P._set_window_split(old)
+
+
+def _simd_builds():
+    """The window classifier builds this CPU runs ("avx2" only where it has AVX2)."""
+    builds = []
+    for simd in ("sse2", "avx2"):
+        old = P._set_win_simd(simd)
+        if P.win_simd() == simd:
+            builds.append(simd)
+        P._set_win_simd(old)
+    return builds
+
+
+SIMD_BUILDS = _simd_builds()
+all_window_text = st.lists(st.sampled_from(GPT2_WINDOW_PIECES), min_size=30,
+                           max_size=120).map("".join)
+
+
+def test_simd_default_is_the_best_build_the_cpu_runs():
+    if P.win_simd() == "none":
+        pytest.skip("this build has no windows (not x86 with GCC/Clang)")
+    assert P.win_simd() == SIMD_BUILDS[-1]
+
+
+def test_simd_knob_is_checked():
+    with pytest.raises(ValueError, match="'avx512'"):
+        P._set_win_simd("avx512")
+
+
+@settings(max_examples=1500)
+@given(all_window_text, st.integers(0, 200), st.sampled_from(["gpt2", "cl100k", "o200k"]))
+@example("a" * 70, 3, "gpt2")
+@example("“quoted” — dash… 中文，ok's 123 \u3000\r\n\t x" * 4, 5, "cl100k")
+def test_simd_builds_give_the_same_masks(text, base, name):
+    # bit for bit, at any base (the masks are a function of the 64 bytes)
+    if len(SIMD_BUILDS) < 2:
+        pytest.skip(f"this CPU runs only {SIMD_BUILDS or ['no windows']}")
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) < 64:
+        return
+    base %= len(data) - 63
+    masks = []
+    for simd in SIMD_BUILDS:
+        old = P._set_win_simd(simd)
+        try:
+            masks.append(P._window_starts(data, name, base))
+        finally:
+            P._set_win_simd(old)
+    assert masks[0] == masks[1]
 
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])

@@ -37,7 +37,7 @@ Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is 
 "other" code point (category Cs), split exactly as ``regex`` splits it; chunks decode
 back with "surrogatepass". No error is raised.
 """
-from libc.stdint cimport uint16_t, uint32_t
+from libc.stdint cimport uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 cimport numpy as cnp
@@ -71,10 +71,53 @@ cdef extern from "fbe_ascii_run.h":
 # and the trainer too.
 cdef extern from "_split_fill.h" nogil:
     void fbpe_win_init()
+    int fbpe_win_set_simd(int want)
+    uint64_t fbpe_win_starts(int pattern, const unsigned char* t, Py_ssize_t base)
     Py_ssize_t fbpe_win_refill(FbpeWin* win, int pattern, const unsigned char* t,
                                Py_ssize_t p, Py_ssize_t end)
 
 fbpe_win_init()
+
+#: The builds of the window classifier (_split_fill.h), by the level fbpe_win_set_simd
+#: takes and returns; "none": this build has no windows (not x86-64 / GCC / Clang).
+_SIMD_LEVELS = {"none": -1, "sse2": 0, "avx2": 1}
+
+
+def _simd_level(name, where):
+    """The level of a classifier name (ValueError naming it and where it came from)."""
+    if name not in ("sse2", "avx2"):
+        raise ValueError(f"{where}: unknown window classifier {name!r}; expected 'sse2' or 'avx2'")
+    return _SIMD_LEVELS[name]
+
+
+def _simd_name(int level):
+    return next(k for k, v in _SIMD_LEVELS.items() if v == level)
+
+
+def win_simd():
+    """The build of the window classifier in use: "avx2", "sse2" or "none".
+
+    Chosen once at import: AVX2 when the CPU has AVX2 and BMI2, else SSE2; the
+    environment variable FASTBPE_SIMD=sse2 forces the SSE2 build (for A/B runs; "avx2",
+    the default, takes AVX2 only where the CPU has it). Both split every text alike.
+    """
+    return _simd_in_force
+
+
+def _set_win_simd(name):
+    """Testing hook: run the window classifier's `name` build ("sse2" or "avx2", taken
+    only where the CPU has it); returns the name of the build in force before. Not
+    thread-safe: call while nothing splits."""
+    global _simd_in_force
+    cdef int want = _simd_level(name, "_set_win_simd")
+    old = _simd_in_force
+    _simd_in_force = _simd_name(fbpe_win_set_simd(want))
+    return old
+
+
+import os as _os
+_simd_in_force = _simd_name(fbpe_win_set_simd(
+    _simd_level(_os.environ.get("FASTBPE_SIMD", "avx2"), "environment variable FASTBPE_SIMD")))
 
 #: The process default of the windows for split, split_offsets and _count_chunks
 #: (False: the scalar splitter alone, so tests can compare both against regex). Read
@@ -802,3 +845,16 @@ def _win_stats(const unsigned char[::1] data, pattern="o200k"):
         pos = e
         count += 1
     return count, fb
+
+
+def _window_starts(bytes data, pattern, Py_ssize_t base):
+    """Testing hook: the starts mask of the window at data[base : base + 64] with the
+    classifier build in force (_set_win_simd); 1 where this build has no windows. Any
+    bytes, any base with 64 bytes after it (the mask means something only where a
+    chunk starts at base)."""
+    cdef int pid = _require_pattern(pattern)
+    if base < 0 or base + 64 > len(data):
+        raise ValueError(f"base {base} leaves no 64 bytes of {len(data)}")
+    if _simd_in_force == "none" or not fbpe_win_pattern(pid):
+        return 1
+    return fbpe_win_starts(pid, <const unsigned char*>data, base)

@@ -16,6 +16,15 @@
  *
  * After changing any rules, run tools/fuzz_windows.py --pattern NAME for some minutes as
  * well as the tests.
+ *
+ * Two builds of every starts function, chosen at run time (never a global -march): the
+ * SSE2 one (x86-64's baseline, compiled as the module is) and, on GCC/Clang for x86, one
+ * compiled for AVX2 + BMI1/2 (`#pragma GCC target` / `clang attribute` around a second
+ * inclusion of the pattern files, with fbpe_win_bytes classifying 32 bytes per compare).
+ * fbpe_win_set_simd picks one once, at import, from what the CPU says it has
+ * (__builtin_cpu_supports); both compute the same masks, bit for bit, so the rules and
+ * their proofs are written once. There is no AVX-512 build: no machine we test on has
+ * it, and untested code does not ship.
  */
 #ifndef FASTBPE_SPLIT_FILL_H
 #define FASTBPE_SPLIT_FILL_H
@@ -147,6 +156,97 @@ static inline uint64_t fbpe_win_keep(uint64_t starts, uint64_t unhandled, int ma
 #include "_split_cl100k.h"
 #include "_split_gpt2.h"
 
+/* The AVX2 build (see the top of this file). Needs the target attribute/pragma of GCC >= 5
+   or Clang, on x86; everywhere else only the SSE2 build exists. */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__clang__) || __GNUC__ >= 5)
+#define FBPE_AVX2 1
+#include <immintrin.h>
+#if defined(__clang__)
+#pragma clang attribute push (__attribute__((target("avx2,bmi,bmi2"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,bmi,bmi2")
+#endif
+
+static inline uint64_t fbpe_mm256(__m256i m) {
+    return (uint64_t)(uint32_t)_mm256_movemask_epi8(m);
+}
+
+/* fbpe_in_range, 32 bytes at a time */
+static inline __m256i fbpe_in_range256(__m256i x, int lo, int hi) {
+    __m256i xs = _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80));
+    return _mm256_and_si256(_mm256_cmpgt_epi8(xs, _mm256_set1_epi8((char)((lo - 1) ^ 0x80))),
+                            _mm256_cmpgt_epi8(_mm256_set1_epi8((char)((hi + 1) ^ 0x80)), xs));
+}
+
+static inline __m256i fbpe_eq256(__m256i x, int c) {
+    return _mm256_cmpeq_epi8(x, _mm256_set1_epi8((char)c));
+}
+
+/* fbpe_win_bytes with two 32-byte halves: the same masks, bit for bit. */
+static inline void fbpe_win_bytes_avx2(const unsigned char *w, FbpeWinBytes *b) {
+    int k;
+    b->letter = b->digit = b->sp = b->crm = b->wsa = b->apos = b->slash = b->hi = b->b6 = b->b5 = b->b4 = 0;
+    for (k = 0; k < 2; k++) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(w + 32 * k));
+        int sh = 32 * k;
+        b->letter |= fbpe_mm256(fbpe_in_range256(_mm256_or_si256(x, _mm256_set1_epi8(0x20)), 97, 122)) << sh;
+        b->digit |= fbpe_mm256(fbpe_in_range256(x, 48, 57)) << sh;
+        b->sp |= fbpe_mm256(fbpe_eq256(x, 32)) << sh;
+        b->crm |= fbpe_mm256(_mm256_or_si256(fbpe_eq256(x, 10), fbpe_eq256(x, 13))) << sh;
+        b->wsa |= fbpe_mm256(_mm256_or_si256(fbpe_eq256(x, 32), fbpe_in_range256(x, 9, 13))) << sh;
+        b->apos |= fbpe_mm256(fbpe_eq256(x, 39)) << sh;
+        b->slash |= fbpe_mm256(fbpe_eq256(x, 47)) << sh;
+        b->hi |= fbpe_mm256(x) << sh;
+        b->b6 |= fbpe_mm256(_mm256_slli_epi16(x, 1)) << sh;
+        b->b5 |= fbpe_mm256(_mm256_slli_epi16(x, 2)) << sh;
+        b->b4 |= fbpe_mm256(_mm256_slli_epi16(x, 3)) << sh;
+    }
+}
+
+/* The pattern files once more, their functions renamed *_avx2 and compiled for AVX2
+   (the helpers above this block inline into them as they are). */
+#define fbpe_win_bytes fbpe_win_bytes_avx2
+#define fbpe_o200k_starts fbpe_o200k_starts_avx2
+#define fbpe_cl100k_starts fbpe_cl100k_starts_avx2
+#define fbpe_gpt2_starts fbpe_gpt2_starts_avx2
+#undef FASTBPE_SPLIT_O200K_H
+#undef FASTBPE_SPLIT_CL100K_H
+#undef FASTBPE_SPLIT_GPT2_H
+#include "_split_o200k.h"
+#include "_split_cl100k.h"
+#include "_split_gpt2.h"
+#undef fbpe_win_bytes
+#undef fbpe_o200k_starts
+#undef fbpe_cl100k_starts
+#undef fbpe_gpt2_starts
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#else
+#define FBPE_AVX2 0
+#endif
+
+/* Which build fbpe_win_starts runs: 0 SSE2, 1 AVX2. Set by fbpe_win_set_simd only. */
+static int fbpe_win_simd = 0;
+
+/* Run the AVX2 build (want = 1) if this build has it and the CPU runs it, else the SSE2
+   one (want = 0, or no AVX2 here); returns the level now in force (-1: no windows in
+   this build at all). Called at import and by tests, while no window is being filled. */
+static int fbpe_win_set_simd(int want) {
+#if FBPE_AVX2
+    __builtin_cpu_init();
+    fbpe_win_simd = want == 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+#else
+    (void)want;
+    fbpe_win_simd = 0;
+#endif
+    return fbpe_win_simd;
+}
+
 /* Bit k: byte k of w[0 : 32] leads a char of three or four bytes (0xE0 and up). */
 static inline uint64_t fbpe_wide32(const unsigned char *w) {
     __m128i lead3 = _mm_set1_epi8((char)0xE0), x0, x1;
@@ -158,6 +258,16 @@ static inline uint64_t fbpe_wide32(const unsigned char *w) {
 
 /* The decided chunk starts of the window at base, for a pattern with windows. */
 static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base) {
+#if FBPE_AVX2
+    if (fbpe_win_simd) {                            /* the same value for every window */
+        switch (pattern) {
+        case 0: return fbpe_gpt2_starts_avx2(t, base);
+        case 1: return fbpe_cl100k_starts_avx2(t, base);
+        case 2: return fbpe_o200k_starts_avx2(t, base);
+        default: return 1;
+        }
+    }
+#endif
     switch (pattern) {
     case 0: return fbpe_gpt2_starts(t, base);      /* SPLIT_GPT2 */
     case 1: return fbpe_cl100k_starts(t, base);    /* SPLIT_CL100K */
@@ -169,6 +279,7 @@ static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_s
 #else
 
 static void fbpe_win_init(void) {}
+static int fbpe_win_set_simd(int want) { (void)want; return -1; }   /* no windows */
 
 #endif
 
