@@ -281,6 +281,9 @@ WINDOW_PIECES = [
     "١", "ç", "ş", "ğ", "ı", "İ", "ö", "Ü", "é", "É", "ß", "×", "÷", "«", "»", "§", "©",
     "ǅ", "ª", "ʰ", "\u0301", "Σ", "σ", "Ω", "\u05d0", "“", "”", "’", "中", "あ", "👍",
     "\x00", "\x1c", "\x7f", "~", "_", "@", "`", "[", "{",
+    # three-byte chars: punctuation, spaces, letters of one case, numbers, marks, Lo
+    "—", "…", "„", "\u2009", "\u200b", "\u202f", "Ạ", "ạ", "ｄ", "Ｄ", "０", "१", "क", "\u0901",
+    "€", "→", "한", "。", "、",
 ]
 window_text = st.lists(st.sampled_from(WINDOW_PIECES), min_size=20, max_size=120).map("".join)
 

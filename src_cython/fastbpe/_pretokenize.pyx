@@ -858,3 +858,4 @@ def _window_starts(bytes data, pattern, Py_ssize_t base):
     if _simd_in_force == "none" or not fbpe_win_pattern(pid):
         return 1
     return fbpe_win_starts(pid, <const unsigned char*>data, base)
+

@@ -2,7 +2,7 @@
  * the tables below once, at import (fbpe_win_init).
  *
  * What is shared by the patterns: the SSE2 helpers, the class table of two-byte chars,
- * and fbpe_win_refill (a new window at a chunk start, with the back-off for text that
+ * the classes of three-byte chars (fbpe_win_three), and fbpe_win_refill (a new window at a chunk start, with the back-off for text that
  * windows decide little of). Each pattern's rules, and why they are exact, are in a
  * file of their own: _split_gpt2.h (fbpe_gpt2_starts), _split_cl100k.h
  * (fbpe_cl100k_starts), _split_o200k.h (fbpe_o200k_starts). A pattern has windows when
@@ -121,6 +121,34 @@ static inline void fbpe_win_two_lnw(const unsigned char *w, uint64_t ok2, uint64
         ws |= two * ((c >> 3) & 1);
     }
     *l2 = l; *n2 = n; *ws2 = ws;
+}
+
+/* The classes of the three-byte chars whose lead bytes are the bits of ok3 (all three
+   of their bits in each mask): \p{L}, \p{N}, \s and the U and W bits of
+   _unicode_tables.h (o200k's), from fbpe_class_of per char. */
+typedef struct { uint64_t l, n, ws, u, w; } FbpeWinThree;
+
+static inline void fbpe_win_three(const unsigned char *w, uint64_t ok3, FbpeWinThree *r) {
+    uint64_t m;
+    r->l = r->n = r->ws = r->u = r->w = 0;
+    for (m = ok3; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        const unsigned char *q = w + i;
+        unsigned c = fbpe_class_of(((q[0] & 0x0Fu) << 12) | ((q[1] & 0x3Fu) << 6)
+                                   | (q[2] & 0x3Fu));
+        uint64_t three = 7ull << i;
+        r->l |= three * ((c & FBPE_L) != 0);
+        r->n |= three * ((c & FBPE_N) != 0);
+        r->ws |= three * ((c & FBPE_WS) != 0);
+        r->u |= three * ((c & FBPE_U) != 0);
+        r->w |= three * ((c & FBPE_W) != 0);
+    }
+}
+
+/* Bits at the first byte of the chars whose last byte is a bit of x (chars of one, two
+   or three bytes; cs: the char starts). */
+static inline uint64_t fbpe_win_char_first(uint64_t x, uint64_t cs) {
+    return (x & cs) | ((x & ~cs & (cs << 1)) >> 1) | ((x & ~cs & ~(cs << 1)) >> 2);
 }
 
 /* Whitespace runs with CR chars, then other whitespace, then CR chars again: \s*[\r\n]
@@ -247,9 +275,10 @@ static int fbpe_win_set_simd(int want) {
     return fbpe_win_simd;
 }
 
-/* Bit k: byte k of w[0 : 32] leads a char of three or four bytes (0xE0 and up). */
-static inline uint64_t fbpe_wide32(const unsigned char *w) {
-    __m128i lead3 = _mm_set1_epi8((char)0xE0), x0, x1;
+/* Bit k: byte k of w[0 : 32] is `lead` or above (a lead byte of 0xE0 or more: of a
+   char of three or four bytes). */
+static inline uint64_t fbpe_wide32(const unsigned char *w, int lead) {
+    __m128i lead3 = _mm_set1_epi8((char)lead), x0, x1;
     x0 = _mm_loadu_si128((const __m128i *)w);
     x1 = _mm_loadu_si128((const __m128i *)(w + 16));
     return fbpe_mm(_mm_cmpeq_epi8(_mm_max_epu8(x0, lead3), x0))
@@ -283,6 +312,22 @@ static int fbpe_win_set_simd(int want) { (void)want; return -1; }   /* no window
 
 #endif
 
+#if FBPE_WINDOWS
+/* The lead byte from which fbpe_win_refill leaves a window to the scalar splitter
+   unclassified when such a byte is near its start. All three patterns' masks handle
+   three-byte chars (o200k's but its letters that are both U and W: Lo, Lm and marks),
+   so that curly quotes, dashes, ellipses, Latin Extended Additional and Indic letters
+   no longer end a window; but the whole encode of ~2 KB Chinese documents did not
+   gain from windows deciding CJK text, although the split alone did (2026-12-04,
+   in-process A/B, steady, the test at 0xF0 over 0xE0: cl100k 0.97x, split 1.05x
+   faster; GPT-2 0.92x, split 1.2x faster; when GPT-2's three-byte rules came in,
+   0.955x). Why is not known. So lead bytes from 0xE3 on (U+3000 on: CJK, kana,
+   Hangul, fullwidth forms) near a window's start send it to the scalar splitter;
+   below are the general punctuation, Latin Extended Additional, Greek Extended and
+   the Indic scripts. */
+#define FBPE_WIDE_LEAD 0xE3
+#endif
+
 /* After fbpe_win_take found nothing at p and no chunks are left to the scalar splitter
    (split_next in _pretokenize.pxd counts those): the end of the chunk at p from a new
    window there, or -1 when the scalar splitter must decide it. */
@@ -297,15 +342,12 @@ static Py_ssize_t fbpe_win_refill(FbpeWin *win, int pattern, const unsigned char
         return -1;
     }
     win->base = p;
-    /* A char of three or four bytes (lead byte 0xE0 and up) in the first FBPE_WIN_GOOD +
-       FBPE_MARGIN bytes makes the window of cl100k or o200k a miss whatever else is in
-       it (their masks leave such chars alone), so tell it from one compare of 32 bytes
-       instead of classifying all 64: in CJK text most windows are such. GPT-2's masks
-       do handle three-byte chars, but measured per ~2 KB document on Chinese the whole
-       encode ran 5% slower with windows deciding them than with none (the split itself
-       1.07x faster), and 2% faster with this test for GPT-2 too; its three-byte rules
-       still decide the curly quotes and dashes of mostly Latin text. */
-    win->starts = (fbpe_wide32(t + p) & ((1ull << (FBPE_WIN_GOOD + FBPE_MARGIN)) - 1))
+    /* A char from lead byte FBPE_WIDE_LEAD on (CJK and the like: see there) in the first
+       FBPE_WIN_GOOD + FBPE_MARGIN bytes sends the window to the scalar splitter, told
+       from one compare of 32 bytes instead of classifying all 64: in CJK text most
+       windows are such. */
+    win->starts = (fbpe_wide32(t + p, FBPE_WIDE_LEAD)
+                   & ((1ull << (FBPE_WIN_GOOD + FBPE_MARGIN)) - 1))
         ? 1 : fbpe_win_starts(pattern, t, p);
     /* A window that decided less than FBPE_WIN_GOOD bytes (an unhandled char near its
        start) counts as a miss: after it, the next 0, 1, 3, 7, ... up to
