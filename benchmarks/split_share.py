@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import encode_peers as ep  # noqa: E402
+from corpus import cut  # noqa: E402
 from fastbpe import _pretokenize as P  # noqa: E402
 
 SHORT = {"gpt2": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
@@ -34,16 +35,6 @@ def best(fn, repeat: int) -> float:
         fn()
         out.append(time.process_time() - t)
     return min(out)
-
-
-def docs_of(text: str, size: int = 2000) -> list[str]:
-    docs, a = [], 0
-    while a < len(text):
-        b = text.find("\n", a + size)
-        b = len(text) if b < 0 else b + 1
-        docs.append(text[a:b])
-        a = b
-    return docs
 
 
 def main(argv=None) -> int:
@@ -61,7 +52,7 @@ def main(argv=None) -> int:
         pat = SHORT[vocab]
         for kind, text in texts.items():
             data = text.encode()
-            docs = docs_of(text)
+            docs = cut(text)
             chunks, scalar = P._win_stats(data, pat)
             split = best(lambda: P._count_chunks(data, P.pattern_id(pat)), args.repeat)
             enc = peers.fresh_fastbpe()

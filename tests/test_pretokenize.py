@@ -1,6 +1,7 @@
 """Native pre-tokenizers split exactly as regex.findall does with tiktoken's patterns."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -435,6 +436,31 @@ def test_windows_decide_most_chunks_of_latin_text(name):
     chunks, scalar = P._win_stats(data, name)
     assert chunks == len(expected(text, name))
     assert scalar < chunks * 0.15
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_windows_decide_typographic_text(name):
+    # curly quotes, dashes, ellipses and Latin Extended Additional (three-byte chars)
+    # are in the masks: they no longer send windows to the scalar splitter
+    text = ("“Quoted” text — with dashes… and ‘single’ quotes; "
+            "Việt Nam, naïve café – it’s 12 %.\n") * 50
+    data = text.encode()
+    chunks, scalar = P._win_stats(data, name)
+    assert chunks == len(expected(text, name))
+    assert scalar < chunks * 0.15
+
+
+def test_simd_environment_variable():
+    import subprocess
+    import sys
+    code = "from fastbpe import _pretokenize as P; print(P.win_simd())"
+    env = {**os.environ, "FASTBPE_SIMD": "sse2"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out in ("sse2", "none")
+    env["FASTBPE_SIMD"] = "avx-512"
+    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "FASTBPE_SIMD" in bad.stderr and "'avx-512'" in bad.stderr
 
 
 @settings(max_examples=300)

@@ -15,17 +15,20 @@ matches one char of each (\\p{L}++, \\p{N}, [^\\s\\p{L}\\p{N}]++, and a bare \\s
 Patterns with window rules (``fbpe_win_pattern``: all three) also have a faster path
 (``split_next`` in the .pxd; ``_split_fast.h``, ``_split_fill.h`` and one
 ``_split_<pattern>.h`` per pattern): every chunk start of 64 bytes at once, from bit
-masks of the chars' classes, for text of ASCII and two-byte chars (GPT-2's: three-byte
-chars too); what it does not handle goes through ``next_chunk_end``. Tests compare both
-paths with ``regex``: ``_set_window_split`` turns the window off for ``split``,
-``split_offsets`` and ``_count_chunks`` (the encoder and the trainer always take it; they
-call the same ``split_next``). On the benchmark corpora o200k's split Turkish in 9 ns
-per chunk instead of 15, English and Python source in 6 instead of 10-11; cl100k's split
-English and Python source 1.5x as fast as its scalar splitter, Turkish 1.7x; GPT-2's
-English and Python source in 4 instead of 7-8, Turkish in 8 instead of 15. Chinese
-stays at the scalar splitter's speed less ~7%: a window with a three-byte char in its
-first 20 bytes is told from one compare of 32 bytes and left to the scalar splitter
-(``fbpe_win_refill`` says why GPT-2's three-byte rules do not run there).
+masks of the chars' classes, for text of chars of one to three bytes (o200k's: but
+letters both U and W); what it does not handle goes through ``next_chunk_end``. The
+classifier has an SSE2 and an AVX2 build, chosen at import (``win_simd``; the
+environment variable FASTBPE_SIMD=sse2 forces SSE2). Tests compare every path with
+``regex``: ``_set_window_split`` turns the window off for ``split``, ``split_offsets``
+and ``_count_chunks`` (the encoder and the trainer always take it; they call the same
+``split_next``), ``_set_win_simd`` picks the build. On the benchmark corpora (SSE2
+build, 2026-12-03) o200k's split Turkish in 9 ns per chunk instead of 15, English and
+Python source in 6 instead of 10-11; cl100k's split English and Python source 1.5x as
+fast as its scalar splitter, Turkish 1.7x; GPT-2's English and Python source in 4
+instead of 7-8, Turkish in 8 instead of 15; the AVX2 build splits 1.14-1.22x faster
+again. Chinese stays at the scalar splitter's speed: a window with a char from U+3000
+on (lead byte 0xE3) in its first 20 bytes is told from one compare of 32 bytes and
+left to the scalar splitter (``FBPE_WIDE_LEAD`` in ``_split_fill.h`` says why).
 
 Any other pattern that ``fastbpe.reference.split_program`` compiles (Llama 3's, Qwen's,
 Tekken's, DeepSeek's splits, ...) runs as a split program (``_split_program``) behind
