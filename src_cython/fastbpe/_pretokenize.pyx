@@ -75,7 +75,7 @@ cdef extern from "fbe_ascii_run.h":
 cdef extern from "_split_fill.h" nogil:
     void fbpe_win_init()
     int fbpe_win_set_simd(int want)
-    uint64_t fbpe_win_starts(int pattern, const unsigned char* t, Py_ssize_t base)
+    uint64_t fbpe_win_starts(int pattern, const unsigned char* t, Py_ssize_t base, int three)
     Py_ssize_t fbpe_win_refill(FbpeWin* win, int pattern, const unsigned char* t,
                                Py_ssize_t p, Py_ssize_t end)
 
@@ -850,9 +850,10 @@ def _win_stats(const unsigned char[::1] data, pattern="o200k"):
     return count, fb
 
 
-def _window_starts(bytes data, pattern, Py_ssize_t base):
+def _window_starts(bytes data, pattern, Py_ssize_t base, bint three=True):
     """Testing hook: the starts mask of the window at data[base : base + 64] with the
-    classifier build in force (_set_win_simd); 1 where this build has no windows. Any
+    classifier build in force (_set_win_simd), the plain one if not ``three`` (for
+    windows without a byte of 0xE0 or more); 1 where this build has no windows. Any
     bytes, any base with 64 bytes after it (the mask means something only where a
     chunk starts at base)."""
     cdef int pid = _require_pattern(pattern)
@@ -860,5 +861,5 @@ def _window_starts(bytes data, pattern, Py_ssize_t base):
         raise ValueError(f"base {base} leaves no 64 bytes of {len(data)}")
     if _simd_in_force == "none" or not fbpe_win_pattern(pid):
         return 1
-    return fbpe_win_starts(pid, <const unsigned char*>data, base)
+    return fbpe_win_starts(pid, <const unsigned char*>data, base, three)
 

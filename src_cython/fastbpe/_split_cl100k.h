@@ -77,7 +77,7 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     fbpe_win_two_lnw(t + base, ok2, &l2, &n2, &ws2);
     o2 = (ok2 | (ok2 << 1)) & ~(l2 | n2 | ws2);   /* two-byte [^\s\p{L}\p{N}], marks too */
     /*    Three-byte chars (all bytes inside the window): their class on all three. */
-    ok3 = b.hi & b.b6 & b.b5 & ~b.b4 & (cont >> 1) & (cont >> 2) & ~(3ull << 62);
+    ok3 = FBPE_LEAD3(b) & (cont >> 1) & (cont >> 2) & ~(3ull << 62);
     ok3b = ok3 | (ok3 << 1) | (ok3 << 2);
     fbpe_win_three(t + base, ok3, &th);
     o3 = ok3b & ~(th.l | th.n | th.ws);

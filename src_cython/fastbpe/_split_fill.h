@@ -180,9 +180,25 @@ static inline uint64_t fbpe_win_keep(uint64_t starts, uint64_t unhandled, int ma
     return starts & (lim >= 0 ? (2ull << lim) - 1 : 1);
 }
 
+/* Bit k: byte k of the window leads a char of three bytes (1110xxxx). The "plain"
+   builds below define it as 0, and the compiler folds every three-byte term away. */
+#define FBPE_LEAD3(b) ((b).hi & (b).b6 & (b).b5 & ~(b).b4)
+
 #include "_split_o200k.h"
 #include "_split_cl100k.h"
 #include "_split_gpt2.h"
+
+/* The plain builds, for windows without a byte of 0xE0 or more (fbpe_win_refill tells):
+   the same rules with FBPE_LEAD3 0, so the three-byte terms cost nothing in ASCII and
+   Latin text (they cost ~10% of the split of English when computed: 2026-12-04). */
+#undef FBPE_LEAD3
+#define FBPE_LEAD3(b) 0ull
+#define FBPE_O200K_NAME fbpe_o200k_starts_plain
+#define FBPE_CL100K_NAME fbpe_cl100k_starts_plain
+#define FBPE_GPT2_NAME fbpe_gpt2_starts_plain
+#include "_split_builds.h"
+#undef FBPE_LEAD3
+#define FBPE_LEAD3(b) ((b).hi & (b).b6 & (b).b5 & ~(b).b4)
 
 /* The AVX2 build (see the top of this file). Needs the target attribute/pragma of GCC >= 5
    or Clang, on x86; everywhere else only the SSE2 build exists. */
@@ -232,18 +248,21 @@ static inline void fbpe_win_bytes_avx2(const unsigned char *w, FbpeWinBytes *b) 
     }
 }
 
-/* The pattern files once more, their functions renamed *_avx2 and compiled for AVX2
-   (the helpers above this block inline into them as they are). */
+/* The pattern files twice more, their functions renamed *_avx2 and *_avx2_plain and
+   compiled for AVX2 (the helpers above this block inline into them as they are). */
 #define fbpe_win_bytes fbpe_win_bytes_avx2
-#define fbpe_o200k_starts fbpe_o200k_starts_avx2
-#define fbpe_cl100k_starts fbpe_cl100k_starts_avx2
-#define fbpe_gpt2_starts fbpe_gpt2_starts_avx2
-#undef FASTBPE_SPLIT_O200K_H
-#undef FASTBPE_SPLIT_CL100K_H
-#undef FASTBPE_SPLIT_GPT2_H
-#include "_split_o200k.h"
-#include "_split_cl100k.h"
-#include "_split_gpt2.h"
+#define FBPE_O200K_NAME fbpe_o200k_starts_avx2
+#define FBPE_CL100K_NAME fbpe_cl100k_starts_avx2
+#define FBPE_GPT2_NAME fbpe_gpt2_starts_avx2
+#include "_split_builds.h"
+#undef FBPE_LEAD3
+#define FBPE_LEAD3(b) 0ull
+#define FBPE_O200K_NAME fbpe_o200k_starts_avx2_plain
+#define FBPE_CL100K_NAME fbpe_cl100k_starts_avx2_plain
+#define FBPE_GPT2_NAME fbpe_gpt2_starts_avx2_plain
+#include "_split_builds.h"
+#undef FBPE_LEAD3
+#define FBPE_LEAD3(b) ((b).hi & (b).b6 & (b).b5 & ~(b).b4)
 #undef fbpe_win_bytes
 #undef fbpe_o200k_starts
 #undef fbpe_cl100k_starts
@@ -275,34 +294,41 @@ static int fbpe_win_set_simd(int want) {
     return fbpe_win_simd;
 }
 
-/* Bit k: byte k of w[0 : 32] is `lead` or above (a lead byte of 0xE0 or more: of a
-   char of three or four bytes). */
-static inline uint64_t fbpe_wide32(const unsigned char *w, int lead) {
-    __m128i lead3 = _mm_set1_epi8((char)lead), x0, x1;
-    x0 = _mm_loadu_si128((const __m128i *)w);
-    x1 = _mm_loadu_si128((const __m128i *)(w + 16));
-    return fbpe_mm(_mm_cmpeq_epi8(_mm_max_epu8(x0, lead3), x0))
-         | fbpe_mm(_mm_cmpeq_epi8(_mm_max_epu8(x1, lead3), x1)) << 16;
+/* Bit k: byte k of w[0 : 64] is 0xE0 or more (leads a char of three or four bytes). */
+static inline uint64_t fbpe_wide64(const unsigned char *w) {
+    __m128i lead3 = _mm_set1_epi8((char)0xE0);
+    uint64_t m = 0;
+    int k;
+    for (k = 0; k < 4; k++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(w + 16 * k));
+        m |= fbpe_mm(_mm_cmpeq_epi8(_mm_max_epu8(x, lead3), x)) << (16 * k);
+    }
+    return m;
 }
 
-/* The decided chunk starts of the window at base, for a pattern with windows. */
-static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base) {
+/* The decided chunk starts of the window at base, for a pattern with windows; `three`:
+   the window has a byte of 0xE0 or more (else its plain build runs: the same masks). */
+static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base,
+                                       int three) {
+    if ((unsigned)pattern > 2u) return 1;           /* decides nothing: scalar splitter */
 #if FBPE_AVX2
     if (fbpe_win_simd) {                            /* the same value for every window */
-        switch (pattern) {
-        case 0: return fbpe_gpt2_starts_avx2(t, base);
-        case 1: return fbpe_cl100k_starts_avx2(t, base);
-        case 2: return fbpe_o200k_starts_avx2(t, base);
-        default: return 1;
-        }
+        if (three)
+            return pattern == 0 ? fbpe_gpt2_starts_avx2(t, base)
+                 : pattern == 1 ? fbpe_cl100k_starts_avx2(t, base)
+                 : fbpe_o200k_starts_avx2(t, base);
+        return pattern == 0 ? fbpe_gpt2_starts_avx2_plain(t, base)
+             : pattern == 1 ? fbpe_cl100k_starts_avx2_plain(t, base)
+             : fbpe_o200k_starts_avx2_plain(t, base);
     }
 #endif
-    switch (pattern) {
-    case 0: return fbpe_gpt2_starts(t, base);      /* SPLIT_GPT2 */
-    case 1: return fbpe_cl100k_starts(t, base);    /* SPLIT_CL100K */
-    case 2: return fbpe_o200k_starts(t, base);     /* SPLIT_O200K */
-    default: return 1;                              /* decides nothing: scalar splitter */
-    }
+    if (three)                                      /* SPLIT_GPT2 0, CL100K 1, O200K 2 */
+        return pattern == 0 ? fbpe_gpt2_starts(t, base)
+             : pattern == 1 ? fbpe_cl100k_starts(t, base)
+             : fbpe_o200k_starts(t, base);
+    return pattern == 0 ? fbpe_gpt2_starts_plain(t, base)
+         : pattern == 1 ? fbpe_cl100k_starts_plain(t, base)
+         : fbpe_o200k_starts_plain(t, base);
 }
 
 #else
@@ -334,7 +360,7 @@ static int fbpe_win_set_simd(int want) { (void)want; return -1; }   /* no window
 static Py_ssize_t fbpe_win_refill(FbpeWin *win, int pattern, const unsigned char *t,
                                   Py_ssize_t p, Py_ssize_t end) {
 #if FBPE_WINDOWS
-    uint64_t rest;
+    uint64_t rest, wide, near;
     if (end - p < 64) {
         /* the segment's last bytes: no window will fit again, so the rest of its
            chunks go to the scalar splitter without coming back here */
@@ -344,11 +370,12 @@ static Py_ssize_t fbpe_win_refill(FbpeWin *win, int pattern, const unsigned char
     win->base = p;
     /* A char from lead byte FBPE_WIDE_LEAD on (CJK and the like: see there) in the first
        FBPE_WIN_GOOD + FBPE_MARGIN bytes sends the window to the scalar splitter, told
-       from one compare of 32 bytes instead of classifying all 64: in CJK text most
-       windows are such. */
-    win->starts = (fbpe_wide32(t + p, FBPE_WIDE_LEAD)
-                   & ((1ull << (FBPE_WIN_GOOD + FBPE_MARGIN)) - 1))
-        ? 1 : fbpe_win_starts(pattern, t, p);
+       from the compares of fbpe_wide64 instead of classifying all 64 bytes: in CJK text
+       most windows are such. Without any byte of 0xE0 or more, the plain build runs. */
+    wide = fbpe_wide64(t + p);
+    for (near = wide & ((1ull << (FBPE_WIN_GOOD + FBPE_MARGIN)) - 1); near; near &= near - 1)
+        if (t[p + __builtin_ctzll(near)] >= FBPE_WIDE_LEAD) break;
+    win->starts = near ? 1 : fbpe_win_starts(pattern, t, p, wide != 0);
     /* A window that decided less than FBPE_WIN_GOOD bytes (an unhandled char near its
        start) counts as a miss: after it, the next 0, 1, 3, 7, ... up to
        2**FBPE_SCALAR_LOG - 1 chunks go to the scalar splitter before the next try, so

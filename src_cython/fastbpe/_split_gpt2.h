@@ -62,17 +62,17 @@
 /* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
 static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base) {
     FbpeWinBytes b;
-    uint64_t letter, digit, sp, wsa, apos, hi, b6, b5, b4;
+    uint64_t letter, digit, sp, wsa, apos, hi, b6, b5;
     uint64_t cont, lead2, lead3, ok2, ok3, m, lmb, nmb, wsmb;
     uint64_t cs, handled, L, N, WS, O, same, ap, s1 = 0, s2 = 0, wse, last, starts;
     uint64_t unhandled;
     FbpeWinThree th;
     fbpe_win_bytes(t + base, &b);
     letter = b.letter; digit = b.digit; sp = b.sp; wsa = b.wsa; apos = b.apos;
-    hi = b.hi; b6 = b.b6; b5 = b.b5; b4 = b.b4;
+    hi = b.hi; b6 = b.b6; b5 = b.b5;
     cont = hi & ~b6;                                             /* 10xxxxxx */
     lead2 = hi & b6 & ~b5;                                       /* 110xxxxx */
-    lead3 = hi & b6 & b5 & ~b4;                                  /* 1110xxxx */
+    lead3 = FBPE_LEAD3(b);                                       /* 1110xxxx */
     /* 1. Two- and three-byte chars (all bytes inside the window): their class on all
        their bytes (in text of three-byte chars, this loop is most of the time). */
     ok2 = lead2 & (cont >> 1);

@@ -74,7 +74,7 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
         odd2 |= two * ((c >> 4) & 1);
     }
     /*    Three-byte chars (all bytes inside the window): their class on all three. */
-    ok3 = hi & b6 & b5 & ~b.b4 & (cont >> 1) & (cont >> 2) & ~(3ull << 62);
+    ok3 = FBPE_LEAD3(b) & (cont >> 1) & (cont >> 2) & ~(3ull << 62);
     ok3b = ok3 | (ok3 << 1) | (ok3 << 2);
     fbpe_win_three(t + base, ok3, &th);
     cs = ~cont;                           /* char starts */
