@@ -335,6 +335,11 @@ static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_s
 
 static void fbpe_win_init(void) {}
 static int fbpe_win_set_simd(int want) { (void)want; return -1; }   /* no windows */
+static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base,
+                                       int three) {
+    (void)pattern; (void)t; (void)base; (void)three;
+    return 1;
+}
 
 #endif
 
