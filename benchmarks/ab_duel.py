@@ -2,6 +2,7 @@
 
     python benchmarks/ab_duel.py OLD NEW [--cases cl100k_base:english,...]
         [--tuning-old '{"by_chars": false}'] [--tuning-new '{}'] [--seconds 8] [--windows 4]
+        [--env-old '{"FASTBPE_SIMD": "sse2"}'] [--env-new '{}']
 
 Each case runs ``--windows`` windows. In a window, two fresh processes start together,
 one per checkout, each pinned to its own CPU (swapped every window); once both are
@@ -24,7 +25,9 @@ wins on an idle machine wins less here.
 
 Needs Linux (CPU affinity) and two usable CPUs. Each checkout must be built in place
 (``python setup.py build_ext --inplace``); OLD and NEW may be the same checkout with
-different ``--tuning-*`` (fields of ``CoreBPE.set_tuning``).
+different ``--tuning-*`` (fields of ``CoreBPE.set_tuning``) or ``--env-*`` (variables
+added to a side's environment, e.g. ``FASTBPE_SIMD=sse2`` for the SSE2 window
+classifier).
 """
 from __future__ import annotations
 
@@ -70,15 +73,16 @@ print(json.dumps({k: sum(v) / len(v) for k, v in times.items()}))
 
 
 def window(trees: list[Path], tunings: list[dict], vocab: str, lang: str, cpus: list[int],
-           seconds: float) -> list[dict]:
+           seconds: float, envs: list[dict] | None = None) -> list[dict]:
     """One window: both sides at once, side i on cpus[i]; their mean pass times."""
     procs = []
-    for tree, tuning, cpu in zip(trees, tunings, cpus):
+    for tree, tuning, cpu, env in zip(trees, tunings, cpus, envs or [{}, {}]):
         prelude = (f"TREE = {str(tree.resolve())!r}; VOCAB = {vocab!r}; LANG = {lang!r}; "
                    f"TUNING = {tuning!r}; CPU = {cpu}; SECONDS = {seconds!r}\n")
         procs.append(subprocess.Popen([sys.executable, "-c", prelude + _CHILD], text=True,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, cwd=tree.parent))
+                                      stderr=subprocess.PIPE, cwd=tree.parent,
+                                      env={**os.environ, **env}))
     for tree, p in zip(trees, procs):
         if p.stdout.readline().strip() != "ready":
             raise SystemExit(f"{tree}: the timing process failed:\n{p.communicate()[1]}")
@@ -103,6 +107,8 @@ def main() -> None:
                     "o200k_base:turkish,gpt2:python")
     ap.add_argument("--tuning-old", type=json.loads, default={})
     ap.add_argument("--tuning-new", type=json.loads, default={})
+    ap.add_argument("--env-old", type=json.loads, default={})
+    ap.add_argument("--env-new", type=json.loads, default={})
     ap.add_argument("--seconds", type=float, default=8.0, help="timed seconds per window")
     ap.add_argument("--windows", type=int, default=4, help="windows per case (CPUs swap each)")
     args = ap.parse_args()
@@ -123,7 +129,7 @@ def main() -> None:
         ratios = {"cold": [], "steady": []}
         for w in range(args.windows):
             old, new = window(trees, tunings, vocab, lang, cpus if w % 2 == 0 else cpus[::-1],
-                              args.seconds)
+                              args.seconds, [args.env_old, args.env_new])
             for kind in ratios:
                 sums[0][kind] += old[kind]
                 sums[1][kind] += new[kind]

@@ -1,6 +1,7 @@
 """Native pre-tokenizers split exactly as regex.findall does with tiktoken's patterns."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -287,6 +288,9 @@ WINDOW_PIECES = [
     "١", "ç", "ş", "ğ", "ı", "İ", "ö", "Ü", "é", "É", "ß", "×", "÷", "«", "»", "§", "©",
     "ǅ", "ª", "ʰ", "\u0301", "Σ", "σ", "Ω", "\u05d0", "“", "”", "’", "中", "あ", "👍",
     "\x00", "\x1c", "\x7f", "~", "_", "@", "`", "[", "{",
+    # three-byte chars: punctuation, spaces, letters of one case, numbers, marks, Lo
+    "—", "…", "„", "\u2009", "\u200b", "\u202f", "Ạ", "ạ", "ｄ", "Ｄ", "０", "१", "क", "\u0901",
+    "€", "→", "한", "。", "、",
 ]
 window_text = st.lists(st.sampled_from(WINDOW_PIECES), min_size=20, max_size=120).map("".join)
 
@@ -376,8 +380,15 @@ def test_generated_text_gpt2_windows(text):
 
 
 def _check_both_paths(text, name):
+    """Windows (with each classifier build the CPU runs) and the scalar splitter alone
+    split as regex does."""
     want = expected(text, name)
-    assert P.split(text, name) == want
+    for simd in SIMD_BUILDS:
+        old = P._set_win_simd(simd)
+        try:
+            assert P.split(text, name) == want, simd
+        finally:
+            P._set_win_simd(old)
     old = P._set_window_split(False)
     try:
         assert P.split(text, name) == want
@@ -385,15 +396,90 @@ def _check_both_paths(text, name):
         P._set_window_split(old)
 
 
+def _simd_builds():
+    """The window classifier builds this CPU runs ("avx2" only where it has AVX2)."""
+    builds = []
+    for simd in ("sse2", "avx2"):
+        old = P._set_win_simd(simd)
+        if P.win_simd() == simd:
+            builds.append(simd)
+        P._set_win_simd(old)
+    return builds
+
+
+SIMD_BUILDS = _simd_builds()
+all_window_text = st.lists(st.sampled_from(GPT2_WINDOW_PIECES), min_size=30,
+                           max_size=120).map("".join)
+
+
+def test_simd_default_is_the_best_build_the_cpu_runs():
+    if P.win_simd() == "none":
+        pytest.skip("this build has no windows (not x86 with GCC/Clang)")
+    assert P.win_simd() == SIMD_BUILDS[-1]
+
+
+def test_simd_knob_is_checked():
+    with pytest.raises(ValueError, match="'avx512'"):
+        P._set_win_simd("avx512")
+
+
+@settings(max_examples=1500)
+@given(all_window_text, st.integers(0, 200), st.sampled_from(["gpt2", "cl100k", "o200k", "cl100k_digit1"]))
+@example("a" * 70, 3, "gpt2")
+@example("“quoted” — dash… 中文，ok's 123 \u3000\r\n\t x" * 4, 5, "cl100k")
+@example("don't (x) 12 camelCase\t\n  é ß " * 4, 0, "o200k")
+def test_simd_builds_give_the_same_masks(text, base, name):
+    # bit for bit, at any base (the masks are a function of the 64 bytes); the plain
+    # builds (no three-byte terms) too, on windows without a byte of 0xE0 or more
+    if not SIMD_BUILDS:
+        pytest.skip("this build has no windows")
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) < 64:
+        return
+    base %= len(data) - 63
+    plain = max(data[base:base + 64]) < 0xE0
+    masks = []
+    for simd in SIMD_BUILDS:
+        old = P._set_win_simd(simd)
+        try:
+            masks.append(P._window_starts(data, name, base))
+            if plain:
+                masks.append(P._window_starts(data, name, base, three=False))
+        finally:
+            P._set_win_simd(old)
+    assert len(set(masks)) == 1
+
+
+LATIN_TEXT = ("Türkçe metin, İstanbul'da \"çok\" güzel. It's a Test of HTTPServer's\n"
+              "    code (with 12 numbers) and  spaces.\n\n")
+# curly quotes, dashes, ellipses and Latin Extended Additional (three-byte chars) are in
+# the masks: they do not send windows to the scalar splitter
+TYPOGRAPHIC_TEXT = ("“Quoted” text — with dashes… and ‘single’ quotes; "
+                    "Việt Nam, naïve café – it’s 12\u202f%.\n")
+
+
 @pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k", "cl100k_digit1"])
-def test_windows_decide_most_chunks_of_latin_text(name):
+@pytest.mark.parametrize("line", [LATIN_TEXT, TYPOGRAPHIC_TEXT], ids=["latin", "typographic"])
+def test_windows_decide_most_chunks_of_latin_text(name, line):
     # the fast path is taken (a regression would still split right, only slower)
-    text = ("Türkçe metin, İstanbul'da \"çok\" güzel. It's a Test of HTTPServer's\n"
-            "    code (with 12 numbers) and  spaces.\n\n") * 50
+    text = line * 50
     data = text.encode()
     chunks, scalar = P._win_stats(data, name)
     assert chunks == len(expected(text, name))
     assert scalar < chunks * 0.15
+
+
+def test_simd_environment_variable():
+    import subprocess
+    import sys
+    code = "from fastbpe import _pretokenize as P; print(P.win_simd())"
+    env = {**os.environ, "FASTBPE_SIMD": "sse2"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out in ("sse2", "none")
+    env["FASTBPE_SIMD"] = "avx-512"
+    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "FASTBPE_SIMD" in bad.stderr and "'avx-512'" in bad.stderr
 
 
 @settings(max_examples=300)

@@ -1,6 +1,6 @@
 """Random search for texts that a window splitter splits unlike ``regex``.
 
-    python tools/fuzz_windows.py [--pattern o200k] [--seconds 120] [--seed 0]
+    python tools/fuzz_windows.py [--pattern o200k] [--seconds 120] [--seed 0] [--simd sse2]
 
 The hypothesis tests in tests/test_pretokenize.py cover the window rules
 (src_cython/fastbpe/_split_<pattern>.h) with a few thousand texts; run this for
@@ -30,7 +30,8 @@ from test_pretokenize import WINDOW_PIECES  # noqa: E402
 RANGES = [(0x20, 0x7E)] * 6 + [(0x0, 0x20), (0x80, 0x7FF), (0x80, 0x17F), (0x370, 0x3FF),
                                (0x400, 0x4FF), (0x590, 0x6FF), (0x2000, 0x206F),
                                (0x3000, 0x303F), (0x4E00, 0x4E80), (0x1F300, 0x1F600),
-                               (0xD800, 0xDFFF)]
+                               (0xD800, 0xDFFF), (0x800, 0xFFFF), (0x1E00, 0x1FFF),
+                               (0x900, 0x97F), (0xFF00, 0xFF65), (0x2070, 0x218F)]
 
 
 def pieces_text(rng: random.Random) -> str:
@@ -55,7 +56,12 @@ def main() -> int:
     ap.add_argument("--pattern", default="o200k", choices=["gpt2", "cl100k", "o200k", "cl100k_digit1"])
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--simd", choices=["sse2", "avx2"], default=None,
+                    help="the window classifier's build (default: the best the CPU runs)")
     args = ap.parse_args()
+    if args.simd:
+        P._set_win_simd(args.simd)
+    print(f"windows classified by the {P.win_simd()} build")
     rng = random.Random(args.seed)
     exact = {"gpt2": R.GPT2, "cl100k": R.CL100K, "o200k": R.O200K, "cl100k_digit1": R.CL100K_DIGIT1}[args.pattern]
     pattern = regex.compile(exact)

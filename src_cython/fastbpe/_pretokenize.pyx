@@ -15,17 +15,20 @@ matches one char of each (\\p{L}++, \\p{N}, [^\\s\\p{L}\\p{N}]++, and a bare \\s
 Patterns with window rules (``fbpe_win_pattern``: all three) also have a faster path
 (``split_next`` in the .pxd; ``_split_fast.h``, ``_split_fill.h`` and one
 ``_split_<pattern>.h`` per pattern): every chunk start of 64 bytes at once, from bit
-masks of the chars' classes, for text of ASCII and two-byte chars (GPT-2's: three-byte
-chars too); what it does not handle goes through ``next_chunk_end``. Tests compare both
-paths with ``regex``: ``_set_window_split`` turns the window off for ``split``,
-``split_offsets`` and ``_count_chunks`` (the encoder and the trainer always take it; they
-call the same ``split_next``). On the benchmark corpora o200k's split Turkish in 9 ns
-per chunk instead of 15, English and Python source in 6 instead of 10-11; cl100k's split
-English and Python source 1.5x as fast as its scalar splitter, Turkish 1.7x; GPT-2's
-English and Python source in 4 instead of 7-8, Turkish in 8 instead of 15. Chinese
-stays at the scalar splitter's speed less ~7%: a window with a three-byte char in its
-first 20 bytes is told from one compare of 32 bytes and left to the scalar splitter
-(``fbpe_win_refill`` says why GPT-2's three-byte rules do not run there).
+masks of the chars' classes, for text of chars of one to three bytes (o200k's: but
+letters both U and W); what it does not handle goes through ``next_chunk_end``. The
+classifier has an SSE2 and an AVX2 build, chosen at import (``win_simd``; the
+environment variable FASTBPE_SIMD=sse2 forces SSE2). Tests compare every path with
+``regex``: ``_set_window_split`` turns the window off for ``split``, ``split_offsets``
+and ``_count_chunks`` (the encoder and the trainer always take it; they call the same
+``split_next``), ``_set_win_simd`` picks the build. On the benchmark corpora (SSE2
+build, 2026-12-03) o200k's split Turkish in 9 ns per chunk instead of 15, English and
+Python source in 6 instead of 10-11; cl100k's split English and Python source 1.5x as
+fast as its scalar splitter, Turkish 1.7x; GPT-2's English and Python source in 4
+instead of 7-8, Turkish in 8 instead of 15; the AVX2 build splits 1.14-1.22x faster
+again. Chinese stays at the scalar splitter's speed: a window with a char from U+3000
+on (lead byte 0xE3) in its first 20 bytes is told from one compare of 32 bytes and
+left to the scalar splitter (``FBPE_WIDE_LEAD`` in ``_split_fill.h`` says why).
 
 Any other pattern that ``fastbpe.reference.split_program`` compiles (Llama 3's, Qwen's,
 Tekken's, DeepSeek's splits, ...) runs as a split program (``_split_program``) behind
@@ -37,7 +40,7 @@ Lone surrogates: ``split`` encodes with "surrogatepass", so a lone surrogate is 
 "other" code point (category Cs), split exactly as ``regex`` splits it; chunks decode
 back with "surrogatepass". No error is raised.
 """
-from libc.stdint cimport uint16_t, uint32_t
+from libc.stdint cimport uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 cimport numpy as cnp
@@ -71,10 +74,53 @@ cdef extern from "fbe_ascii_run.h":
 # and the trainer too.
 cdef extern from "_split_fill.h" nogil:
     void fbpe_win_init()
+    int fbpe_win_set_simd(int want)
+    uint64_t fbpe_win_starts(int pattern, const unsigned char* t, Py_ssize_t base, int three)
     Py_ssize_t fbpe_win_refill(FbpeWin* win, int pattern, const unsigned char* t,
                                Py_ssize_t p, Py_ssize_t end)
 
 fbpe_win_init()
+
+#: The builds of the window classifier (_split_fill.h), by the level fbpe_win_set_simd
+#: takes and returns; "none": this build has no windows (not x86-64 / GCC / Clang).
+_SIMD_LEVELS = {"none": -1, "sse2": 0, "avx2": 1}
+
+
+def _simd_level(name, where):
+    """The level of a classifier name (ValueError naming it and where it came from)."""
+    if name not in ("sse2", "avx2"):
+        raise ValueError(f"{where}: unknown window classifier {name!r}; expected 'sse2' or 'avx2'")
+    return _SIMD_LEVELS[name]
+
+
+def _simd_name(int level):
+    return next(k for k, v in _SIMD_LEVELS.items() if v == level)
+
+
+def win_simd():
+    """The build of the window classifier in use: "avx2", "sse2" or "none".
+
+    Chosen once at import: AVX2 when the CPU has AVX2 and BMI2, else SSE2; the
+    environment variable FASTBPE_SIMD=sse2 forces the SSE2 build (for A/B runs; "avx2",
+    the default, takes AVX2 only where the CPU has it). Both split every text alike.
+    """
+    return _simd_in_force
+
+
+def _set_win_simd(name):
+    """Testing hook: run the window classifier's `name` build ("sse2" or "avx2", taken
+    only where the CPU has it); returns the name of the build in force before. Not
+    thread-safe: call while nothing splits."""
+    global _simd_in_force
+    cdef int want = _simd_level(name, "_set_win_simd")
+    old = _simd_in_force
+    _simd_in_force = _simd_name(fbpe_win_set_simd(want))
+    return old
+
+
+import os as _os
+_simd_in_force = _simd_name(fbpe_win_set_simd(
+    _simd_level(_os.environ.get("FASTBPE_SIMD", "avx2"), "environment variable FASTBPE_SIMD")))
 
 #: The process default of the windows for split, split_offsets and _count_chunks
 #: (False: the scalar splitter alone, so tests can compare both against regex). Read
@@ -843,3 +889,18 @@ def _win_stats(const unsigned char[::1] data, pattern="o200k"):
         pos = e
         count += 1
     return count, fb
+
+
+def _window_starts(bytes data, pattern, Py_ssize_t base, bint three=True):
+    """Testing hook: the starts mask of the window at data[base : base + 64] with the
+    classifier build in force (_set_win_simd), the plain one if not ``three`` (for
+    windows without a byte of 0xE0 or more); 1 where this build has no windows. Any
+    bytes, any base with 64 bytes after it (the mask means something only where a
+    chunk starts at base)."""
+    cdef int pid = _require_pattern(pattern)
+    if base < 0 or base + 64 > len(data):
+        raise ValueError(f"base {base} leaves no 64 bytes of {len(data)}")
+    if _simd_in_force == "none" or not fbpe_win_pattern(pid):
+        return 1
+    return fbpe_win_starts(pid, <const unsigned char*>data, base, three)
+

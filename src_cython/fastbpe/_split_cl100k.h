@@ -6,14 +6,17 @@
  *  | ?[^\s\p{L}\p{N}]++[\r\n]*+      (4)    |\s             (8)
  *
  * A window is t[base : base + 64], inside the segment, with a chunk starting at base.
- * Its bytes are classified at once (fbpe_win_bytes: SSE2 compares, then a table lookup
- * per two-byte char), and every chunk start follows from bit masks of the classes.
+ * Its bytes are classified at once (fbpe_win_bytes: SSE2 or AVX2 compares, then a table
+ * lookup per char of two or three bytes), and every chunk start follows from bit masks
+ * of the classes.
  *
- * The masks handle ASCII and two-byte chars. Anything else makes the window end
- * FBPE_MARGIN bytes before it, so that no start is decided from a char past the end
- * (a start depends on at most the three bytes after it): chars of three or more bytes;
- * digits of two bytes, or four digits in a row (cl100k's; with one digit a chunk
- * every run is decided); an apostrophe that starts a chunk and
+ * The masks handle chars of one, two and three bytes. Anything else makes the window
+ * end FBPE_MARGIN bytes before it, so that no start is decided from a char past the end
+ * (a start depends on the char at it and the one after it, so on at most the five bytes
+ * after it, all of a handled char's bytes being classified at once; an unhandled char
+ * within three bytes after a start cuts it): chars of four bytes, or cut by the
+ * window's end; numbers of two or three bytes, or four digits in a row (cl100k's; with
+ * one digit a chunk every ASCII digit run is decided); an apostrophe that starts a chunk and
  * is followed by U+017F (the one char beyond ASCII that (?i) folds to a suffix letter);
  * whitespace runs with \r or \n, then other whitespace, then \r or \n again.
  *
@@ -65,7 +68,8 @@
    pattern after llama3_cut); a constant at each call, so each inlined copy keeps one. */
 static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t base, int digits) {
     FbpeWinBytes b;
-    uint64_t tabs, cont, lead2, ok2, m, l2, n2, ws2, o2;
+    uint64_t tabs, cont, lead2, ok2, m, l2, n2, ws2, o2, ok3, ok3b, o3;
+    FbpeWinThree th;
     uint64_t cs, one, L, N, O, OWS, WS, A, T, E0, absorbed, WSx, unhandled;
     uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts;
     uint64_t ap, s1 = 0, s2 = 0, sfx, sfx_end;
@@ -77,24 +81,30 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     ok2 = lead2 & (cont >> 1) & ~(1ull << 63);
     fbpe_win_two_lnw(t + base, ok2, &l2, &n2, &ws2);
     o2 = (ok2 | (ok2 << 1)) & ~(l2 | n2 | ws2);   /* two-byte [^\s\p{L}\p{N}], marks too */
+    /*    Three-byte chars (all bytes inside the window): their class on all three. */
+    ok3 = FBPE_LEAD3(b) & (cont >> 1) & (cont >> 2) & ~(3ull << 62);
+    ok3b = ok3 | (ok3 << 1) | (ok3 << 2);
+    fbpe_win_three(t + base, ok3, &th);
+    o3 = ok3b & ~(th.l | th.n | th.ws);
     cs = ~cont;                           /* char starts */
     one = ~b.hi;                          /* one-byte chars */
-    L = b.letter | l2;
+    L = b.letter | l2 | th.l;
     N = b.digit;
-    OWS = tabs | ws2;
+    OWS = tabs | ws2 | th.ws;
     WS = b.sp | b.crm | OWS;
-    O = (one & ~(b.letter | b.digit | b.wsa)) | o2;
+    O = (one & ~(b.letter | b.digit | b.wsa)) | o2 | o3;
     /* 2. What the masks do not handle, from the first such byte on. */
     unhandled = (b.hi & ~(ok2 | (ok2 << 1))) | n2;
     if (digits != 1)
         unhandled |= N & (N << 1) & (N << 2) & (N << 3);      /* a fourth digit in a row */
+    unhandled = (unhandled & ~ok3b) | th.n;       /* three-byte chars but numbers */
     /* other whitespace between CR chars of one run (fbpe_win_cr_runs) */
     unhandled = fbpe_win_cr_runs(WS, b.crm, unhandled);
     A = WS & ~b.crm;                      /* whitespace but CR chars */
     /* 3. O runs: their first chars, lone O chars, and the CR chars (4) takes after. */
     Os = O & ~(O << 1) & cs;              /* first char of a run of O chars */
     Oe = O & ~(O >> 1);                   /* last byte of it */
-    single = Os & ((one & Oe) | (ok2 & (Oe >> 1)));
+    single = Os & ((one & Oe) | (ok2 & (Oe >> 1)) | (ok3 & (Oe >> 2)));
     singlep = single & ~(b.sp << 1);      /* ... that starts a chunk */
     E0 = cs & ~O & (O << 1);              /* the char after a run of O chars */
     T = E0 & b.crm;
@@ -121,12 +131,12 @@ static inline uint64_t fbpe_cl100k_starts(const unsigned char *t, Py_ssize_t bas
     /* 5. Prefixes of letter runs: SP or OWS (the last of a whitespace run), or a lone O
        char that starts a chunk. */
     Ls = L & ~(L << 1) & cs;              /* first char of a letter run */
-    spn = ((singlep & one) << 1) | ((singlep & ok2) << 2);   /* the char after it */
+    spn = ((singlep & one) << 1) | ((singlep & ok2) << 2) | ((singlep & ok3) << 3);
     p1 = Ls & (((b.sp | OWS) << 1) | spn);                   /* letter runs with a prefix */
-    pref = ((p1 >> 1) & cs) | (((p1 >> 1) & ~cs) >> 1);      /* the prefix's first byte */
+    pref = fbpe_win_char_first(p1 >> 1, cs);                 /* the prefix's first byte */
     /* 6. Last chars of whitespace runs (not CR). */
     wse = WSx & ~(WSx >> 1);
-    last = ((wse & cs) | ((wse & ~cs) >> 1)) & ~b.crm;
+    last = fbpe_win_char_first(wse, cs) & ~b.crm;
     /* 7. All starts. */
     starts = 1
         | (Ls & ~p1) | pref                                  /* letter runs */

@@ -2,7 +2,7 @@
  * the tables below once, at import (fbpe_win_init).
  *
  * What is shared by the patterns: the SSE2 helpers, the class table of two-byte chars,
- * and fbpe_win_refill (a new window at a chunk start, with the back-off for text that
+ * the classes of three-byte chars (fbpe_win_three), and fbpe_win_refill (a new window at a chunk start, with the back-off for text that
  * windows decide little of). Each pattern's rules, and why they are exact, are in a
  * file of their own: _split_gpt2.h (fbpe_gpt2_starts), _split_cl100k.h
  * (fbpe_cl100k_starts), _split_o200k.h (fbpe_o200k_starts). A pattern has windows when
@@ -16,6 +16,15 @@
  *
  * After changing any rules, run tools/fuzz_windows.py --pattern NAME for some minutes as
  * well as the tests.
+ *
+ * Two builds of every starts function, chosen at run time (never a global -march): the
+ * SSE2 one (x86-64's baseline, compiled as the module is) and, on GCC/Clang for x86, one
+ * compiled for AVX2 + BMI1/2 (`#pragma GCC target` / `clang attribute` around a second
+ * inclusion of the pattern files, with fbpe_win_bytes classifying 32 bytes per compare).
+ * fbpe_win_set_simd picks one once, at import, from what the CPU says it has
+ * (__builtin_cpu_supports); both compute the same masks, bit for bit, so the rules and
+ * their proofs are written once. There is no AVX-512 build: no machine we test on has
+ * it, and untested code does not ship.
  */
 #ifndef FASTBPE_SPLIT_FILL_H
 #define FASTBPE_SPLIT_FILL_H
@@ -114,6 +123,34 @@ static inline void fbpe_win_two_lnw(const unsigned char *w, uint64_t ok2, uint64
     *l2 = l; *n2 = n; *ws2 = ws;
 }
 
+/* The classes of the three-byte chars whose lead bytes are the bits of ok3 (all three
+   of their bits in each mask): \p{L}, \p{N}, \s and the U and W bits of
+   _unicode_tables.h (o200k's), from fbpe_class_of per char. */
+typedef struct { uint64_t l, n, ws, u, w; } FbpeWinThree;
+
+static inline void fbpe_win_three(const unsigned char *w, uint64_t ok3, FbpeWinThree *r) {
+    uint64_t m;
+    r->l = r->n = r->ws = r->u = r->w = 0;
+    for (m = ok3; m; m &= m - 1) {
+        int i = __builtin_ctzll(m);
+        const unsigned char *q = w + i;
+        unsigned c = fbpe_class_of(((q[0] & 0x0Fu) << 12) | ((q[1] & 0x3Fu) << 6)
+                                   | (q[2] & 0x3Fu));
+        uint64_t three = 7ull << i;
+        r->l |= three * ((c & FBPE_L) != 0);
+        r->n |= three * ((c & FBPE_N) != 0);
+        r->ws |= three * ((c & FBPE_WS) != 0);
+        r->u |= three * ((c & FBPE_U) != 0);
+        r->w |= three * ((c & FBPE_W) != 0);
+    }
+}
+
+/* Bits at the first byte of the chars whose last byte is a bit of x (chars of one, two
+   or three bytes; cs: the char starts). */
+static inline uint64_t fbpe_win_char_first(uint64_t x, uint64_t cs) {
+    return (x & cs) | ((x & ~cs & (cs << 1)) >> 1) | ((x & ~cs & ~(cs << 1)) >> 2);
+}
+
 /* Whitespace runs with CR chars, then other whitespace, then CR chars again: \s*[\r\n]
    (cl100k's (6), o200k's \s*[\r\n]+) takes a run up to its last CR char, so the other
    whitespace after the first CR chars starts no chunk. So a run of other whitespace
@@ -143,34 +180,185 @@ static inline uint64_t fbpe_win_keep(uint64_t starts, uint64_t unhandled, int ma
     return starts & (lim >= 0 ? (2ull << lim) - 1 : 1);
 }
 
+/* Bit k: byte k of the window leads a char of three bytes (1110xxxx). The "plain"
+   builds below define it as 0, and the compiler folds every three-byte term away. */
+#define FBPE_LEAD3(b) ((b).hi & (b).b6 & (b).b5 & ~(b).b4)
+
 #include "_split_o200k.h"
 #include "_split_cl100k.h"
 #include "_split_gpt2.h"
 
-/* Bit k: byte k of w[0 : 32] leads a char of three or four bytes (0xE0 and up). */
-static inline uint64_t fbpe_wide32(const unsigned char *w) {
-    __m128i lead3 = _mm_set1_epi8((char)0xE0), x0, x1;
-    x0 = _mm_loadu_si128((const __m128i *)w);
-    x1 = _mm_loadu_si128((const __m128i *)(w + 16));
-    return fbpe_mm(_mm_cmpeq_epi8(_mm_max_epu8(x0, lead3), x0))
-         | fbpe_mm(_mm_cmpeq_epi8(_mm_max_epu8(x1, lead3), x1)) << 16;
+/* The plain builds, for windows without a byte of 0xE0 or more (fbpe_win_refill tells):
+   the same rules with FBPE_LEAD3 0, so the three-byte terms cost nothing in ASCII and
+   Latin text (they cost ~10% of the split of English when computed: 2026-12-04). */
+#undef FBPE_LEAD3
+#define FBPE_LEAD3(b) 0ull
+#define FBPE_O200K_NAME fbpe_o200k_starts_plain
+#define FBPE_CL100K_NAME fbpe_cl100k_starts_plain
+#define FBPE_GPT2_NAME fbpe_gpt2_starts_plain
+#include "_split_builds.h"
+#undef FBPE_LEAD3
+#define FBPE_LEAD3(b) ((b).hi & (b).b6 & (b).b5 & ~(b).b4)
+
+/* The AVX2 build (see the top of this file). Needs the target attribute/pragma of GCC >= 5
+   or Clang, on x86; everywhere else only the SSE2 build exists. */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__clang__) || __GNUC__ >= 5)
+#define FBPE_AVX2 1
+#include <immintrin.h>
+#if defined(__clang__)
+#pragma clang attribute push (__attribute__((target("avx2,bmi,bmi2"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,bmi,bmi2")
+#endif
+
+static inline uint64_t fbpe_mm256(__m256i m) {
+    return (uint64_t)(uint32_t)_mm256_movemask_epi8(m);
 }
 
-/* The decided chunk starts of the window at base, for a pattern with windows. */
-static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base) {
-    switch (pattern) {
-    case 0: return fbpe_gpt2_starts(t, base);      /* SPLIT_GPT2 */
-    case 1: return fbpe_cl100k_starts(t, base, 3); /* SPLIT_CL100K */
-    case 3: return fbpe_cl100k_starts(t, base, 1); /* SPLIT_CL100K_DIGIT1 */
-    case 2: return fbpe_o200k_starts(t, base);     /* SPLIT_O200K */
-    default: return 1;                              /* decides nothing: scalar splitter */
+/* fbpe_in_range, 32 bytes at a time */
+static inline __m256i fbpe_in_range256(__m256i x, int lo, int hi) {
+    __m256i xs = _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80));
+    return _mm256_and_si256(_mm256_cmpgt_epi8(xs, _mm256_set1_epi8((char)((lo - 1) ^ 0x80))),
+                            _mm256_cmpgt_epi8(_mm256_set1_epi8((char)((hi + 1) ^ 0x80)), xs));
+}
+
+static inline __m256i fbpe_eq256(__m256i x, int c) {
+    return _mm256_cmpeq_epi8(x, _mm256_set1_epi8((char)c));
+}
+
+/* fbpe_win_bytes with two 32-byte halves: the same masks, bit for bit. */
+static inline void fbpe_win_bytes_avx2(const unsigned char *w, FbpeWinBytes *b) {
+    int k;
+    b->letter = b->digit = b->sp = b->crm = b->wsa = b->apos = b->slash = b->hi = b->b6 = b->b5 = b->b4 = 0;
+    for (k = 0; k < 2; k++) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(w + 32 * k));
+        int sh = 32 * k;
+        b->letter |= fbpe_mm256(fbpe_in_range256(_mm256_or_si256(x, _mm256_set1_epi8(0x20)), 97, 122)) << sh;
+        b->digit |= fbpe_mm256(fbpe_in_range256(x, 48, 57)) << sh;
+        b->sp |= fbpe_mm256(fbpe_eq256(x, 32)) << sh;
+        b->crm |= fbpe_mm256(_mm256_or_si256(fbpe_eq256(x, 10), fbpe_eq256(x, 13))) << sh;
+        b->wsa |= fbpe_mm256(_mm256_or_si256(fbpe_eq256(x, 32), fbpe_in_range256(x, 9, 13))) << sh;
+        b->apos |= fbpe_mm256(fbpe_eq256(x, 39)) << sh;
+        b->slash |= fbpe_mm256(fbpe_eq256(x, 47)) << sh;
+        b->hi |= fbpe_mm256(x) << sh;
+        b->b6 |= fbpe_mm256(_mm256_slli_epi16(x, 1)) << sh;
+        b->b5 |= fbpe_mm256(_mm256_slli_epi16(x, 2)) << sh;
+        b->b4 |= fbpe_mm256(_mm256_slli_epi16(x, 3)) << sh;
     }
 }
+
+/* The pattern files twice more, their functions renamed *_avx2 and *_avx2_plain and
+   compiled for AVX2 (the helpers above this block inline into them as they are). */
+#define fbpe_win_bytes fbpe_win_bytes_avx2
+#define FBPE_O200K_NAME fbpe_o200k_starts_avx2
+#define FBPE_CL100K_NAME fbpe_cl100k_starts_avx2
+#define FBPE_GPT2_NAME fbpe_gpt2_starts_avx2
+#include "_split_builds.h"
+#undef FBPE_LEAD3
+#define FBPE_LEAD3(b) 0ull
+#define FBPE_O200K_NAME fbpe_o200k_starts_avx2_plain
+#define FBPE_CL100K_NAME fbpe_cl100k_starts_avx2_plain
+#define FBPE_GPT2_NAME fbpe_gpt2_starts_avx2_plain
+#include "_split_builds.h"
+#undef FBPE_LEAD3
+#define FBPE_LEAD3(b) ((b).hi & (b).b6 & (b).b5 & ~(b).b4)
+#undef fbpe_win_bytes
+#undef fbpe_o200k_starts
+#undef fbpe_cl100k_starts
+#undef fbpe_gpt2_starts
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#else
+#define FBPE_AVX2 0
+#endif
+
+/* Which build fbpe_win_starts runs: 0 SSE2, 1 AVX2. Set by fbpe_win_set_simd only. */
+static int fbpe_win_simd = 0;
+
+/* Run the AVX2 build (want = 1) if this build has it and the CPU runs it, else the SSE2
+   one (want = 0, or no AVX2 here); returns the level now in force (-1: no windows in
+   this build at all). Called at import and by tests, while no window is being filled. */
+static int fbpe_win_set_simd(int want) {
+#if FBPE_AVX2
+    __builtin_cpu_init();
+    fbpe_win_simd = want == 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+#else
+    (void)want;
+    fbpe_win_simd = 0;
+#endif
+    return fbpe_win_simd;
+}
+
+/* Bit k: byte k of w[0 : 64] is 0xE0 or more (leads a char of three or four bytes). */
+static inline uint64_t fbpe_wide64(const unsigned char *w) {
+    __m128i lead3 = _mm_set1_epi8((char)0xE0);
+    uint64_t m = 0;
+    int k;
+    for (k = 0; k < 4; k++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(w + 16 * k));
+        m |= fbpe_mm(_mm_cmpeq_epi8(_mm_max_epu8(x, lead3), x)) << (16 * k);
+    }
+    return m;
+}
+
+/* The decided chunk starts of the window at base, for a pattern with windows; `three`:
+   the window has a byte of 0xE0 or more (else its plain build runs: the same masks).
+   Patterns: SPLIT_GPT2 0, CL100K 1, O200K 2, CL100K_DIGIT1 3 (cl100k's rules with one
+   digit a chunk); the digit run is a constant at each call, so each inlined copy keeps one. */
+#define FBPE_WIN_CASES(GPT2, CL100K, O200K)            \
+    switch (pattern) {                                  \
+    case 0: return GPT2(t, base);                       \
+    case 1: return CL100K(t, base, 3);                  \
+    case 3: return CL100K(t, base, 1);                  \
+    case 2: return O200K(t, base);                      \
+    default: return 1;   /* decides nothing: scalar splitter */ \
+    }
+static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base,
+                                       int three) {
+#if FBPE_AVX2
+    if (fbpe_win_simd) {                            /* the same value for every window */
+        if (three)
+            FBPE_WIN_CASES(fbpe_gpt2_starts_avx2, fbpe_cl100k_starts_avx2, fbpe_o200k_starts_avx2)
+        FBPE_WIN_CASES(fbpe_gpt2_starts_avx2_plain, fbpe_cl100k_starts_avx2_plain, fbpe_o200k_starts_avx2_plain)
+    }
+#endif
+    if (three)
+        FBPE_WIN_CASES(fbpe_gpt2_starts, fbpe_cl100k_starts, fbpe_o200k_starts)
+    FBPE_WIN_CASES(fbpe_gpt2_starts_plain, fbpe_cl100k_starts_plain, fbpe_o200k_starts_plain)
+}
+#undef FBPE_WIN_CASES
 
 #else
 
 static void fbpe_win_init(void) {}
+static int fbpe_win_set_simd(int want) { (void)want; return -1; }   /* no windows */
+static inline uint64_t fbpe_win_starts(int pattern, const unsigned char *t, Py_ssize_t base,
+                                       int three) {
+    (void)pattern; (void)t; (void)base; (void)three;
+    return 1;
+}
 
+#endif
+
+#if FBPE_WINDOWS
+/* The lead byte from which fbpe_win_refill leaves a window to the scalar splitter
+   unclassified when such a byte is near its start. All three patterns' masks handle
+   three-byte chars (o200k's but its letters that are both U and W: Lo, Lm and marks),
+   so that curly quotes, dashes, ellipses, Latin Extended Additional and Indic letters
+   no longer end a window; but the whole encode of ~2 KB Chinese documents did not
+   gain from windows deciding CJK text, although the split alone did (2026-12-04,
+   in-process A/B, steady, the test at 0xF0 over 0xE0: cl100k 0.97x, split 1.05x
+   faster; GPT-2 0.92x, split 1.2x faster; when GPT-2's three-byte rules came in,
+   0.955x). Why is not known. So lead bytes from 0xE3 on (U+3000 on: CJK, kana,
+   Hangul, fullwidth forms) near a window's start send it to the scalar splitter;
+   below are the general punctuation, Latin Extended Additional, Greek Extended and
+   the Indic scripts. */
+#define FBPE_WIDE_LEAD 0xE3
 #endif
 
 /* After fbpe_win_take found nothing at p and no chunks are left to the scalar splitter
@@ -179,7 +367,7 @@ static void fbpe_win_init(void) {}
 static Py_ssize_t fbpe_win_refill(FbpeWin *win, int pattern, const unsigned char *t,
                                   Py_ssize_t p, Py_ssize_t end) {
 #if FBPE_WINDOWS
-    uint64_t rest;
+    uint64_t rest, wide, near;
     if (end - p < 64) {
         /* the segment's last bytes: no window will fit again, so the rest of its
            chunks go to the scalar splitter without coming back here */
@@ -187,16 +375,14 @@ static Py_ssize_t fbpe_win_refill(FbpeWin *win, int pattern, const unsigned char
         return -1;
     }
     win->base = p;
-    /* A char of three or four bytes (lead byte 0xE0 and up) in the first FBPE_WIN_GOOD +
-       FBPE_MARGIN bytes makes the window of cl100k or o200k a miss whatever else is in
-       it (their masks leave such chars alone), so tell it from one compare of 32 bytes
-       instead of classifying all 64: in CJK text most windows are such. GPT-2's masks
-       do handle three-byte chars, but measured per ~2 KB document on Chinese the whole
-       encode ran 5% slower with windows deciding them than with none (the split itself
-       1.07x faster), and 2% faster with this test for GPT-2 too; its three-byte rules
-       still decide the curly quotes and dashes of mostly Latin text. */
-    win->starts = (fbpe_wide32(t + p) & ((1ull << (FBPE_WIN_GOOD + FBPE_MARGIN)) - 1))
-        ? 1 : fbpe_win_starts(pattern, t, p);
+    /* A char from lead byte FBPE_WIDE_LEAD on (CJK and the like: see there) in the first
+       FBPE_WIN_GOOD + FBPE_MARGIN bytes sends the window to the scalar splitter, told
+       from the compares of fbpe_wide64 instead of classifying all 64 bytes: in CJK text
+       most windows are such. Without any byte of 0xE0 or more, the plain build runs. */
+    wide = fbpe_wide64(t + p);
+    for (near = wide & ((1ull << (FBPE_WIN_GOOD + FBPE_MARGIN)) - 1); near; near &= near - 1)
+        if (t[p + __builtin_ctzll(near)] >= FBPE_WIDE_LEAD) break;
+    win->starts = near ? 1 : fbpe_win_starts(pattern, t, p, wide != 0);
     /* A window that decided less than FBPE_WIN_GOOD bytes (an unhandled char near its
        start) counts as a miss: after it, the next 0, 1, 3, 7, ... up to
        2**FBPE_SCALAR_LOG - 1 chunks go to the scalar splitter before the next try, so

@@ -4,9 +4,10 @@
  *   '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s
  *
  * A window is t[base : base + 64], inside the segment, with a chunk starting at base.
- * Its chars are classified at once (fbpe_win_bytes: SSE2 compares; then a table lookup
- * per char of two bytes, bits 32 and 64 of fbpe_kind2 for \p{L} and \p{N}, or of three
- * bytes, fbpe_class_of), and every chunk start follows from bit masks of the classes.
+ * Its chars are classified at once (fbpe_win_bytes: SSE2 or AVX2 compares; then a table
+ * lookup per char of two bytes, bits 32 and 64 of fbpe_kind2 for \p{L} and \p{N}, or of
+ * three bytes, fbpe_win_three), and every chunk start follows from bit masks of the
+ * classes.
  *
  * The masks handle chars of one, two and three bytes, every one of them: each is L =
  * \p{L}, N = \p{N}, WS = \s or O = the rest ([^\s\p{L}\p{N}], marks \p{M} and lone
@@ -61,31 +62,26 @@
 /* The decided chunk starts of t[base : base + 64] (all inside the segment), bit 0 set. */
 static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base) {
     FbpeWinBytes b;
-    uint64_t letter, digit, sp, wsa, apos, hi, b6, b5, b4;
+    uint64_t letter, digit, sp, wsa, apos, hi, b6, b5;
     uint64_t cont, lead2, lead3, ok2, ok3, m, lmb, nmb, wsmb;
     uint64_t cs, handled, L, N, WS, O, same, ap, s1 = 0, s2 = 0, wse, last, starts;
     uint64_t unhandled;
+    FbpeWinThree th;
     fbpe_win_bytes(t + base, &b);
     letter = b.letter; digit = b.digit; sp = b.sp; wsa = b.wsa; apos = b.apos;
-    hi = b.hi; b6 = b.b6; b5 = b.b5; b4 = b.b4;
+    hi = b.hi; b6 = b.b6; b5 = b.b5;
     cont = hi & ~b6;                                             /* 10xxxxxx */
     lead2 = hi & b6 & ~b5;                                       /* 110xxxxx */
-    lead3 = hi & b6 & b5 & ~b4;                                  /* 1110xxxx */
+    lead3 = FBPE_LEAD3(b);                                       /* 1110xxxx */
     /* 1. Two- and three-byte chars (all bytes inside the window): their class on all
        their bytes (in text of three-byte chars, this loop is most of the time). */
     ok2 = lead2 & (cont >> 1);
     ok3 = lead3 & (cont >> 1) & (cont >> 2);
     fbpe_win_two_lnw(t + base, ok2, &lmb, &nmb, &wsmb);
-    for (m = ok3; m; m &= m - 1) {
-        int i = __builtin_ctzll(m);
-        const unsigned char *q = t + base + i;
-        unsigned c = fbpe_class_of(((q[0] & 0x0Fu) << 12) | ((q[1] & 0x3Fu) << 6)
-                                   | (q[2] & 0x3Fu));
-        uint64_t three = 7ull << i;
-        lmb |= three * ((c & FBPE_L) != 0);
-        nmb |= three * ((c & FBPE_N) != 0);
-        wsmb |= three * ((c & FBPE_WS) != 0);
-    }
+    fbpe_win_three(t + base, ok3, &th);
+    lmb |= th.l;
+    nmb |= th.n;
+    wsmb |= th.ws;
     cs = ~cont;                           /* char starts */
     handled = ~hi | ok2 | (ok2 << 1) | ok3 | (ok3 << 1) | (ok3 << 2);
     unhandled = ~handled;
@@ -99,7 +95,7 @@ static inline uint64_t fbpe_gpt2_starts(const unsigned char *t, Py_ssize_t base)
     /* 3. Whitespace runs: the first char, and the last one (its last byte: no
        whitespace byte after it; back to the start of its char, of 1, 2 or 3 bytes). */
     wse = WS & ~(WS >> 1);
-    last = (wse & cs) | ((wse & ~cs & (cs << 1)) >> 1) | ((wse & ~cs & ~(cs << 1)) >> 2);
+    last = fbpe_win_char_first(wse, cs);
     starts |= (cs & WS & ~(WS << 1)) | last;
     /* 4. Contractions, at apostrophes that start a chunk (as O chars do; bits 62 and 63
        are past every start kept, and their two bytes after would be past the window). */

@@ -1,14 +1,16 @@
 /* o200k's window rules: fbpe_o200k_starts, included by _split_fill.h only.
  *
  * A window is t[base : base + 64], inside the segment, with a chunk starting at base.
- * Its chars are classified at once (fbpe_win_bytes: SSE2 compares, then a table lookup
- * per two-byte char), and every chunk start follows from bit masks of the classes.
+ * Its chars are classified at once (fbpe_win_bytes: SSE2 or AVX2 compares, then a table
+ * lookup per char of two or three bytes), and every chunk start follows from bit masks
+ * of the classes.
  *
- * The masks handle ASCII and two-byte chars. Anything else makes the window end
- * FBPE_MARGIN bytes before it, so that no start is decided from a char past the end
- * (a start depends on at most the two bytes after it): chars of three or more bytes;
- * letters that are both U and W (Lm, Lo, M); digits of two bytes, or four digits in a
- * row; an apostrophe after a letter that is followed by a byte that is not ASCII, or
+ * The masks handle chars of one, two and three bytes. Anything else makes the window
+ * end FBPE_MARGIN bytes before it, so that no start is decided from a char past the end
+ * (a start depends on the char at it and the one after it, all of a handled char's
+ * bytes being classified at once): chars of four bytes, or cut by the window's end;
+ * letters that are both U and W (Lm, Lo, M); numbers of two or three bytes, or four
+ * digits in a row; an apostrophe after a letter that is followed by a byte that is not ASCII, or
  * that follows a contraction suffix; "/" after \r or \n; whitespace runs with \r or \n,
  * then other whitespace, then \r or \n again.
  *
@@ -46,7 +48,8 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
     FbpeWinBytes b;
     uint64_t letter, digit, sp, crm, wsa, apos, slash, hi, b6, b5, lower, upper, tabs, lead2, cont;
     uint64_t ap, s1 = 0, s2 = 0, sfx, sfx_end;
-    uint64_t ok2, m, w2 = 0, pu2 = 0, o2 = 0, ows2 = 0, odd2 = 0;
+    uint64_t ok2, m, w2 = 0, pu2 = 0, o2 = 0, ows2 = 0, odd2 = 0, ok3, ok3b;
+    FbpeWinThree th;
     uint64_t cs, one, W, PU, L, N, O, OWS, WS, A, T, E0, absorbed, WSx, unhandled;
     uint64_t Ls, Os, Oe, single, singlep, spn, p1, pref, wse, last, starts;
     fbpe_win_bytes(t + base, &b);
@@ -70,19 +73,26 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
         ows2 |= two * ((c >> 3) & 1);
         odd2 |= two * ((c >> 4) & 1);
     }
+    /*    Three-byte chars (all bytes inside the window): their class on all three. */
+    ok3 = FBPE_LEAD3(b) & (cont >> 1) & (cont >> 2) & ~(3ull << 62);
+    ok3b = ok3 | (ok3 << 1) | (ok3 << 2);
+    fbpe_win_three(t + base, ok3, &th);
     cs = ~cont;                           /* char starts */
     one = ~hi;                            /* one-byte chars */
-    W = lower | w2;
-    PU = upper | pu2;
+    W = lower | w2 | (th.w & ~th.u);
+    PU = upper | pu2 | (th.u & ~th.w);
     L = W | PU;
     N = digit;
-    OWS = tabs | ows2;
+    OWS = tabs | ows2 | th.ws;
     WS = sp | crm | OWS;
-    O = (one & ~(lower | upper | digit | sp | crm | tabs)) | o2;
+    O = (one & ~(lower | upper | digit | sp | crm | tabs)) | o2
+      | (ok3b & ~(th.l | th.n | th.ws | th.u | th.w));
     /* 2. What the masks do not handle, from the first such byte on. */
     unhandled = (hi & ~(ok2 | (ok2 << 1))) | odd2
               | (N & (N << 1) & (N << 2) & (N << 3))          /* a fourth digit in a row */
               | (slash & (crm << 1));                         /* [\r\n/]* after \r, \n */
+    /* three-byte chars but numbers and letters that are both U and W (as odd2) */
+    unhandled = (unhandled & ~ok3b) | th.n | (th.u & th.w);
     /* other whitespace between CR chars of one run (fbpe_win_cr_runs) */
     unhandled = fbpe_win_cr_runs(WS, crm, unhandled);
     A = WS & ~crm;                      /* whitespace but CR chars */
@@ -115,14 +125,14 @@ static inline uint64_t fbpe_o200k_starts(const unsigned char *t, Py_ssize_t base
     Ls = L & ~(L << 1) & cs;              /* first char of a letter run */
     Os = O & ~(O << 1) & cs;              /* first char of a run of O chars */
     Oe = O & ~(O >> 1);                   /* last byte of it */
-    single = Os & ((one & Oe) | (ok2 & (Oe >> 1)));
+    single = Os & ((one & Oe) | (ok2 & (Oe >> 1)) | (ok3 & (Oe >> 2)));
     singlep = single & ~(sp << 1);
-    spn = ((singlep & one) << 1) | ((singlep & ok2) << 2);   /* the char after it */
+    spn = ((singlep & one) << 1) | ((singlep & ok2) << 2) | ((singlep & ok3) << 3);
     p1 = Ls & (((sp | OWS) << 1) | spn);  /* letter runs with a prefix */
-    pref = ((p1 >> 1) & cs) | (((p1 >> 1) & ~cs) >> 1);      /* the prefix's first byte */
+    pref = fbpe_win_char_first(p1 >> 1, cs);                 /* the prefix's first byte */
     /* 5. Last chars of whitespace runs (not CR). */
     wse = WSx & ~(WSx >> 1);
-    last = ((wse & cs) | ((wse & ~cs) >> 1)) & ~crm;
+    last = fbpe_win_char_first(wse, cs) & ~crm;
     /* 6. All starts. */
     starts = 1
         | (Ls & ~p1) | pref                                  /* letter runs */
