@@ -247,12 +247,35 @@ cdef inline int emit(Output* out, int32_t tid, int64_t start, int64_t end) noexc
     return 0
 
 
+cdef inline int pop_state(const Model* m, Scratch* s, Output* out, int32_t v,
+                          Py_ssize_t mark, Py_ssize_t* pos) noexcept nogil:
+    """Emit the tokens recognised at state v and move *pos past them: 0. When v has no
+    failure link the word has no WordPiece form: its tokens so far (from mark) are
+    dropped and [UNK] stands for the whole word: 1. -1 when out of memory."""
+    cdef int64_t k
+    cdef int32_t tid
+    cdef Py_ssize_t width
+    if m.fail[v] < 0:
+        out.ids.size = mark
+        if out.want_offsets:
+            out.starts.size = mark
+            out.ends.size = mark
+        return 1 if emit(out, m.unk_id, s.first_orig, s.last_orig + 1) == 0 else -1
+    for k in range(m.pop_start[v], m.pop_start[v + 1]):
+        tid = m.pop_ids[k]
+        width = m.tok_full_chars[tid] if pos[0] == 0 else m.tok_chars[tid]
+        if emit(out, m.tok_id[tid], s.orig[pos[0]], s.orig[pos[0] + width - 1] + 1) != 0:
+            return -1
+        pos[0] += width
+    return 0
+
+
 cdef int flush_word(const Model* m, Scratch* s, Output* out) noexcept nogil:
     """WordPiece on the buffered word (LinMaxMatch), then reset the buffer."""
     cdef Py_ssize_t n = s.n, i, base
-    cdef int32_t v, nxt, tid
-    cdef int64_t k
-    cdef Py_ssize_t mark = out.ids.size, pos = 0, width
+    cdef int32_t v, nxt
+    cdef int r
+    cdef Py_ssize_t mark = out.ids.size, pos = 0
     if s.n_marks:  # pending marks belong to this word (or end it, if punctuation)
         if flush_marks(m, s, out) != 0:
             return -1
@@ -278,32 +301,16 @@ cdef int flush_word(const Model* m, Scratch* s, Output* out) noexcept nogil:
             i += 1
             continue
         # no edge: pop the tokens recognised so far and follow the failure link
-        if m.fail[v] < 0:
-            out.ids.size = mark
-            if out.want_offsets:
-                out.starts.size = mark
-                out.ends.size = mark
-            return emit(out, m.unk_id, s.first_orig, s.last_orig + 1)
-        for k in range(m.pop_start[v], m.pop_start[v + 1]):
-            tid = m.pop_ids[k]
-            width = m.tok_full_chars[tid] if pos == 0 else m.tok_chars[tid]
-            if emit(out, m.tok_id[tid], s.orig[pos], s.orig[pos + width - 1] + 1) != 0:
-                return -1
-            pos += width
+        r = pop_state(m, s, out, v, mark, &pos)
+        if r != 0:
+            return 0 if r == 1 else -1
         v = m.fail[v]
     while v != m.suffix_root:
-        if m.fail[v] < 0:  # also covers the root: an empty remainder cannot happen
-            out.ids.size = mark
-            if out.want_offsets:
-                out.starts.size = mark
-                out.ends.size = mark
-            return emit(out, m.unk_id, s.first_orig, s.last_orig + 1)
-        for k in range(m.pop_start[v], m.pop_start[v + 1]):
-            tid = m.pop_ids[k]
-            width = m.tok_full_chars[tid] if pos == 0 else m.tok_chars[tid]
-            if emit(out, m.tok_id[tid], s.orig[pos], s.orig[pos + width - 1] + 1) != 0:
-                return -1
-            pos += width
+        # the same at the word's end (the root has no failure link either: an empty
+        # remainder cannot happen)
+        r = pop_state(m, s, out, v, mark, &pos)
+        if r != 0:
+            return 0 if r == 1 else -1
         v = m.fail[v]
     return 0
 
