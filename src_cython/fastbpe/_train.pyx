@@ -1002,9 +1002,7 @@ cdef class _Merger:
 
     cdef load_words(self, chunk_counts):
         """Copy the chunks of >= 2 bytes with a positive count into the flat buffers."""
-        cdef Py_ssize_t n_words = 0, total = 0, k, n
-        cdef const unsigned char* s
-        cdef int64_t count
+        cdef Py_ssize_t n_words = 0, total = 0, n
         for chunk, cnt in chunk_counts.items():
             if not isinstance(chunk, bytes):
                 raise TypeError(f"chunk_counts keys must be bytes, not {type(chunk).__name__} ({chunk!r})")
@@ -1024,25 +1022,30 @@ cdef class _Merger:
             n = len(<bytes>chunk)
             if n < 2 or cnt <= 0:
                 continue
-            s = <const unsigned char*>(<bytes>chunk)
-            self.wstart[w] = pos
-            self.wlen[w] = <int32_t>n
-            self.wcount[w] = <int64_t>cnt   # OverflowError beyond 2**63 - 1
-            self.wstamp[w] = -1
-            if self.wide:
-                for k in range(n):
-                    (<int32_t*>self.tokens)[pos + k] = s[k]
-            else:
-                for k in range(n):
-                    (<uint16_t*>self.tokens)[pos + k] = s[k]
+            self.put_word(w, pos, <const unsigned char*>(<bytes>chunk), n,
+                          <int64_t>cnt)   # OverflowError beyond 2**63 - 1
             pos += n
             w += 1
         self.n_words = n_words
 
+    cdef inline void put_word(self, Py_ssize_t w, Py_ssize_t pos, const uint8_t* s,
+                              Py_ssize_t n, int64_t count) noexcept nogil:
+        """Word w: the n bytes at s as its first tokens, at pos of the token buffer."""
+        cdef Py_ssize_t k
+        self.wstart[w] = pos
+        self.wlen[w] = <int32_t>n
+        self.wcount[w] = count
+        self.wstamp[w] = -1
+        if self.wide:
+            for k in range(n):
+                (<int32_t*>self.tokens)[pos + k] = s[k]
+        else:
+            for k in range(n):
+                (<uint16_t*>self.tokens)[pos + k] = s[k]
+
     cdef load_table(self, _ChunkTable table, bint consume):
         """Copy the chunks of a counting table (no Python objects per chunk)."""
-        cdef Py_ssize_t i, k, n, w = 0, pos = 0, n_words = 0, total = 0
-        cdef const uint8_t* s
+        cdef Py_ssize_t i, n, w = 0, pos = 0, n_words = 0, total = 0
         cdef ChunkEntry* e
         for i in range(table.used):
             if table.entries[i].count > 0 and table.entries[i].len >= 2:
@@ -1058,17 +1061,7 @@ cdef class _Merger:
                 n = e.len
                 if e.count <= 0 or n < 2:
                     continue
-                s = table.key_bytes(e)
-                self.wstart[w] = pos
-                self.wlen[w] = <int32_t>n
-                self.wcount[w] = e.count
-                self.wstamp[w] = -1
-                if self.wide:
-                    for k in range(n):
-                        (<int32_t*>self.tokens)[pos + k] = s[k]
-                else:
-                    for k in range(n):
-                        (<uint16_t*>self.tokens)[pos + k] = s[k]
+                self.put_word(w, pos, table.key_bytes(e), n, e.count)
                 pos += n
                 w += 1
             if consume:
