@@ -62,18 +62,11 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
 import corpus as corpus_mod  # noqa: E402
 
-VOCAB_DIR = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", ROOT.parent / "shared" / "vocab"))
-VOCABS = ("gpt2", "cl100k_base", "o200k_base")
+from encode_ratios import SPECIALS, VOCAB_DIR, VOCABS  # noqa: E402  (one table of the vocabularies)
+
 KINDS = ("english", "turkish", "chinese", "python", "man", "kernel")
 CELLS = ("numpy/doc", "numpy/batch", "list/doc")
 PATTERNS = {"gpt2": "GPT2", "cl100k_base": "CL100K", "o200k_base": "O200K"}
-SPECIALS = {
-    "gpt2": {"<|endoftext|>": 50256},
-    "cl100k_base": {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258,
-                    "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
-                    "<|endofprompt|>": 100276},
-    "o200k_base": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
-}
 
 
 def _utf8(data: bytes) -> str | None:
