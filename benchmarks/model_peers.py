@@ -39,7 +39,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
 import corpus as bench_corpus  # noqa: E402
-from spm_peers import measure, pin_one_core  # noqa: E402  (one way of timing both tables)
+from spm_peers import measure, pin_one_core, primed  # noqa: E402  (one way of timing both tables)
 
 import fastbpe  # noqa: E402
 
@@ -88,17 +88,7 @@ def encoders(path: Path) -> tuple[dict, dict]:
             absent[name] = f"refuses the file ({str(e).splitlines()[0][:60]})"
             continue
         out[name] = (lambda make=make, m=m: make(m), run)
-    return {name: (_primed(make, run), run) for name, (make, run) in out.items()}, absent
-
-
-def _primed(make, run):
-    """``make``, then one short encode untimed: a library's one-time set-up on its first
-    call (a regex JIT, tables built lazily) is part of loading, not of cold text."""
-    def primed():
-        t = make()
-        run(t, "Hi, 1.")
-        return t
-    return primed
+    return {name: (primed(make, run), run) for name, (make, run) in out.items()}, absent
 
 
 def hf_forms(path: Path, docs: list[str]) -> dict[tuple[bool, bool], list[list[int]]]:

@@ -9,7 +9,9 @@ Mistral's ``tokenizer.model.v1`` and ``mistral_instruct_tokenizer_240323.model.v
 ``$FASTBPE_TEST_VOCAB_DIR`` (or ``../shared/vocab``), or ``--model`` paths.
 
 Peers: ``sentencepiece.SentencePieceProcessor`` (the judge of a ``.model``), gigatoken's
-``Tokenizer.from_sentencepiece`` (when installed; its ids come as a numpy array) and HF
+``Tokenizer.from_sentencepiece`` (when installed; its ids come as a numpy array), kitoken's
+``Kitoken.from_sentencepiece_file``, splintr's bundled copy of the same model
+(``Tokenizer.from_pretrained("mistral_v1" | "mistral_v2")``: it reads no ``.model``) and HF
 ``tokenizers`` built from the same file by transformers' spm-proto conversion
 (``SpmConverter.build_tokenizer_from_spm_proto``, normalizer ``Replace(" ", "▁")`` with
 the dummy prefix added to the text), when transformers and protobuf are installed. Every
@@ -20,7 +22,8 @@ ratio (HF's file merges by pair rank, not by score: it differs on most documents
 The documents of a kind are cut in two halves: the first is the warm-up, the second is
 timed (never text the encoder saw before).
 
-- **cold**: a fresh tokenizer (built untimed), each timed document once.
+- **cold**: a fresh tokenizer (built untimed, then one short untimed encode: a library's
+  lazy set-up on its first call is loading), each timed document once.
 - **steady**: a fresh tokenizer that encoded the warm-up half ``--warm-passes`` times,
   then the timed half.
 
@@ -52,6 +55,8 @@ import fastbpe  # noqa: E402
 
 VOCAB_DIR = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", HERE.parent.parent / "shared" / "vocab"))
 MODELS = ["mistral/tokenizer.model.v1", "mistral/mistral_instruct_tokenizer_240323.model.v3"]
+#: splintr's bundled copies of these files (its ``from_pretrained`` names)
+SPLINTR_NAMES = {"tokenizer.model.v1": "mistral_v1", "mistral_instruct_tokenizer_240323.model.v3": "mistral_v2"}
 
 
 def pin_one_core() -> None:
@@ -97,7 +102,31 @@ def encoders(path: Path) -> dict:
         pass
     else:   # its encode gives a numpy array (timed as it is; compared as a list)
         out["gigatoken"] = (lambda: gigatoken.Tokenizer.from_sentencepiece(str(path)), lambda t, d: t.encode(d))
-    return out
+    try:
+        import kitoken
+    except ImportError:
+        pass
+    else:
+        out["kitoken"] = (lambda: kitoken.Kitoken.from_sentencepiece_file(str(path)), lambda t, d: t.encode(d, False))
+    try:
+        import splintr
+    except ImportError:
+        pass
+    else:   # reads no .model file: its bundled copy of the same model (ids checked as any peer's)
+        if path.name in SPLINTR_NAMES:
+            out["splintr"] = (lambda: splintr.Tokenizer.from_pretrained(SPLINTR_NAMES[path.name]),
+                              lambda t, d: t.encode_ordinary(d))
+    return {name: (primed(make, run), run) for name, (make, run) in out.items()}
+
+
+def primed(make, run):
+    """``make``, then one short encode untimed: a library's one-time set-up on its first
+    call (a regex JIT, tables built lazily) is part of loading, not of cold text."""
+    def fresh():
+        t = make()
+        run(t, "Hi, 1.")
+        return t
+    return fresh
 
 
 def cpu_time(fn) -> float:
