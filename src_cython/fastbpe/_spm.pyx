@@ -90,7 +90,7 @@ cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
         return 0
     want = 3 * n + 8            # bytes of norm, and symbols at most
     sym = (want + 15) & ~15     # 16-aligned arrays after norm
-    mem = <unsigned char*>malloc(sym + want * (sizeof(Sym) + sizeof(uint32_t)))
+    mem = <unsigned char*>malloc(sym + want * (sizeof(Sym) + 2 * sizeof(uint32_t)))
     if mem == NULL:
         return -1
     free(s.mem)
@@ -99,6 +99,7 @@ cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
     s.norm = mem
     s.sym = <Sym*>(mem + sym)
     s.pair_rank = <uint32_t*>(s.sym + want)
+    s.sid = s.pair_rank + want
     return 0
 
 
@@ -339,6 +340,97 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
             s.pair_rank[s.sym[best_j].prev] = pair_rank(m, s, s.sym[best_j].prev)
 
 
+cdef inline uint32_t char_sid(const Model* m, uint32_t c) noexcept nogil:
+    """The symbol id of the character c (``_spm.pxd``, "Pairs on ids"), or NO_SID."""
+    cdef int32_t i = small_char(m, c)
+    cdef uint64_t slot, x
+    if i >= 0:
+        return m.small_sid[i]
+    slot = pair_slot(c + 1, m.char_mask)
+    while True:
+        x = m.char_sid[slot]
+        if x == 0:
+            return NO_SID
+        if (x >> 32) == c + 1:
+            return <uint32_t>x
+        slot = (slot + 1) & m.char_mask
+
+
+cdef inline uint64_t id_pair_key(uint32_t a, uint32_t b) noexcept nogil:
+    return ((<uint64_t>a << 16) | b) + 1
+
+
+cdef inline uint32_t id_pair_at(const Model* m, uint64_t key, uint64_t i) noexcept nogil:
+    """rank << 16 | merged id of the pair with this key (``id_pair_key``), from slot i
+    on; NO_PAIR if it is no pair."""
+    cdef uint64_t x
+    while True:
+        x = m.pairs[i]
+        if x == 0:
+            return NO_PAIR
+        if (x >> 32) == key:
+            return <uint32_t>x
+        i = (i + 1) & m.pairs_mask
+
+
+cdef inline uint32_t id_pair(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
+    """``id_pair_at`` of the symbols (left, next[left])."""
+    cdef int32_t right
+    cdef uint64_t key
+    if left < 0:
+        return NO_PAIR
+    right = s.sym[left].next
+    if right < 0 or s.sid[left] == NO_SID or s.sid[right] == NO_SID:
+        return NO_PAIR
+    key = id_pair_key(s.sid[left], s.sid[right])
+    return id_pair_at(m, key, pair_slot(key, m.pairs_mask))
+
+
+cdef void merge_scan_ids(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
+    """``merge_scan`` on symbol ids (``_spm.pxd``, "Pairs on ids"): the same scan for
+    the lowest (rank, position) pair, each pair looked up by its two ids; s.sid holds
+    the symbols' ids after."""
+    cdef Py_ssize_t i
+    cdef int32_t j, best_j
+    cdef uint32_t best, r, size
+    cdef uint64_t key
+    if count == 0:
+        return
+    for i in range(count):
+        if s.sym[i].length & FROZEN:
+            s.sid[i] = NO_SID
+        else:
+            s.sid[i] = char_sid(m, code_point(s.norm + s.sym[i].start, &size))
+    # the pairs' slots first, prefetched, then their values: a word's lookups overlap
+    for i in range(count - 1):
+        s.pair_rank[i] = NO_PAIR
+        if s.sid[i] != NO_SID and s.sid[i + 1] != NO_SID:
+            key = id_pair_key(s.sid[i], s.sid[i + 1])
+            s.pair_rank[i] = <uint32_t>pair_slot(key, m.pairs_mask)
+            fbe_prefetch(&m.pairs[s.pair_rank[i]])
+    for i in range(count - 1):
+        if s.pair_rank[i] != NO_PAIR:
+            s.pair_rank[i] = id_pair_at(m, id_pair_key(s.sid[i], s.sid[i + 1]), s.pair_rank[i])
+    s.pair_rank[count - 1] = NO_PAIR
+    while True:
+        best = NO_PAIR >> 16        # compare ranks only: equal ranks go leftmost
+        best_j = -1
+        j = 0                       # symbol 0 is always alive: merges keep the left side
+        while j >= 0:
+            r = s.pair_rank[j] >> 16
+            if r < best:
+                best = r
+                best_j = j
+            j = s.sym[j].next
+        if best_j < 0:
+            return
+        s.sid[best_j] = s.pair_rank[best_j] & 0xFFFF
+        join(s, best_j)
+        s.pair_rank[best_j] = id_pair(m, s, best_j)
+        if s.sym[best_j].prev >= 0:
+            s.pair_rank[s.sym[best_j].prev] = id_pair(m, s, s.sym[best_j].prev)
+
+
 cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     """Merge the count symbols by the lowest (rank, left) pair each time (``merge_scan``'s
     rule) through a priority queue of candidate pairs: the heap, and for a long segment
@@ -436,13 +528,22 @@ cdef uint64_t* sorted_run(const Model* m, Scratch* s, Py_ssize_t count, Py_ssize
 
 
 # --------------------------------------------------------------------------- 4. emit
-cdef int emit(const Model* m, Scratch* s, Py_ssize_t count, I32Vec* out) noexcept nogil:
-    """Append the symbols' ids (a run of unknown symbols as one id, without byte fallback)."""
+cdef int emit(const Model* m, Scratch* s, Py_ssize_t count, I32Vec* out, bint by_id) noexcept nogil:
+    """Append the symbols' ids (a run of unknown symbols as one id, without byte fallback);
+    by_id: s.sid holds the symbols' ids (``merge_scan_ids``), most of them what to emit."""
     cdef int32_t i = 0 if count else -1, pid
-    cdef uint32_t k, length
+    cdef uint32_t k, length, sid
     cdef const Entry* e
     cdef bint unk, prev_unk = False
     while i >= 0:
+        if by_id:
+            sid = s.sid[i]
+            if sid < m.n_texts and (m.sid_plain[sid >> 3] >> (sid & 7)) & 1:
+                if i32_push(out, <int32_t>sid, OUT_FIRST) < 0:
+                    return -1
+                prev_unk = False
+                i = s.sym[i].next
+                continue
         length = s.sym[i].length & ~FROZEN
         e = lookup(m, s.norm + s.sym[i].start, length)
         pid = e.id if e != NULL else m.unk_id
@@ -463,11 +564,16 @@ cdef int encode_piece(const Model* m, Scratch* s, const unsigned char* base, Py_
                       I32Vec* out) noexcept nogil:
     """Symbols, merges and ids of base[:n] (all of the normalized text, or a segment)."""
     cdef Py_ssize_t count = symbolize(m, s, base, n)
+    cdef bint by_id = False
     if count <= SCAN_MAX and count < run_min:   # (run_min is only below SCAN_MAX in tests)
-        merge_scan(m, s, count)
+        by_id = m.pairs != NULL
+        if by_id:
+            merge_scan_ids(m, s, count)
+        else:
+            merge_scan(m, s, count)
     elif merge(m, s, count) < 0:
         return -1
-    return emit(m, s, count, out)
+    return emit(m, s, count, out, by_id)
 
 
 # --------------------------------------------------------------------------- segments
@@ -937,6 +1043,7 @@ cdef class SpmCore:
             while self.m.pair_table[slot] != 0:
                 slot = (slot + 1) & self.m.pair_mask
             self.m.pair_table[slot] = h
+        self.id_pairs(tables, ranks)
         self.n_shared = shared_id_ints(len(tables.texts))
         if mark_whole(&self.m, &self.scratch) < 0:
             raise MemoryError()
@@ -946,12 +1053,65 @@ cdef class SpmCore:
         if slots_alloc(&self.scratch) < 0:
             raise MemoryError()
 
+    cdef int id_pairs(self, tables, dict ranks) except -1:
+        """The tables of merging on symbol ids (``_spm.pxd``, "Pairs on ids"), when the
+        model's ids fit in 16 bits; else m.pairs stays NULL."""
+        from fastbpe.reference.sentencepiece import merge_pairs, symbol_ids
+
+        sids = symbol_ids(tables)
+        cdef Py_ssize_t n_sids = max(sids.values(), default=0) + 1, size, i
+        cdef uint64_t key, slot
+        if n_sids >= MAX_SIDS or len(tables.texts) >= MAX_SIDS:
+            return 0
+        pairs = merge_pairs(tables)
+        singles = [(ord(ch), sid) for ch, sid in sids.items() if len(ch) == 1]
+        size = 2
+        while size < 2 * len(pairs) + 2:
+            size *= 2
+        self.m.pairs = <uint64_t*>calloc(size, sizeof(uint64_t))
+        self.m.pairs_mask = size - 1
+        size = 2
+        while size < 2 * len(singles) + 2:
+            size *= 2
+        self.m.char_sid = <uint64_t*>calloc(size, sizeof(uint64_t))
+        self.m.char_mask = size - 1
+        self.m.small_sid = <uint16_t*>malloc(SMALL_CHARS * sizeof(uint16_t))
+        self.m.sid_plain = <uint8_t*>calloc(len(tables.texts) // 8 + 1, 1)
+        if self.m.pairs == NULL or self.m.char_sid == NULL or self.m.small_sid == NULL or self.m.sid_plain == NULL:
+            raise MemoryError()
+        self.m.n_texts = len(tables.texts)
+        for (a, b), merged in pairs.items():
+            key = id_pair_key(a, b)
+            slot = pair_slot(key, self.m.pairs_mask)
+            while self.m.pairs[slot] != 0:
+                slot = (slot + 1) & self.m.pairs_mask
+            self.m.pairs[slot] = key << 32 | <uint64_t>ranks[tables.scores[merged]] << 16 | merged
+        for i in range(SMALL_CHARS):
+            self.m.small_sid[i] = NO_SID
+        for c, sid in singles:
+            i = small_char(&self.m, c)
+            if i >= 0:
+                self.m.small_sid[i] = sid
+                continue
+            slot = pair_slot(c + 1, self.m.char_mask)
+            while self.m.char_sid[slot] != 0:
+                slot = (slot + 1) & self.m.char_mask
+            self.m.char_sid[slot] = <uint64_t>(c + 1) << 32 | <uint32_t>sid
+        for piece, pid in tables.pieces.items():
+            if piece not in tables.reserved:
+                self.m.sid_plain[pid >> 3] |= 1 << (pid & 7)
+        return 0
+
     def __dealloc__(self):
         cdef int k
         free(self.m.wall)
         free(self.m.pair_table)
         free(self.m.pair_bits)
         free(self.m.char_ids)
+        free(self.m.pairs)
+        free(self.m.small_sid)
+        free(self.m.char_sid)
+        free(self.m.sid_plain)
         for k in range(POOL):
             scratch_free(&self.pool[k])
         free(self.m.arena)
