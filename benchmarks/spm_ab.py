@@ -1,14 +1,17 @@
 """A/B of two builds of ``fastbpe._spm`` in one process, per ~2 KB document.
 
     python benchmarks/spm_ab.py OLD_SO [--model PATH] [--kind turkish ...] [--mb 1] [--rounds 6]
+        [--set-old NAME=N] [--set-new NAME=N]
 
 OLD_SO is a copy of an earlier build's ``_spm*.so`` (e.g. main's, copied aside before
 rebuilding); NEW is this checkout's ``fastbpe._spm``. Both ``SpmCore`` classes are built
 from the same tables and time ``encode`` over the second half of the documents,
-alternating (ABBA ...) in one process pinned to one CPU, so both see the same machine
-load: **cold** (a fresh core: text it has not seen) and **steady** (a fresh core after
-three passes over the first half). Ids are compared first. Prints the medians of each
-side's MB/s and NEW/OLD with the range of the per-round ratios.
+document by document in one process pinned to one CPU (each document encoded by both
+in turn, who goes first alternating), so both see the same machine load: **cold** (a fresh core: text it has not seen) and **steady** (a fresh core after
+three passes over the first half). Ids are compared first. ``--set-old/--set-new
+uncached_max=6`` call a side's ``_set_uncached_max(6)`` (a tuning hook; OLD_SO may be a
+copy of this very build, to compare two settings of it). Prints the medians of each
+side's MB/s (and the best round's) and NEW/OLD with the range of the per-round ratios.
 """
 from __future__ import annotations
 
@@ -43,11 +46,19 @@ def load_old(path: str):
     return module
 
 
-def timed(core, docs) -> float:
-    t = time.process_time()
-    for d in docs:
-        core.encode(d)
-    return time.process_time() - t
+def interleaved(cores: dict, docs: list[str], flip: int) -> dict:
+    """Seconds each core spends on the documents, both encoding each document in turn
+    (which goes first alternates), so that the machine's drift hits both alike."""
+    spent = dict.fromkeys(cores, 0)
+    names = list(cores)
+    clock = time.perf_counter_ns
+    for i, d in enumerate(docs):
+        for name in (names if (i + flip) % 2 == 0 else names[::-1]):
+            core = cores[name]
+            t = clock()
+            core.encode(d)
+            spent[name] += clock() - t
+    return {name: ns / 1e9 for name, ns in spent.items()}
 
 
 def main(argv=None) -> int:
@@ -57,10 +68,16 @@ def main(argv=None) -> int:
     p.add_argument("--kind", action="append", choices=bench_corpus.LANGUAGES)
     p.add_argument("--mb", type=float, default=1.0)
     p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--set-old", action="append", default=[])
+    p.add_argument("--set-new", action="append", default=[])
     args = p.parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     old_spm = load_old(args.old)
+    for module, settings in ((old_spm, args.set_old), (new_spm, args.set_new)):
+        for item in settings:
+            name, value = item.split("=")
+            getattr(module, "_set_" + name)(int(value))
     tables = build_tables(read_model(args.model), args.model)
     sides = {"old": old_spm.SpmCore, "new": new_spm.SpmCore}
     for kind in args.kind or bench_corpus.LANGUAGES:
@@ -72,20 +89,23 @@ def main(argv=None) -> int:
         assert bad == 0, f"{kind}: ids differ on {bad} documents"
         speed = {(s, m): [] for s in sides for m in ("cold", "steady")}
         for r in range(args.rounds):
-            for side in (("old", "new") if r % 2 == 0 else ("new", "old")):
-                core = sides[side](tables)
-                speed[side, "cold"].append(mb / timed(core, test))
-                core = sides[side](tables)
-                for _ in range(3):
-                    for d in warm:
-                        core.encode(d)
-                speed[side, "steady"].append(mb / timed(core, test))
+            for mode in ("cold", "steady"):
+                cores = {side: sides[side](tables) for side in sides}
+                if mode == "steady":
+                    for core in cores.values():
+                        for _ in range(3):
+                            for d in warm:
+                                core.encode(d)
+                spent = interleaved(cores, test, r)
+                for side in sides:
+                    speed[side, mode].append(mb / spent[side])
         cells = []
         for m in ("cold", "steady"):
             ratios = [n / o for n, o in zip(speed["new", m], speed["old", m])]
             cells.append(f"{m}: old {statistics.median(speed['old', m]):.1f} new "
-                         f"{statistics.median(speed['new', m]):.1f} MB/s, new/old "
-                         f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
+                         f"{statistics.median(speed['new', m]):.1f} MB/s (best {max(speed['old', m]):.1f} / "
+                         f"{max(speed['new', m]):.1f}), new/old {statistics.median(ratios):.3f} "
+                         f"({min(ratios):.3f}-{max(ratios):.3f})")
         print(f"{Path(args.model).name} {kind:8s} " + " | ".join(cells), flush=True)
     return 0
 

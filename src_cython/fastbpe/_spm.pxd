@@ -131,8 +131,9 @@ cdef struct Model:
                           # of small characters a, b (module docstring) is in some piece
     uint64_t* pair_table  # the other pairs, a << 21 | b, + 1 (0: free), open addressing
     uint64_t pair_mask
-    int32_t* char_ids     # DIRECT_CHARS: the id of a one-character segment (what emit
-                          # gives that symbol), or -1 where it is unknown (the general way)
+    uint16_t* char_ids    # DIRECT_CHARS: the id of a one-character segment (what emit
+                          # gives that symbol), or NO_SID where it is unknown or its id
+                          # needs more than 16 bits (the general way); 128 KiB
     # merging on symbol ids ("Pairs on ids" in the module docstring); pairs NULL: the
     # model has too many ids for 16 bits, and merge_scan looks pairs up by text
     uint64_t* pairs       # (a << 16 | b) + 1 << 32 | rank << 16 | merged, 0: free; open

@@ -753,7 +753,7 @@ cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char
     if pos == end:
         return NULL
     c = code_point(norm + pos, &size)
-    if end - pos == size and c < DIRECT_CHARS and m.char_ids[c] >= 0:
+    if end - pos == size and c < DIRECT_CHARS and m.char_ids[c] != NO_SID:
         direct[0] = m.char_ids[c]
         return NULL
     h[0] = fbe_hash(norm + pos, end - pos)
@@ -1020,16 +1020,16 @@ cdef class SpmCore:
         memcpy(self.m.wall, <const char*>wall_bits, len(wall_bits))
         pair_bits, other = joinable_pairs(tables)
         self.m.pair_bits = <uint8_t*>malloc(PAIR_BYTES)
-        self.m.char_ids = <int32_t*>malloc(DIRECT_CHARS * sizeof(int32_t))
+        self.m.char_ids = <uint16_t*>malloc(DIRECT_CHARS * sizeof(uint16_t))
         if self.m.pair_bits == NULL or self.m.char_ids == NULL:
             raise MemoryError()
         memcpy(self.m.pair_bits, <const char*>pair_bits, PAIR_BYTES)
         for i in range(DIRECT_CHARS):
-            self.m.char_ids[i] = -1
+            self.m.char_ids[i] = NO_SID
         for piece, pid in {**tables.pieces, **tables.reserved}.items():
             if len(piece) == 1 and ord(piece) < DIRECT_CHARS and not 0xD800 <= ord(piece) < 0xE000:
                 i = piece_id(piece, tables)
-                self.m.char_ids[ord(piece)] = i if i != tables.unk_id else -1
+                self.m.char_ids[ord(piece)] = i if i != tables.unk_id and i < NO_SID else NO_SID
         size = 1
         while size < 2 * len(other) + 2:
             size *= 2
@@ -1101,6 +1101,12 @@ cdef class SpmCore:
             if piece not in tables.reserved:
                 self.m.sid_plain[pid >> 3] |= 1 << (pid & 7)
         return 0
+
+    @property
+    def merges_on_ids(self):
+        """Whether short segments merge on symbol ids (``_spm.pxd``, "Pairs on ids"): the
+        model's ids fit in 16 bits."""
+        return self.m.pairs != NULL
 
     def __dealloc__(self):
         cdef int k
