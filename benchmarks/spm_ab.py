@@ -9,11 +9,12 @@ from the same tables and time ``encode`` over the second half of the documents,
 document by document in one process pinned to one CPU (each document encoded by both
 in turn, who goes first alternating, each timed in its thread's CPU time), so both see
 the same machine load (one build against a copy of itself: 0.97-1.05 per round, medians
-within 2%, at a load average of 5 on 2 cores): **cold** (a fresh core: text it has not seen) and **steady** (a fresh core after
-three passes over the first half). Ids are compared first. ``--set-old/--set-new
-uncached_max=6`` call a side's ``_set_uncached_max(6)`` (a tuning hook; OLD_SO may be a
-copy of this very build, to compare two settings of it). Prints the medians of each
-side's MB/s (and the best round's) and NEW/OLD with the range of the per-round ratios.
+within 2%, at a load average of 5 on 2 cores): **cold** (a fresh core: text it has not
+seen) and **steady** (a fresh core after three passes over the first half). Ids are
+compared first. ``--set-old/--set-new run_min=64`` call a side's ``_set_run_min(64)``
+(a tuning hook; OLD_SO may be a copy of this very build, to compare two settings of it).
+Prints the medians of each side's MB/s (and the best round's) and NEW/OLD with the range
+of the per-round ratios.
 """
 from __future__ import annotations
 
