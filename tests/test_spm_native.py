@@ -106,6 +106,7 @@ def hand_made(draw):
 def test_hand_made(model, texts):
     tables = R.build_tables(model)
     core = _spm.SpmCore(tables)
+    assert core.merges_on_ids and core._id_pairs() == R.merge_pairs(tables)   # the native table's pairs
     expected = [R.encode(t, tables) for t in texts]
     assert [core.encode(t) for t in texts] == expected
     assert [core.encode(t) for t in texts] == expected      # again: from the segment cache
@@ -311,7 +312,7 @@ def test_mistral_stress_against_sentencepiece(vocab_file, name):
 
     data = vocab_file(name).read_bytes()
     core, tables = _cores(data, name)
-    assert core.merges_on_ids
+    assert core.merges_on_ids and core._id_pairs() == R.merge_pairs(tables)
     sp = processor(data)
     for text in STRESS:
         assert core.encode(text) == sp.encode(text) == R.encode(text, tables), text[:40]
@@ -343,6 +344,6 @@ def test_models_past_16_bit_ids_merge_by_text():
               + [Piece(t, -200.0 - i) for i, t in enumerate(texts[:66000])])
     tables = R.build_tables(SpmModel(tuple(pieces), TrainerSpec(model_type=BPE)))
     core = _spm.SpmCore(tables)
-    assert not core.merges_on_ids and len(tables.texts) > 0xFFFF
+    assert not core.merges_on_ids and core._id_pairs() is None and len(tables.texts) > 0xFFFF
     sample = ["abcde fghij", "aaaaabbbbbjjjjj", "abcdefghijabcdefghij" * 3, "j a bb ccc dddd eeeee", "xyz abc"]
     assert [core.encode(t) for t in sample] == [R.encode(t, tables) for t in sample]

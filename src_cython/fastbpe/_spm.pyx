@@ -896,6 +896,49 @@ def walls(tables) -> bytes:
     return bytes(bits)
 
 
+cdef inline uint32_t piece_sid(const Model* m, const unsigned char* p, uint32_t n) noexcept nogil:
+    """The symbol id of the n bytes at p: a piece merges may make, else a single
+    character's (``char_sid``), else NO_SID."""
+    cdef const Entry* e = lookup(m, p, n)
+    cdef uint32_t size
+    if e != NULL and e.merge_id >= 0:
+        return <uint32_t>e.merge_id
+    if n == char_len(p[0]):
+        return char_sid(m, code_point(p, &size))
+    return NO_SID
+
+
+cdef Py_ssize_t fill_pairs(Model* m) noexcept nogil:
+    """``fastbpe.reference.sentencepiece.merge_pairs``: every split of every piece merges
+    may make into two symbols with ids, put in m.pairs when it is allocated (empty);
+    their count. Native (the reference's loop takes ~0.2 s of a Mistral load); the
+    tests hold it to the reference (``SpmCore._id_pairs``)."""
+    cdef Py_ssize_t count = 0
+    cdef uint64_t i, key, slot
+    cdef uint32_t k, a, b
+    cdef const Entry* e
+    cdef const unsigned char* p
+    for i in range(m.mask + 1):
+        e = &m.table[i]
+        if e.len == 0 or e.merge_id < 0:
+            continue
+        p = m.arena + e.off
+        k = char_len(p[0])
+        while k < e.len:
+            a = piece_sid(m, p, k)
+            b = piece_sid(m, p + k, e.len - k)
+            if a != NO_SID and b != NO_SID:
+                count += 1
+                if m.pairs != NULL:
+                    key = id_pair_key(a, b)
+                    slot = pair_slot(key, m.pairs_mask)
+                    while m.pairs[slot] != 0:
+                        slot = (slot + 1) & m.pairs_mask
+                    m.pairs[slot] = key << 32 | <uint64_t>e.rank << 16 | <uint32_t>e.merge_id
+            k += char_len(p[k])
+    return count
+
+
 cdef int mark_whole(Model* m, Scratch* s) noexcept nogil:
     """Set ``whole`` on each piece merges may make whose text, merged alone as a segment,
     is that one piece (``_spm.pxd``, ``Entry``); -1 when memory runs out."""
@@ -1043,7 +1086,7 @@ cdef class SpmCore:
             while self.m.pair_table[slot] != 0:
                 slot = (slot + 1) & self.m.pair_mask
             self.m.pair_table[slot] = h
-        self.id_pairs(tables, ranks)
+        self.id_pairs(tables)
         self.n_shared = shared_id_ints(len(tables.texts))
         if mark_whole(&self.m, &self.scratch) < 0:
             raise MemoryError()
@@ -1053,23 +1096,17 @@ cdef class SpmCore:
         if slots_alloc(&self.scratch) < 0:
             raise MemoryError()
 
-    cdef int id_pairs(self, tables, dict ranks) except -1:
+    cdef int id_pairs(self, tables) except -1:
         """The tables of merging on symbol ids (``_spm.pxd``, "Pairs on ids"), when the
         model's ids fit in 16 bits; else m.pairs stays NULL."""
-        from fastbpe.reference.sentencepiece import merge_pairs, symbol_ids
+        from fastbpe.reference.sentencepiece import symbol_ids
 
         sids = symbol_ids(tables)
         cdef Py_ssize_t n_sids = max(sids.values(), default=0) + 1, size, i
         cdef uint64_t key, slot
         if n_sids >= MAX_SIDS or len(tables.texts) >= MAX_SIDS:
             return 0
-        pairs = merge_pairs(tables)
         singles = [(ord(ch), sid) for ch, sid in sids.items() if len(ch) == 1]
-        size = 2
-        while size < 2 * len(pairs) + 2:
-            size *= 2
-        self.m.pairs = <uint64_t*>calloc(size, sizeof(uint64_t))
-        self.m.pairs_mask = size - 1
         size = 2
         while size < 2 * len(singles) + 2:
             size *= 2
@@ -1077,15 +1114,9 @@ cdef class SpmCore:
         self.m.char_mask = size - 1
         self.m.small_sid = <uint16_t*>malloc(SMALL_CHARS * sizeof(uint16_t))
         self.m.sid_plain = <uint8_t*>calloc(len(tables.texts) // 8 + 1, 1)
-        if self.m.pairs == NULL or self.m.char_sid == NULL or self.m.small_sid == NULL or self.m.sid_plain == NULL:
+        if self.m.char_sid == NULL or self.m.small_sid == NULL or self.m.sid_plain == NULL:
             raise MemoryError()
         self.m.n_texts = len(tables.texts)
-        for (a, b), merged in pairs.items():
-            key = id_pair_key(a, b)
-            slot = pair_slot(key, self.m.pairs_mask)
-            while self.m.pairs[slot] != 0:
-                slot = (slot + 1) & self.m.pairs_mask
-            self.m.pairs[slot] = key << 32 | <uint64_t>ranks[tables.scores[merged]] << 16 | merged
         for i in range(SMALL_CHARS):
             self.m.small_sid[i] = NO_SID
         for c, sid in singles:
@@ -1100,7 +1131,29 @@ cdef class SpmCore:
         for piece, pid in tables.pieces.items():
             if piece not in tables.reserved:
                 self.m.sid_plain[pid >> 3] |= 1 << (pid & 7)
+        size = 2                    # the pairs (counted first), at a load of at most 1/2
+        while size < 2 * fill_pairs(&self.m) + 2:
+            size *= 2
+        self.m.pairs = <uint64_t*>calloc(size, sizeof(uint64_t))
+        if self.m.pairs == NULL:
+            raise MemoryError()
+        self.m.pairs_mask = size - 1
+        fill_pairs(&self.m)
         return 0
+
+    def _id_pairs(self):
+        """Testing hook: the pairs on ids as ``{(id a, id b): merged id}`` (what
+        ``fastbpe.reference.sentencepiece.merge_pairs`` gives), or None without them."""
+        cdef uint64_t i, x, key
+        if self.m.pairs == NULL:
+            return None
+        out = {}
+        for i in range(self.m.pairs_mask + 1):
+            x = self.m.pairs[i]
+            if x:
+                key = (x >> 32) - 1
+                out[<uint32_t>(key >> 16), <uint32_t>(key & 0xFFFF)] = <uint32_t>(x & 0xFFFF)
+        return out
 
     @property
     def merges_on_ids(self):
