@@ -106,6 +106,7 @@ def hand_made(draw):
 def test_hand_made(model, texts):
     tables = R.build_tables(model)
     core = _spm.SpmCore(tables)
+    assert core.merges_on_ids and core._id_pairs() == R.merge_pairs(tables)   # the native table's pairs
     expected = [R.encode(t, tables) for t in texts]
     assert [core.encode(t) for t in texts] == expected
     assert [core.encode(t) for t in texts] == expected      # again: from the segment cache
@@ -280,3 +281,69 @@ def test_whole_pieces_only_when_their_text_merges_into_them():
         assert core.encode(text) == R.encode(text, tables), text
         assert core.encode(text) == R.encode(text, tables), text      # from the cache
     assert core.encode("abc") == [1, 2, 3, 4] and core.encode("xy") == [9]
+
+
+# --------------------------------------------------------------------------- pairs on ids
+def _spread(first: int, last: int, count: int) -> str:
+    """count code points spread evenly over [first, last]."""
+    step = max(1, (last - first) // count)
+    return "".join(chr(c) for c in range(first, last + 1, step))
+
+
+#: the ranges the one-character table and the pairs on ids see most: CJK Unified (and
+#: extension A, and B beyond the BMP), Hiragana/Katakana, Hangul syllables and jamo,
+#: CJK punctuation and full-width forms; with Latin around, runs of them, and characters
+#: in no vocabulary (byte fallback)
+CJK_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x3040, 0x30FF), (0xAC00, 0xD7A3),
+              (0x1100, 0x11FF), (0x3000, 0x303F), (0xFF00, 0xFFEF)]
+STRESS = ([_spread(a, b, 400) for a, b in CJK_RANGES]
+          + [" ".join(_spread(a, b, 60)) + " x" + _spread(a, b, 30) + "y" for a, b in CJK_RANGES]
+          + ["Çekoslovakyalılaştıramadıklarımızdanmışsınızcasına " * 3,        # > SCAN_MAX letters: the heap
+             "Donaudampfschifffahrtselektrizitätenhauptbetriebswerkbauunterbeamtengesellschaft",
+             "pneumonoultramicroscopicsilicovolcanoconiosis" + "ab" * 30, "▁" * 60 + "return",
+             "日本語のテキストとカタカナ、ひらがな。한국어 텍스트입니다. 中文和English混合mixed文本",
+             "\U0001F600\U0002A6D6\U0010FFFF\u0fff\U00023456abc\u3400def"])
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+def test_mistral_stress_against_sentencepiece(vocab_file, name):
+    """Texts that stress the id tables, against sentencepiece itself and the reference."""
+    from spm_support import processor
+
+    data = vocab_file(name).read_bytes()
+    core, tables = _cores(data, name)
+    assert core.merges_on_ids and core._id_pairs() == R.merge_pairs(tables)
+    sp = processor(data)
+    for text in STRESS:
+        assert core.encode(text) == sp.encode(text) == R.encode(text, tables), text[:40]
+    _check(data, STRESS, name)
+
+
+CJK_TEXT = st.text(st.one_of([st.characters(min_codepoint=a, max_codepoint=b) for a, b in CJK_RANGES]
+                             + [st.sampled_from(list("ab ,.\n"))]), max_size=60)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+@settings(max_examples=300)
+@given(text=CJK_TEXT)
+def test_mistral_cjk_hypothesis(vocab_file, name, text):
+    from spm_support import processor
+
+    data = vocab_file(name).read_bytes()
+    core, tables = _cores(data, name)
+    assert core.encode(text) == processor(data).encode(text)
+
+
+def test_models_past_16_bit_ids_merge_by_text():
+    """A model with more ids than the pairs on ids hold (16 bits) merges short segments
+    by text, to the reference's ids."""
+    letters = "abcdefghij"
+    texts = [a + b + c + d + e for a in letters for b in letters for c in letters for d in letters for e in letters]
+    pieces = ([Piece("<unk>", 0.0, UNKNOWN), Piece("▁", -1.0)] + [Piece(c, -1.0) for c in letters]
+              + [Piece(a + b, -2.0 - i) for i, (a, b) in enumerate((a, b) for a in letters for b in letters)]
+              + [Piece(t, -200.0 - i) for i, t in enumerate(texts[:66000])])
+    tables = R.build_tables(SpmModel(tuple(pieces), TrainerSpec(model_type=BPE)))
+    core = _spm.SpmCore(tables)
+    assert not core.merges_on_ids and core._id_pairs() is None and len(tables.texts) > 0xFFFF
+    sample = ["abcde fghij", "aaaaabbbbbjjjjj", "abcdefghijabcdefghij" * 3, "j a bb ccc dddd eeeee", "xyz abc"]
+    assert [core.encode(t) for t in sample] == [R.encode(t, tables) for t in sample]

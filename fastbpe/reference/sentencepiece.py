@@ -355,6 +355,54 @@ def joinable_pairs(t: SpmTables) -> frozenset[str]:
     return frozenset(piece[i:i + 2] for piece in t.pieces for i in range(len(piece) - 1))
 
 
+def symbol_ids(t: SpmTables) -> dict[str, int]:
+    """An id for every symbol ``bpe`` may hold that can merge: a piece merges may make
+    has its id; a character inside such a piece that is no piece itself gets an id past
+    the vocabulary (``len(t.texts)`` on, in the order of first appearance).
+
+    Why this is every symbol that can merge: ``bpe``'s symbols are its initial ones (a
+    character, or a frozen user-defined piece, which never merges) and what merges make
+    (a piece merges may make: ``segments``' proof, step 1); a character merges only with
+    a neighbour inside some piece of two or more characters. So a merge joins two
+    symbols of this table, and a pair can be looked up by its two ids
+    (``merge_pairs``) instead of its text.
+
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("a", -2)), TrainerSpec(model_type=2)))
+    >>> symbol_ids(t)
+    {'ab': 1, 'a': 2, 'b': 3}
+    """
+    ids = dict(t.pieces)
+    for piece in t.pieces:
+        if len(piece) > 1:
+            for ch in piece:
+                ids.setdefault(ch, len(t.texts) + len(ids) - len(t.pieces))
+    return ids
+
+
+def merge_pairs(t: SpmTables) -> dict[tuple[int, int], int]:
+    """``(id a, id b) -> id of the piece a + b``, over the symbols of ``symbol_ids``:
+    every candidate pair ``bpe`` can meet (its text is a piece merges may make, and both
+    sides are such symbols), each split of each piece into two symbols.
+
+    ``bpe`` on these ids makes the same merges as on text: a pair is a candidate iff its
+    key is here, and its score is the merged piece's. (A piece may be reachable from
+    several splits, "abc" as "ab" + "c" and "a" + "bc": each is a key.)
+
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("abc", -1), Piece("ab", -2), Piece("c", -3),
+    ...                            Piece("a", -4)), TrainerSpec(model_type=2)))
+    >>> sorted(merge_pairs(t).items())   # 'b' is no piece: id 5
+    [((2, 3), 1), ((4, 5), 2)]
+    """
+    ids = symbol_ids(t)
+    out = {}
+    for piece, pid in t.pieces.items():
+        for k in range(1, len(piece)):
+            a, b = ids.get(piece[:k]), ids.get(piece[k:])
+            if a is not None and b is not None:
+                out[a, b] = pid
+    return out
+
+
 def segments(normalized: str, pairs: frozenset[str]) -> list[str]:
     """The normalized text cut between every two adjacent characters ``a``, ``b`` whose
     string ``ab`` is not in ``pairs`` (``joinable_pairs``).

@@ -43,6 +43,14 @@ one character in the BMP that is a piece (most CJK text, punctuation) takes its 
 whose text merges into itself (``Entry.whole``: most words of a fresh text) is one
 lookup, not a merge.
 
+**Pairs on ids.** ``merge_scan`` (a segment of up to ``SCAN_MAX`` symbols: nearly all of
+them) gives each symbol an id (``fastbpe.reference.sentencepiece.symbol_ids``: a piece's
+id, or an id past the vocabulary for a character that is no piece but is inside one) and
+looks a pair up by its two ids in ``pairs`` (``reference.sentencepiece.merge_pairs``:
+(a, b) -> the piece a + b), 8-byte slots, 1 MiB for Mistral's 59k pairs, instead of
+hashing the pair's text and comparing it in the 2 MiB piece table; ``emit`` gives a
+symbol's id without a lookup. ``merge`` (longer segments) keeps the text path.
+
 Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
 reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
 """
@@ -80,6 +88,8 @@ cdef enum:
     PAIR_BYTES = 295297   # (SMALL_CHARS * SMALL_CHARS + 7) / 8
     DIRECT_CHARS = 0x10000  # char_ids covers the BMP
     POOL = 8              # scratches (with their caches) an SpmCore keeps for batches
+    NO_SID = 0xFFFF       # a symbol that is in no pair (frozen, or a character in no piece
+    MAX_SIDS = 0xFFFF     # of two or more); pairs on ids need fewer symbol ids than this
 
 
 cdef struct SlotHead:     # 8 bytes: a cache slot starts so; its key follows (SHORT_KEY or
@@ -121,8 +131,20 @@ cdef struct Model:
                           # of small characters a, b (module docstring) is in some piece
     uint64_t* pair_table  # the other pairs, a << 21 | b, + 1 (0: free), open addressing
     uint64_t pair_mask
-    int32_t* char_ids     # DIRECT_CHARS: the id of a one-character segment (what emit
-                          # gives that symbol), or -1 where it is unknown (the general way)
+    uint16_t* char_ids    # DIRECT_CHARS: the id of a one-character segment (what emit
+                          # gives that symbol), or NO_SID where it is unknown or its id
+                          # needs more than 16 bits (the general way); 128 KiB
+    # merging on symbol ids ("Pairs on ids" in the module docstring); pairs NULL: the
+    # model has too many ids for 16 bits, and merge_scan looks pairs up by text
+    uint64_t* pairs       # (a << 16 | b) + 1 << 32 | rank << 16 | merged, 0: free; open
+    uint64_t pairs_mask   # addressing, linear probing
+    uint16_t* small_sid   # SMALL_CHARS: the symbol id of a small character (NO_SID: none)
+    uint64_t* char_sid    # the other characters: (c + 1) << 32 | sid, 0: free
+    uint64_t char_mask
+    uint8_t* sid_plain    # bit sid: emit gives the id sid itself (a piece whose text no
+                          # control/unknown/byte piece has); else emit looks the text up
+    uint32_t n_texts      # sids below are piece ids; from n_texts on, characters in some
+                          # piece that are no piece themselves
     # user-defined pieces, grouped by first byte and longest first within a group:
     # those starting with byte b are user_off/user_len[user_first[b]:user_first[b + 1]]
     uint8_t user_start[256]  # 1 for a byte that starts some user-defined piece
@@ -138,6 +160,8 @@ cdef struct Scratch:
     unsigned char* norm   # the normalized text
     Sym* sym              # the symbols of the segment being merged
     uint32_t* pair_rank   # short pieces (merge_scan): rank of (i, next[i]), NO_PAIR if none
+                          # (with pairs: rank << 16 | the merged symbol's id)
+    uint32_t* sid         # merge_scan on ids: symbol i's id (NO_SID: joins nothing)
     uint64_t* heap        # candidate pairs as rank << 32 | left, smallest first: an 8-ary
                           # heap (node i's children are 8i+1..8i+8) at heap_mem + 7, so
                           # that every group of children is one 64-byte line (long texts

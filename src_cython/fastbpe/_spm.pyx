@@ -90,7 +90,7 @@ cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
         return 0
     want = 3 * n + 8            # bytes of norm, and symbols at most
     sym = (want + 15) & ~15     # 16-aligned arrays after norm
-    mem = <unsigned char*>malloc(sym + want * (sizeof(Sym) + sizeof(uint32_t)))
+    mem = <unsigned char*>malloc(sym + want * (sizeof(Sym) + 2 * sizeof(uint32_t)))
     if mem == NULL:
         return -1
     free(s.mem)
@@ -99,6 +99,7 @@ cdef int scratch_reserve(Scratch* s, Py_ssize_t n) noexcept nogil:
     s.norm = mem
     s.sym = <Sym*>(mem + sym)
     s.pair_rank = <uint32_t*>(s.sym + want)
+    s.sid = s.pair_rank + want
     return 0
 
 
@@ -339,6 +340,97 @@ cdef void merge_scan(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogi
             s.pair_rank[s.sym[best_j].prev] = pair_rank(m, s, s.sym[best_j].prev)
 
 
+cdef inline uint32_t char_sid(const Model* m, uint32_t c) noexcept nogil:
+    """The symbol id of the character c (``_spm.pxd``, "Pairs on ids"), or NO_SID."""
+    cdef int32_t i = small_char(m, c)
+    cdef uint64_t slot, x
+    if i >= 0:
+        return m.small_sid[i]
+    slot = pair_slot(c + 1, m.char_mask)
+    while True:
+        x = m.char_sid[slot]
+        if x == 0:
+            return NO_SID
+        if (x >> 32) == c + 1:
+            return <uint32_t>x
+        slot = (slot + 1) & m.char_mask
+
+
+cdef inline uint64_t id_pair_key(uint32_t a, uint32_t b) noexcept nogil:
+    return ((<uint64_t>a << 16) | b) + 1
+
+
+cdef inline uint32_t id_pair_at(const Model* m, uint64_t key, uint64_t i) noexcept nogil:
+    """rank << 16 | merged id of the pair with this key (``id_pair_key``), from slot i
+    on; NO_PAIR if it is no pair."""
+    cdef uint64_t x
+    while True:
+        x = m.pairs[i]
+        if x == 0:
+            return NO_PAIR
+        if (x >> 32) == key:
+            return <uint32_t>x
+        i = (i + 1) & m.pairs_mask
+
+
+cdef inline uint32_t id_pair(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
+    """``id_pair_at`` of the symbols (left, next[left])."""
+    cdef int32_t right
+    cdef uint64_t key
+    if left < 0:
+        return NO_PAIR
+    right = s.sym[left].next
+    if right < 0 or s.sid[left] == NO_SID or s.sid[right] == NO_SID:
+        return NO_PAIR
+    key = id_pair_key(s.sid[left], s.sid[right])
+    return id_pair_at(m, key, pair_slot(key, m.pairs_mask))
+
+
+cdef void merge_scan_ids(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
+    """``merge_scan`` on symbol ids (``_spm.pxd``, "Pairs on ids"): the same scan for
+    the lowest (rank, position) pair, each pair looked up by its two ids; s.sid holds
+    the symbols' ids after."""
+    cdef Py_ssize_t i
+    cdef int32_t j, best_j
+    cdef uint32_t best, r, size
+    cdef uint64_t key
+    if count == 0:
+        return
+    for i in range(count):
+        if s.sym[i].length & FROZEN:
+            s.sid[i] = NO_SID
+        else:
+            s.sid[i] = char_sid(m, code_point(s.norm + s.sym[i].start, &size))
+    # the pairs' slots first, prefetched, then their values: a word's lookups overlap
+    for i in range(count - 1):
+        s.pair_rank[i] = NO_PAIR
+        if s.sid[i] != NO_SID and s.sid[i + 1] != NO_SID:
+            key = id_pair_key(s.sid[i], s.sid[i + 1])
+            s.pair_rank[i] = <uint32_t>pair_slot(key, m.pairs_mask)
+            fbe_prefetch(&m.pairs[s.pair_rank[i]])
+    for i in range(count - 1):
+        if s.pair_rank[i] != NO_PAIR:
+            s.pair_rank[i] = id_pair_at(m, id_pair_key(s.sid[i], s.sid[i + 1]), s.pair_rank[i])
+    s.pair_rank[count - 1] = NO_PAIR
+    while True:
+        best = NO_PAIR >> 16        # compare ranks only: equal ranks go leftmost
+        best_j = -1
+        j = 0                       # symbol 0 is always alive: merges keep the left side
+        while j >= 0:
+            r = s.pair_rank[j] >> 16
+            if r < best:
+                best = r
+                best_j = j
+            j = s.sym[j].next
+        if best_j < 0:
+            return
+        s.sid[best_j] = s.pair_rank[best_j] & 0xFFFF
+        join(s, best_j)
+        s.pair_rank[best_j] = id_pair(m, s, best_j)
+        if s.sym[best_j].prev >= 0:
+            s.pair_rank[s.sym[best_j].prev] = id_pair(m, s, s.sym[best_j].prev)
+
+
 cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     """Merge the count symbols by the lowest (rank, left) pair each time (``merge_scan``'s
     rule) through a priority queue of candidate pairs: the heap, and for a long segment
@@ -436,13 +528,22 @@ cdef uint64_t* sorted_run(const Model* m, Scratch* s, Py_ssize_t count, Py_ssize
 
 
 # --------------------------------------------------------------------------- 4. emit
-cdef int emit(const Model* m, Scratch* s, Py_ssize_t count, I32Vec* out) noexcept nogil:
-    """Append the symbols' ids (a run of unknown symbols as one id, without byte fallback)."""
+cdef int emit(const Model* m, Scratch* s, Py_ssize_t count, I32Vec* out, bint by_id) noexcept nogil:
+    """Append the symbols' ids (a run of unknown symbols as one id, without byte fallback);
+    by_id: s.sid holds the symbols' ids (``merge_scan_ids``), most of them what to emit."""
     cdef int32_t i = 0 if count else -1, pid
-    cdef uint32_t k, length
+    cdef uint32_t k, length, sid
     cdef const Entry* e
     cdef bint unk, prev_unk = False
     while i >= 0:
+        if by_id:
+            sid = s.sid[i]
+            if sid < m.n_texts and (m.sid_plain[sid >> 3] >> (sid & 7)) & 1:
+                if i32_push(out, <int32_t>sid, OUT_FIRST) < 0:
+                    return -1
+                prev_unk = False
+                i = s.sym[i].next
+                continue
         length = s.sym[i].length & ~FROZEN
         e = lookup(m, s.norm + s.sym[i].start, length)
         pid = e.id if e != NULL else m.unk_id
@@ -463,11 +564,16 @@ cdef int encode_piece(const Model* m, Scratch* s, const unsigned char* base, Py_
                       I32Vec* out) noexcept nogil:
     """Symbols, merges and ids of base[:n] (all of the normalized text, or a segment)."""
     cdef Py_ssize_t count = symbolize(m, s, base, n)
+    cdef bint by_id = False
     if count <= SCAN_MAX and count < run_min:   # (run_min is only below SCAN_MAX in tests)
-        merge_scan(m, s, count)
+        by_id = m.pairs != NULL
+        if by_id:
+            merge_scan_ids(m, s, count)
+        else:
+            merge_scan(m, s, count)
     elif merge(m, s, count) < 0:
         return -1
-    return emit(m, s, count, out)
+    return emit(m, s, count, out, by_id)
 
 
 # --------------------------------------------------------------------------- segments
@@ -647,7 +753,7 @@ cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char
     if pos == end:
         return NULL
     c = code_point(norm + pos, &size)
-    if end - pos == size and c < DIRECT_CHARS and m.char_ids[c] >= 0:
+    if end - pos == size and c < DIRECT_CHARS and m.char_ids[c] != NO_SID:
         direct[0] = m.char_ids[c]
         return NULL
     h[0] = fbe_hash(norm + pos, end - pos)
@@ -790,6 +896,49 @@ def walls(tables) -> bytes:
     return bytes(bits)
 
 
+cdef inline uint32_t piece_sid(const Model* m, const unsigned char* p, uint32_t n) noexcept nogil:
+    """The symbol id of the n bytes at p: a piece merges may make, else a single
+    character's (``char_sid``), else NO_SID."""
+    cdef const Entry* e = lookup(m, p, n)
+    cdef uint32_t size
+    if e != NULL and e.merge_id >= 0:
+        return <uint32_t>e.merge_id
+    if n == char_len(p[0]):
+        return char_sid(m, code_point(p, &size))
+    return NO_SID
+
+
+cdef Py_ssize_t fill_pairs(Model* m) noexcept nogil:
+    """``fastbpe.reference.sentencepiece.merge_pairs``: every split of every piece merges
+    may make into two symbols with ids, put in m.pairs when it is allocated (empty);
+    their count. Native (the reference's loop takes ~0.2 s of a Mistral load); the
+    tests hold it to the reference (``SpmCore._id_pairs``)."""
+    cdef Py_ssize_t count = 0
+    cdef uint64_t i, key, slot
+    cdef uint32_t k, a, b
+    cdef const Entry* e
+    cdef const unsigned char* p
+    for i in range(m.mask + 1):
+        e = &m.table[i]
+        if e.len == 0 or e.merge_id < 0:
+            continue
+        p = m.arena + e.off
+        k = char_len(p[0])
+        while k < e.len:
+            a = piece_sid(m, p, k)
+            b = piece_sid(m, p + k, e.len - k)
+            if a != NO_SID and b != NO_SID:
+                count += 1
+                if m.pairs != NULL:
+                    key = id_pair_key(a, b)
+                    slot = pair_slot(key, m.pairs_mask)
+                    while m.pairs[slot] != 0:
+                        slot = (slot + 1) & m.pairs_mask
+                    m.pairs[slot] = key << 32 | <uint64_t>e.rank << 16 | <uint32_t>e.merge_id
+            k += char_len(p[k])
+    return count
+
+
 cdef int mark_whole(Model* m, Scratch* s) noexcept nogil:
     """Set ``whole`` on each piece merges may make whose text, merged alone as a segment,
     is that one piece (``_spm.pxd``, ``Entry``); -1 when memory runs out."""
@@ -914,16 +1063,16 @@ cdef class SpmCore:
         memcpy(self.m.wall, <const char*>wall_bits, len(wall_bits))
         pair_bits, other = joinable_pairs(tables)
         self.m.pair_bits = <uint8_t*>malloc(PAIR_BYTES)
-        self.m.char_ids = <int32_t*>malloc(DIRECT_CHARS * sizeof(int32_t))
+        self.m.char_ids = <uint16_t*>malloc(DIRECT_CHARS * sizeof(uint16_t))
         if self.m.pair_bits == NULL or self.m.char_ids == NULL:
             raise MemoryError()
         memcpy(self.m.pair_bits, <const char*>pair_bits, PAIR_BYTES)
         for i in range(DIRECT_CHARS):
-            self.m.char_ids[i] = -1
+            self.m.char_ids[i] = NO_SID
         for piece, pid in {**tables.pieces, **tables.reserved}.items():
             if len(piece) == 1 and ord(piece) < DIRECT_CHARS and not 0xD800 <= ord(piece) < 0xE000:
                 i = piece_id(piece, tables)
-                self.m.char_ids[ord(piece)] = i if i != tables.unk_id else -1
+                self.m.char_ids[ord(piece)] = i if i != tables.unk_id and i < NO_SID else NO_SID
         size = 1
         while size < 2 * len(other) + 2:
             size *= 2
@@ -937,6 +1086,7 @@ cdef class SpmCore:
             while self.m.pair_table[slot] != 0:
                 slot = (slot + 1) & self.m.pair_mask
             self.m.pair_table[slot] = h
+        self.id_pairs(tables)
         self.n_shared = shared_id_ints(len(tables.texts))
         if mark_whole(&self.m, &self.scratch) < 0:
             raise MemoryError()
@@ -946,12 +1096,81 @@ cdef class SpmCore:
         if slots_alloc(&self.scratch) < 0:
             raise MemoryError()
 
+    cdef int id_pairs(self, tables) except -1:
+        """The tables of merging on symbol ids (``_spm.pxd``, "Pairs on ids"), when the
+        model's ids fit in 16 bits; else m.pairs stays NULL."""
+        from fastbpe.reference.sentencepiece import symbol_ids
+
+        sids = symbol_ids(tables)
+        cdef Py_ssize_t n_sids = max(sids.values(), default=0) + 1, size, i
+        cdef uint64_t key, slot
+        if n_sids >= MAX_SIDS or len(tables.texts) >= MAX_SIDS:
+            return 0
+        singles = [(ord(ch), sid) for ch, sid in sids.items() if len(ch) == 1]
+        size = 2
+        while size < 2 * len(singles) + 2:
+            size *= 2
+        self.m.char_sid = <uint64_t*>calloc(size, sizeof(uint64_t))
+        self.m.char_mask = size - 1
+        self.m.small_sid = <uint16_t*>malloc(SMALL_CHARS * sizeof(uint16_t))
+        self.m.sid_plain = <uint8_t*>calloc(len(tables.texts) // 8 + 1, 1)
+        if self.m.char_sid == NULL or self.m.small_sid == NULL or self.m.sid_plain == NULL:
+            raise MemoryError()
+        self.m.n_texts = len(tables.texts)
+        for i in range(SMALL_CHARS):
+            self.m.small_sid[i] = NO_SID
+        for c, sid in singles:
+            i = small_char(&self.m, c)
+            if i >= 0:
+                self.m.small_sid[i] = sid
+                continue
+            slot = pair_slot(c + 1, self.m.char_mask)
+            while self.m.char_sid[slot] != 0:
+                slot = (slot + 1) & self.m.char_mask
+            self.m.char_sid[slot] = <uint64_t>(c + 1) << 32 | <uint32_t>sid
+        for piece, pid in tables.pieces.items():
+            if piece not in tables.reserved:
+                self.m.sid_plain[pid >> 3] |= 1 << (pid & 7)
+        size = 2                    # the pairs (counted first), at a load of at most 1/2
+        while size < 2 * fill_pairs(&self.m) + 2:
+            size *= 2
+        self.m.pairs = <uint64_t*>calloc(size, sizeof(uint64_t))
+        if self.m.pairs == NULL:
+            raise MemoryError()
+        self.m.pairs_mask = size - 1
+        fill_pairs(&self.m)
+        return 0
+
+    def _id_pairs(self):
+        """Testing hook: the pairs on ids as ``{(id a, id b): merged id}`` (what
+        ``fastbpe.reference.sentencepiece.merge_pairs`` gives), or None without them."""
+        cdef uint64_t i, x, key
+        if self.m.pairs == NULL:
+            return None
+        out = {}
+        for i in range(self.m.pairs_mask + 1):
+            x = self.m.pairs[i]
+            if x:
+                key = (x >> 32) - 1
+                out[<uint32_t>(key >> 16), <uint32_t>(key & 0xFFFF)] = <uint32_t>(x & 0xFFFF)
+        return out
+
+    @property
+    def merges_on_ids(self):
+        """Whether short segments merge on symbol ids (``_spm.pxd``, "Pairs on ids"): the
+        model's ids fit in 16 bits."""
+        return self.m.pairs != NULL
+
     def __dealloc__(self):
         cdef int k
         free(self.m.wall)
         free(self.m.pair_table)
         free(self.m.pair_bits)
         free(self.m.char_ids)
+        free(self.m.pairs)
+        free(self.m.small_sid)
+        free(self.m.char_sid)
+        free(self.m.sid_plain)
         for k in range(POOL):
             scratch_free(&self.pool[k])
         free(self.m.arena)
