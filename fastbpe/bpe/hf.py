@@ -95,6 +95,7 @@ from ..reference import patterns
 from ..reference.core import CoreBPE as ReferenceCoreBPE
 from ..reference.core import DisallowedSpecial
 from ..reference.core import fix_surrogates
+from ..reference.tokenizer_json import ModelParts, byte_level_bytes
 from .encoding import Encoding, _make_core
 
 try:
@@ -102,6 +103,10 @@ try:
     from .._hf_merge import merge_id_columns as _merge_id_columns
 except ImportError:  # pragma: no cover - the pure-Python words serve
     _MergeList = _merge_id_columns = None
+try:
+    from .._hf_json import model_parts as _native_model_parts
+except ImportError:  # pragma: no cover - the ordinary reader serves
+    _native_model_parts = None
 try:
     from .._pretokenize import nfc_quick as _nfc_quick
     from .._pretokenize import pattern_id as _pattern_id
@@ -125,14 +130,16 @@ _CACHE_WORDS = 200_000
 class HFEncoding(Encoding):
     """A byte-level BPE tokenizer.json (see the module docstring)."""
 
-    def __init__(self, name: str, pipeline: HFPipeline, *, engine: str = "auto"):
+    def __init__(self, name: str, pipeline: HFPipeline, *, engine: str = "auto", parts: ModelParts | None = None):
         """``engine``: "auto" (the rank engine when the file allows it) or "pipeline"
-        (always the pipeline: for comparisons and benchmarks)."""
+        (always the pipeline: for comparisons and benchmarks). ``parts``: the file's
+        vocabulary and merges as ``read_model_parts`` read them, when the pipeline was
+        read with them (its token bytes are not made again)."""
         if not isinstance(pipeline, HFPipeline):
             raise TypeError(f"pipeline must be an HFPipeline, not {type(pipeline).__name__}")
         if engine not in ("auto", "pipeline"):
             raise ValueError(f"engine must be 'auto' or 'pipeline', not {engine!r}")
-        ranks, specials, added = _ids_of(pipeline)
+        ranks, specials, added = _ids_of(pipeline, parts)
         plan = _rank_engine_plan(pipeline, ranks) if engine == "auto" else None
         engine_pattern, self._unreachable = plan if plan else (None, frozenset())
         cut = engine_pattern in _CUT_PATTERNS
@@ -161,11 +168,14 @@ class HFEncoding(Encoding):
                                      added_texts)
 
     @classmethod
-    def from_json(cls, name: str, data: dict, source: str, *, engine: str = "auto") -> HFEncoding:
+    def from_json(cls, name: str, data: dict, source: str, *, engine: str = "auto",
+                  parts: ModelParts | None = None) -> HFEncoding:
         """The encoding of a parsed tokenizer.json (``read_pipeline``, which refuses what
         it cannot reproduce), the merges' ids found natively
-        (``_hf_merge.merge_id_columns``)."""
-        return cls(name, read_pipeline(data, source, merge_ids=_merge_id_columns), engine=engine)
+        (``_hf_merge.merge_id_columns``); ``parts``: the vocabulary and merges as
+        ``formats._hfjson.read_json_parts`` read them with ``read_model_parts``."""
+        return cls(name, read_pipeline(data, source, merge_ids=_merge_id_columns, parts=parts), engine=engine,
+                   parts=parts)
 
     def _new_core(self, ranks, specials, pat_str):
         """The native core of ``Encoding.__init__``: without the unreachable tokens in
@@ -354,15 +364,27 @@ def _flag(value) -> bool:
     return value
 
 
-def _ids_of(p: HFPipeline) -> tuple[dict[bytes, int], dict[str, int], dict[str, int]]:
+def _ids_of(p: HFPipeline, parts: ModelParts | None = None) -> tuple[dict[bytes, int], dict[str, int], dict[str, int]]:
     """(ranks, special tokens, other added tokens) for the ``Encoding`` underneath: every
     byte-level vocabulary entry is an id's bytes, except an added token's own entry
-    (its id decodes to its content) unless merges build that token too."""
+    (its id decodes to its content) unless merges build that token too. With ``parts``
+    the byte-level entries' bytes are ``parts.ranks`` (made as the file was read)."""
     produced = set(p.merge_columns[2]) if p.added else set()   # ids merges make
     added_texts = {e["content"] for e in p.added}
     table = unicode_to_bytes()
-    skip = set(not_byte_level(p.vocab))   # added tokens' own entries (hf_pipeline checks)
+    strange = parts.not_byte_level if parts is not None else not_byte_level(p.vocab)
+    skip = set(strange)   # added tokens' own entries (hf_pipeline checks)
     skip |= {t for t in added_texts if t in p.vocab and p.vocab[t] not in produced and not (len(t) == 1 and t in table)}
+    specials = {e["content"]: e["id"] for e in p.added if e["special"]}
+    added = {e["content"]: e["id"] for e in p.added if not e["special"]}
+    if parts is not None:
+        ranks = parts.ranks
+        dropped = [t for t in skip if t not in strange]
+        if dropped:
+            ranks = dict(ranks)
+            for t in dropped:
+                del ranks[byte_level_bytes(t)]
+        return ranks, specials, added
     texts = [t for t in p.vocab if t not in skip] if skip else list(p.vocab)
     # one translate and encode of all texts (each ByteLevel character is one byte), cut
     # by the texts' lengths: ~3x faster than a translate per token
@@ -370,9 +392,17 @@ def _ids_of(p: HFPipeline) -> tuple[dict[bytes, int], dict[str, int], dict[str, 
     ends = list(accumulate(map(len, texts)))
     tokens = map(blob.__getitem__, map(slice, [0] + ends[:-1], ends))
     ranks = dict(zip(tokens, map(p.vocab.__getitem__, texts)))
-    specials = {e["content"]: e["id"] for e in p.added if e["special"]}
-    added = {e["content"]: e["id"] for e in p.added if not e["special"]}
     return ranks, specials, added
+
+
+def read_model_parts(raw: bytes) -> ModelParts | None:
+    """``reference.tokenizer_json.model_parts`` of a tokenizer.json's bytes, natively
+    (``_hf_json.model_parts``): None when the file is not of the plain form (then it is
+    read the ordinary way), or when the native reader is not built."""
+    if _native_model_parts is None:  # pragma: no cover - the ordinary reader serves
+        return None
+    found = _native_model_parts(raw, hf._byte_chars())
+    return None if found is None else ModelParts(*found)
 
 
 @functools.lru_cache(maxsize=1)
