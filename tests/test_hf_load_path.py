@@ -30,3 +30,38 @@ def test_published_added_tokens(vocab_file):
     assert normalized and raw
     assert _any_taken_before_raw(normalized, raw) == any(_taken_before_raw(a, b) for a in normalized for b in raw)
     assert _any_taken_before_raw(raw, normalized) == any(_taken_before_raw(a, b) for a in raw for b in normalized)
+
+
+def _tables_by_tuple(atoms: tuple):
+    """``class_tables`` as it was computed before the per-atom cache: each tuple's
+    atoms scanned by ``regex`` into one array (the oracle)."""
+    import numpy as np
+    import regex
+
+    from fastbpe.reference.split_program import _every_code_point
+
+    sets = np.zeros(0x110000, dtype=np.uint32)
+    for k, text in enumerate(atoms):
+        for m in regex.finditer(f"(?:{text})+", _every_code_point()):
+            sets[m.start():m.end()] |= np.uint32(1 << k)
+    return sets
+
+
+def test_class_tables_from_per_atom_bits_equal_the_tuple_scan():
+    """DeepSeek V4's atoms (its three Splits) and a pair sharing one: every code point's
+    atom set through the two-stage tables equals the direct scan."""
+    import numpy as np
+
+    from fastbpe.reference.split_program import _atom_bits, class_tables
+
+    main = ('[!"#$%&\'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~]', "[A-Za-z]", "[^\r\n\\p{L}\\p{P}\\p{S}]", "[\\p{L}\\p{M}]",
+            "\\ ", "[\\p{P}\\p{S}]", "[\r\n]", "\\s", "\\S")
+    for atoms in (main, ("\\p{N}", "[一-龥\u3040-ゟ゠-ヿ]"), ("\\p{N}", "\\s")):
+        s1, s2, cls, asc = class_tables(atoms)
+        cps = np.arange(0x110000)
+        got = cls[s2[s1[cps >> 7].astype(np.int64) * 128 + (cps & 127)]]
+        want = _tables_by_tuple(atoms)
+        assert (got == want).all() and (asc == want[:128]).all()
+    # _never_inside's disjointness test: the packed bits' AND
+    assert not (_atom_bits("\\p{N}") & _atom_bits("[A-Za-z]")).any()
+    assert (_atom_bits("\\p{N}") & _atom_bits("\\S")).any()

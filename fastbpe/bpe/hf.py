@@ -478,8 +478,8 @@ def _taken_before_raw(a: str, b: str) -> bool:
 def _any_taken_before_raw(normalized: list[str], raw: list[str]) -> bool:
     """``any(_taken_before_raw(a, b) for a in normalized for b in raw)``, without the
     product (DeepSeek V4: 1,283 added tokens, ~57k pairs, ~0.3 s that way): a raw token
-    inside some ``a`` is a set lookup per substring of ``a`` (or, when there are fewer
-    raw tokens than substrings, one search of a regex of them all); a suffix of ``a``
+    inside some ``a`` is a set lookup per substring of ``a`` of a raw token's length
+    (no regex of them all: compiling 1,237 alternatives costs ~0.3 s); a suffix of ``a``
     that is a proper prefix of a raw token (each shorter than both) is a set lookup per
     suffix.
 
@@ -489,14 +489,12 @@ def _any_taken_before_raw(normalized: list[str], raw: list[str]) -> bool:
     if not normalized or not raw:
         return False
     raws = set(raw)
-    if len(raws) < sum(len(a) * (len(a) + 1) // 2 for a in normalized):
-        inside = regex.compile("|".join(map(regex.escape, raws))).search
-    else:
-        def inside(a: str) -> bool:
-            return any(a[i:j] in raws for i in range(len(a)) for j in range(i + 1, len(a) + 1))
+    lengths = sorted(set(map(len, raws)))
     prefixes = {b[:k] for b in raws for k in range(1, len(b))}
     for a in normalized:
-        if inside(a) or any(a[len(a) - k:] in prefixes for k in range(1, len(a))):
+        if any(a[i:i + n] in raws for n in lengths for i in range(len(a) - n + 1)):
+            return True
+        if any(a[len(a) - k:] in prefixes for k in range(1, len(a))):
             return True
     return False
 
