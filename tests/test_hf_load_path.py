@@ -65,3 +65,30 @@ def test_class_tables_from_per_atom_bits_equal_the_tuple_scan():
     # _never_inside's disjointness test: the packed bits' AND
     assert not (_atom_bits("\\p{N}") & _atom_bits("[A-Za-z]")).any()
     assert (_atom_bits("\\p{N}") & _atom_bits("\\S")).any()
+
+
+@settings(max_examples=300, deadline=None)
+@given(pairs=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=14),
+       pieces=st.lists(st.binary(max_size=9).map(lambda b: bytes(97 + x % 4 for x in b)), max_size=20))
+def test_merge_list_from_uint32_columns_is_the_list_one(pairs, pieces):
+    """``MergeList`` from three uint32 buffers (the load's packed merges) is the one from
+    lists of ints: the same counts and ids, a pair listed twice at its last position."""
+    import numpy as np
+    import pytest
+
+    MergeList = pytest.importorskip("fastbpe._hf_merge").MergeList
+    toks = [97, 98, 99, 100]
+    lefts, rights, news = [], [], []
+    for n, (a, b) in enumerate(pairs):
+        lefts.append(toks[a % 4]), rights.append(toks[b % 4]), news.append(256 + n)
+    byte_ids = list(range(256))
+    ends = np.cumsum([len(p) for p in pieces], dtype=np.int64)
+    data = b"".join(pieces)
+    from_lists = MergeList(byte_ids, lefts, rights, news, None, 0)
+    typed = [np.asarray(c, dtype=np.uint32) for c in (lefts, rights, news)]
+    from_buffers = MergeList(byte_ids, *typed, None, 0)
+    assert from_lists.piece_counts(data, ends) == from_buffers.piece_counts(data, ends)
+    words = [p for p in pieces if p]
+    assert from_lists.encode_pieces(words) == from_buffers.encode_pieces(words)
+    wide = MergeList(byte_ids, *(np.asarray(c, dtype=np.int64) for c in (lefts, rights, news)), None, 0)
+    assert wide.piece_counts(data, ends) == from_lists.piece_counts(data, ends)   # not uint32: the generic path

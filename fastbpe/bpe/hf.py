@@ -81,6 +81,7 @@ import bisect
 import contextlib
 import functools
 import heapq
+import os
 import unicodedata
 from collections.abc import Sequence
 from itertools import accumulate
@@ -103,6 +104,10 @@ try:
     from .._hf_merge import merge_id_columns as _merge_id_columns
 except ImportError:  # pragma: no cover - the pure-Python words serve
     _MergeList = _merge_id_columns = None
+try:
+    from .._encode import _rebuild_core
+except ImportError:  # pragma: no cover - the core from the ranks dict serves
+    _rebuild_core = None
 try:
     from .._hf_json import model_parts as _native_model_parts
 except ImportError:  # pragma: no cover - the ordinary reader serves
@@ -140,7 +145,10 @@ class HFEncoding(Encoding):
         if engine not in ("auto", "pipeline"):
             raise ValueError(f"engine must be 'auto' or 'pipeline', not {engine!r}")
         ranks, specials, added = _ids_of(pipeline, parts)
-        plan = _rank_engine_plan(pipeline, ranks) if engine == "auto" else None
+        #: the file's tokens packed as read (``parts``), when they are exactly ``ranks``:
+        #: the rank-rule check and the core are built from them without int objects
+        self._packed = parts if parts is not None and ranks is parts.ranks else None
+        plan = _rank_engine_plan(pipeline, ranks, self._packed) if engine == "auto" else None
         engine_pattern, self._unreachable = plan if plan else (None, frozenset())
         cut = engine_pattern in _CUT_PATTERNS
         if isinstance(engine_pattern, tuple):  # Splits in sequence: one split program
@@ -179,8 +187,12 @@ class HFEncoding(Encoding):
 
     def _new_core(self, ranks, specials, pat_str):
         """The native core of ``Encoding.__init__``: without the unreachable tokens in
-        its encode table, splitting by the core pattern when there is one."""
-        return _make_core(ranks, specials, self._core_pattern or pat_str, self._unreachable)
+        its encode table, splitting by the core pattern when there is one; from the
+        file's packed tokens when the load read them (``_packed_core``)."""
+        pattern = self._core_pattern or pat_str
+        if self._packed is not None and _rebuild_core is not None and os.environ.get("FASTBPE_REFERENCE_CORE") != "1":
+            return _packed_core(self._packed, specials, pattern, self._unreachable)
+        return _make_core(ranks, specials, pattern, self._unreachable)
 
     def encode_single_token(self, text_or_bytes) -> int:
         """``Encoding.encode_single_token``; a token the merges never reach is a token too."""
@@ -395,6 +407,27 @@ def _ids_of(p: HFPipeline, parts: ModelParts | None = None) -> tuple[dict[bytes,
     return ranks, specials, added
 
 
+def _packed_core(packed: ModelParts, specials: dict[str, int], pattern, unreachable: frozenset[bytes]):
+    """The native core of ``packed``'s tokens (``_encode._rebuild_core``, no dict to
+    pack), as ``CoreBPE(ranks, specials, pattern, unreachable)`` builds it: the
+    encoded tokens first, then the unreachable ones, each group in file order."""
+    arena, lengths, ids = packed.arena, packed.lengths, packed.ids
+    n_encoded = -1
+    if unreachable:
+        lens = np.frombuffer(lengths, dtype=np.uint32)
+        idv = np.frombuffer(ids, dtype=np.uint32)
+        skip = np.isin(idv, np.fromiter((packed.ranks[t] for t in unreachable), dtype=np.uint32, count=len(unreachable)))
+        order = np.argsort(skip, kind="stable")
+        new_lens = lens[order].astype(np.int64)
+        starts = np.cumsum(lens, dtype=np.int64) - lens
+        new_starts = np.cumsum(new_lens) - new_lens
+        gather = np.repeat(starts[order] - new_starts, new_lens) + np.arange(int(new_lens.sum()), dtype=np.int64)
+        arena = np.frombuffer(arena, dtype=np.uint8)[gather].tobytes()
+        lengths, ids = lens[order].tobytes(), idv[order].tobytes()
+        n_encoded = int(len(order) - skip.sum())
+    return _rebuild_core(arena, lengths, ids, dict(specials), pattern, n_encoded)
+
+
 def read_model_parts(raw: bytes) -> ModelParts | None:
     """``reference.tokenizer_json.model_parts`` of a tokenizer.json's bytes, natively
     (``_hf_json.model_parts``): None when the file is not of the plain form (then it is
@@ -434,7 +467,8 @@ def _nfc(p: HFPipeline) -> bool:
     return p.normalizer == {"type": "NFC"}
 
 
-def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[str | tuple[str, ...], frozenset[bytes]] | None:
+def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int],
+                      packed: ModelParts | None = None) -> tuple[str | tuple[str, ...], frozenset[bytes]] | None:
     """``(pattern, unreachable tokens)`` with which tiktoken's rank rule gives exactly
     this file's ids, or None (the module docstring's conditions); the pattern is a
     tuple for Isolated Splits in sequence (one native split program)."""
@@ -452,7 +486,7 @@ def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[str | tup
     # with NFC, any overlap (``_may_overlap``: ``_taken_before_raw`` either way round)
     if _any_taken_before_raw(normalized, raw) or (_nfc(p) and _any_taken_before_raw(raw, normalized)):
         return None
-    unreachable = _rank_rule_unreachable(p, ranks)
+    unreachable = _rank_rule_unreachable(p, ranks, packed)
     if unreachable is None:
         return None
     return pattern, (frozenset() if p.model["ignore_merges"] else unreachable)
@@ -499,11 +533,13 @@ def _any_taken_before_raw(normalized: list[str], raw: list[str]) -> bool:
     return False
 
 
-def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int]) -> frozenset[bytes] | None:
+def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int],
+                           packed: ModelParts | None = None) -> frozenset[bytes] | None:
     """``reference.hf.rank_rule_unreachable`` of the file, as token bytes, decided on
     numpy arrays (the same two conditions; ``tests/test_hf_rank_rule.py`` checks both
-    agree on the published files)."""
-    ids, counts, news = _merged_counts(p, ranks)
+    agree on the published files). ``packed``: ``ranks`` and the merges as the load
+    read them (``_merged_counts``)."""
+    ids, counts, news = _merged_counts(p, ranks, packed)
     if _MergeList is None:  # pragma: no cover - the reference decides
         found = hf.rank_rule_unreachable(ids.tolist(), counts.tolist(), news.tolist())
     elif (counts == 2).any():
@@ -519,11 +555,22 @@ def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int]) -> frozenset[
     return frozenset(t for t, r in ranks.items() if r in found) if found else frozenset()
 
 
-def _merged_counts(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _merged_counts(p: HFPipeline, ranks: dict[bytes, int],
+                   packed: ModelParts | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(token ids, how many ids the merge list makes of each token's own bytes, the id
     each merge makes) as int64 arrays: every token merged by the list natively in one
     call (``MergeList.piece_counts`` over all tokens end to end, no whole-word lookup;
-    counts of 3 or more given as 3, all the check tells apart)."""
+    counts of 3 or more given as 3, all the check tells apart). With ``packed`` (the
+    same tokens and merges, packed as the load read them) no list, int or bytes object
+    is made per token or merge."""
+    if packed is not None and _MergeList is not None:
+        ids = np.frombuffer(packed.ids, dtype=np.uint32).astype(np.int64)
+        ends = np.cumsum(np.frombuffer(packed.lengths, dtype=np.uint32), dtype=np.int64)
+        trio = np.frombuffer(packed.merge_triples, dtype=np.uint32).reshape(-1, 3)
+        lefts, rights, news = (np.ascontiguousarray(trio[:, k]) for k in range(3))
+        words = _MergeList([p.vocab[c] for c in hf._byte_chars()], lefts, rights, news, None, 0)
+        counts = np.frombuffer(words.piece_counts(packed.arena, ends), dtype=np.uint8)
+        return ids, counts.astype(np.int64), news.astype(np.int64)
     tokens = list(ranks)
     ids = np.fromiter(ranks.values(), dtype=np.int64, count=len(tokens))
     lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))

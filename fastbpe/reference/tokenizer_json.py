@@ -12,7 +12,11 @@ it returns, from ``json.loads`` of the whole file:
 * ``ranks``: every other text's bytes (the alphabet decoded) -> its id, in file order;
 * ``merge_ids``: the merges' (left, right, new) id columns, the new token being left +
   right (so no ``continuing_subword_prefix``: the caller takes this path only without one);
-* ``merge_texts``: the merges' (left, right) text columns.
+* ``merge_texts``: the merges' (left, right) text columns;
+* ``arena``, ``lengths``, ``ids``: ``ranks`` packed as the native core takes it (the
+  tokens' bytes end to end; each one's length and id, uint32), and ``merge_triples``
+  the merge ids as uint32 (left, right, new, left, ...): what the load builds the core
+  and the rank-rule check from, with no int object per id.
 
 Decisions, written once here:
 
@@ -41,6 +45,7 @@ Decisions, written once here:
 """
 from __future__ import annotations
 
+import array
 import json
 from typing import NamedTuple
 
@@ -57,6 +62,10 @@ class ModelParts(NamedTuple):
     ranks: dict[bytes, int]
     merge_ids: tuple[list[int], list[int], list[int]]
     merge_texts: tuple[list[str], list[str]]
+    arena: bytes
+    lengths: bytes                    # uint32 per token
+    ids: bytes                        # uint32 per token
+    merge_triples: bytes              # uint32 (left, right, new) per merge
 
 
 def byte_level_bytes(text: str) -> bytes | None:
@@ -90,7 +99,14 @@ def parts_of(vocab: dict[str, int], merges: list) -> ModelParts:
     pairs = [m.split(" ") if isinstance(m, str) else m for m in merges]
     lefts, rights = [a for a, _ in pairs], [b for _, b in pairs]
     ids = ([vocab[a] for a in lefts], [vocab[b] for b in rights], [vocab[a + b] for a, b in pairs])
-    return ModelParts((-1, -1), (-1, -1), vocab, not_byte_level, ranks, ids, (lefts, rights))
+    triples = [i for trio in zip(*ids) for i in trio]
+    return ModelParts((-1, -1), (-1, -1), vocab, not_byte_level, ranks, ids, (lefts, rights), b"".join(ranks),
+                      _uint32(map(len, ranks)), _uint32(ranks.values()), _uint32(triples))
+
+
+def _uint32(values) -> bytes:
+    """Native-endian uint32s, as the native reader packs them."""
+    return array.array("I", values).tobytes()
 
 
 def model_parts(raw: bytes) -> ModelParts | None:

@@ -366,7 +366,8 @@ cdef inline void _set(list column, Py_ssize_t i, object item):
 
 
 def model_parts(bytes raw, alphabet):
-    """``(vocab_span, merges_span, vocab, not_byte_level, ranks, merge_ids, merge_texts)`` of a tokenizer.json's bytes, or None (see the module docstring and
+    """``(vocab_span, merges_span, vocab, not_byte_level, ranks, merge_ids, merge_texts,
+    arena, lengths, ids, merge_triples)`` of a tokenizer.json's bytes, or None (see the module docstring and
     ``reference.tokenizer_json.model_parts``, its twin, for every part). ``alphabet``:
     the ByteLevel characters, byte by byte (``reference.hf._byte_chars()``).
 
@@ -396,7 +397,7 @@ def model_parts(bytes raw, alphabet):
     cdef uint32_t* index_of
     cdef dict vocab = {}, ranks = {}
     cdef list keys = [], nums = [], strange = [], columns, texts
-    cdef object text, token, num
+    cdef object text, token, num, lengths, packed_ids, triples
     cdef const char* KEY_MODEL = b"model"
     cdef const char* KEY_VOCAB = b"vocab"
     cdef const char* KEY_MERGES = b"merges"
@@ -633,8 +634,25 @@ def model_parts(bytes raw, alphabet):
         for i in range(nmerges):
             _set(texts[0], i, keys[trio[3 * i]])
             _set(texts[1], i, keys[trio[3 * i + 1]])
+        # the byte-level tokens packed as the core takes them (bytes end to end, uint32
+        # lengths and ids, file order), and the merges' ids as uint32 (left, right, new)
+        lengths = PyBytes_FromStringAndSize(NULL, 4 * nbyte)
+        packed_ids = PyBytes_FromStringAndSize(NULL, 4 * nbyte)
+        a = 0
+        m = 0
+        for i in range(entries):
+            if index_of[i] == NOT_BYTE:
+                continue
+            (<uint32_t*>PyBytes_AS_STRING(lengths))[m] = <uint32_t>(<int64_t>ends[m] - a)
+            (<uint32_t*>PyBytes_AS_STRING(packed_ids))[m] = ids[i]
+            a = <int64_t>ends[m]
+            m += 1
+        triples = PyBytes_FromStringAndSize(NULL, 4 * 3 * nmerges)
+        for i in range(3 * nmerges):
+            (<uint32_t*>PyBytes_AS_STRING(triples))[i] = ids[trio[i]]
         return ((model[0], model[1]), (model[2], model[3]), vocab, strange, ranks,
-                (columns[0], columns[1], columns[2]), (texts[0], texts[1]))
+                (columns[0], columns[1], columns[2]), (texts[0], texts[1]),
+                PyBytes_FromStringAndSize(<char*>blob.data, blob.size), lengths, packed_ids, triples)
     finally:
         free(c.cps.data)
         free(blob.data)
