@@ -51,6 +51,15 @@ cdef int _grow(Buf* b, Py_ssize_t need) except -1:
     return 0
 
 
+cdef inline int _push32(Buf* b, uint32_t v) except -1:
+    """Append a uint32 to a Buf of them."""
+    if b.size + 1 > b.cap:
+        _grow(b, b.size + 1)
+    (<uint32_t*>b.data)[b.size] = v
+    b.size += 1
+    return 0
+
+
 cdef struct Slot:
     # one byte-level token in the lookup table by bytes; hash 0: empty
     uint64_t hash
@@ -85,6 +94,21 @@ cdef struct Scan:
 cdef inline void _ws(Scan* c) noexcept nogil:
     while c.i < c.n and (c.s[c.i] == 32 or c.s[c.i] == 10 or c.s[c.i] == 13 or c.s[c.i] == 9):
         c.i += 1
+
+
+cdef inline int _after_item(Scan* c, uint8_t close) noexcept nogil:
+    """After a member or element: 1 past the container's ``close``, 0 past a comma
+    (another item follows), or BAD."""
+    _ws(c)
+    if c.i >= c.n:
+        return BAD
+    if c.s[c.i] == close:
+        c.i += 1
+        return 1
+    if c.s[c.i] != 44:
+        return BAD
+    c.i += 1
+    return 0
 
 
 cdef inline int _hex4(Scan* c) noexcept nogil:
@@ -258,7 +282,7 @@ cdef inline bint _is_key(Scan* c, const char* key, Py_ssize_t length) noexcept n
 cdef int _find_members(Scan* c, const char** keys, Py_ssize_t* spans, int nkeys) except -2:
     """In the object at c.i, the value spans [start, end) of the members named ``keys``
     (each must occur exactly once, no key written with an escape): 0, or BAD."""
-    cdef int k, found
+    cdef int k, found, closed
     cdef Py_ssize_t start
     cdef bint escaped
     for k in range(2 * nkeys):
@@ -296,15 +320,11 @@ cdef int _find_members(Scan* c, const char** keys, Py_ssize_t* spans, int nkeys)
             if spans[2 * found] >= 0:
                 return BAD     # the member twice: json keeps the last, the ordinary way reads it
             spans[2 * found], spans[2 * found + 1] = start, c.i
-        _ws(c)
-        if c.i >= c.n:
+        closed = _after_item(c, 125)
+        if closed < 0:
             return BAD
-        if c.s[c.i] == 125:
-            c.i += 1
+        if closed:
             break
-        if c.s[c.i] != 44:
-            return BAD
-        c.i += 1
     for k in range(2 * nkeys):
         if spans[k] < 0:
             return BAD
@@ -388,6 +408,7 @@ def model_parts(bytes raw, alphabet):
     cdef uint8_t* seen = NULL
     cdef uint64_t size = 16, mask, h, k
     cdef Py_ssize_t entries = 0, nbyte = 0, i, space, nl, nr, nmerges = 0
+    cdef int closed
     cdef int64_t idx, a, b, m, nb, max_id = -1, value
     cdef uint32_t* cps
     cdef uint64_t* ends
@@ -470,20 +491,15 @@ def model_parts(bytes raw, alphabet):
             nums.append(num)
             if value > max_id:
                 max_id = value
-            if ids_buf.size + 1 > ids_buf.cap:
-                _grow(&ids_buf, ids_buf.size + 1)
-            (<uint32_t*>ids_buf.data)[ids_buf.size] = <uint32_t>value
-            ids_buf.size += 1
+            _push32(&ids_buf, <uint32_t>value)
             if blob.size + c.cps.size > blob.cap:
                 _grow(&blob, blob.size + c.cps.size)
             nb = _to_bytes(&c, 0, c.cps.size, <uint8_t*>blob.data + blob.size)
-            if index_buf.size + 1 > index_buf.cap:
-                _grow(&index_buf, index_buf.size + 1)
             if c.cps.size == 0:
                 return None     # an empty key: the ordinary way decides
             if nb < 0:
                 strange.append(text)
-                (<uint32_t*>index_buf.data)[index_buf.size] = NOT_BYTE
+                _push32(&index_buf, NOT_BYTE)
             else:
                 token = PyBytes_FromStringAndSize(<char*>blob.data + blob.size, nb)
                 PyDict_SetItem(ranks, token, num)
@@ -492,19 +508,14 @@ def model_parts(bytes raw, alphabet):
                     _grow(&ends_buf, ends_buf.size + 1)
                 (<uint64_t*>ends_buf.data)[ends_buf.size] = blob.size
                 ends_buf.size += 1
-                (<uint32_t*>index_buf.data)[index_buf.size] = <uint32_t>entries
+                _push32(&index_buf, <uint32_t>entries)
                 nbyte += 1
-            index_buf.size += 1
             entries += 1
-            _ws(&c)
-            if c.i >= c.n:
+            closed = _after_item(&c, 125)
+            if closed < 0:
                 return None
-            if c.s[c.i] == 125:
-                c.i += 1
+            if closed:
                 break
-            if c.s[c.i] != 44:
-                return None
-            c.i += 1
         if c.i != model[1] or len(vocab) != entries or max_id >= (1 << 26):
             return None     # a key twice (json keeps the last), or ids too sparse to check here
         seen = <uint8_t*>calloc(max_id + 1, 1)
@@ -606,21 +617,15 @@ def model_parts(bytes raw, alphabet):
                 m = _lookup(slots, mask, <uint8_t*>blob.data, <uint8_t*>scratch.data, nl + nr)
                 if a < 0 or b < 0 or m < 0:
                     return None
-                if merge_buf.size + 3 > merge_buf.cap:
-                    _grow(&merge_buf, merge_buf.size + 3)
-                trio = <uint32_t*>merge_buf.data + merge_buf.size
-                trio[0], trio[1], trio[2] = slots[a].index, slots[b].index, slots[m].index
-                merge_buf.size += 3
+                _push32(&merge_buf, slots[a].index)
+                _push32(&merge_buf, slots[b].index)
+                _push32(&merge_buf, slots[m].index)
                 nmerges += 1
-                _ws(&c)
-                if c.i >= c.n:
+                closed = _after_item(&c, 93)
+                if closed < 0:
                     return None
-                if c.s[c.i] == 93:
-                    c.i += 1
+                if closed:
                     break
-                if c.s[c.i] != 44:
-                    return None
-                c.i += 1
         if c.i != model[3]:
             return None
         # the columns: the entries' own int and str objects, as json's lists would hold
