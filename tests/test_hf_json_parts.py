@@ -69,6 +69,10 @@ def test_published_files_native_parts_equal_the_twin(vocab_file, name):
     fast, slow = _load_both(path)
     assert fast._packed is not None, f"{name}: the core and the rank-rule check from the packed tokens"
     _assert_same_encoding(fast, slow)
+    # fastbpe.Tokenizer.from_file (HF's API) reads the file the same native way
+    tok = fastbpe.Tokenizer.from_file(path).encoding
+    assert tok._packed is not None
+    _assert_same_encoding(tok, slow)
 
 
 # --------------------------------------------------------------------------- hypothesis
