@@ -92,3 +92,52 @@ def test_merge_list_from_uint32_columns_is_the_list_one(pairs, pieces):
     assert from_lists.encode_pieces(words) == from_buffers.encode_pieces(words)
     wide = MergeList(byte_ids, *(np.asarray(c, dtype=np.int64) for c in (lefts, rights, news)), None, 0)
     assert wide.piece_counts(data, ends) == from_lists.piece_counts(data, ends)   # not uint32: the generic path
+
+
+_DEEPSEEK_SPLITS = (r"\p{N}{1,3}", "[一-龥\u3040-ゟ゠-ヿ]+",
+                    r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+_SYNTHETIC = ["[a-c]", "[^a-c]", r"[\-a]", "[a-]", "[-a]", r"[\]a]", r"[\\]", r"[\p{Lu}\s0-9]", r"[^\s\p{N}x]", "[ -~]",
+              r"\ ", "'", "e", r"\S", "[\u00e9\u0301]", "[\U0001F600-\U0001F64F]", r"[\t\f\v]", "[^\U00010000-\U0010FFFF]"]
+
+
+def _scan(text: str):
+    """An atom's code points by ``regex`` over all of them (the oracle)."""
+    import numpy as np
+    import regex
+
+    from fastbpe.reference.split_program import _every_code_point
+
+    members = np.zeros(0x110000, dtype=bool)
+    for m in regex.finditer(f"(?:{text})+", _every_code_point()):
+        members[m.start():m.end()] = True
+    return members
+
+
+def test_atom_sets_composed_from_their_parts_equal_regex():
+    """``_set_members`` (an atom composed from its literal characters, ranges and
+    properties) equals ``regex`` on every code point, for every atom of the built-in
+    and open models' patterns and of DeepSeek V4's Splits, and for other set forms."""
+    from fastbpe.reference import patterns
+    from fastbpe.reference.split_program import Unsupported, _set_members, compile_program
+
+    atoms = set(_SYNTHETIC)
+    for pattern in set(patterns.PATTERNS.values()) | set(_DEEPSEEK_SPLITS):
+        try:
+            atoms |= set(compile_program(pattern).atoms)
+        except Unsupported:
+            continue
+    composed = 0
+    for text in sorted(atoms):
+        got = _set_members(text)
+        if got is not None:
+            composed += 1
+            assert (got == _scan(text)).all(), text
+    assert composed >= 20
+
+
+def test_other_atom_forms_are_scanned_whole():
+    from fastbpe.reference.split_program import _set_members
+
+    for text in ["(?i:s)", "(?i:[sdmt])", r"\p{L}", r"\s", r"\d", r"[\d]", r"[\w-]", r"[\x41]", "[[a]]", "[]a]", "[a&&b]",
+                 "[a--b]", r"[\P{L}]", r"[\p{Script=Han}]", "[c-a]", ".", "[^]", "[]"]:
+        assert _set_members(text) is None, text
