@@ -24,7 +24,8 @@ Options (issue 38):
   ``--models`` picks files by the labels below (default: cl100k, llama-3.2, qwen3,
   deepseek-v4).
 * ``--load``: the CPU time of ``fastbpe.load`` against HF ``Tokenizer.from_file`` on
-  each tokenizer.json, in fresh processes (best of ``--rounds``), with the libraries
+  each tokenizer.json (and gpt2.tokenizer.json; Mistral's Tekken file against
+  mistral-common's ``Tekkenizer.from_file``), in fresh processes (best of ``--rounds``), with the libraries
   and numpy imported before the clock starts: "load" excludes fastbpe's lazily imported
   modules (a loader that has made one tokenizer), "first" includes them (the first
   load in a process). Byte code is cached for the children (``PYTHONPYCACHEPREFIX`` in
@@ -77,6 +78,9 @@ FILES = [("cl100k (native)", "cl100k_base.tiktoken"), ("llama-4 .model", "llama-
 #: ``--speed`` / ``--load`` models: label -> file under VOCAB (cl100k: the built-in encoding)
 MODELS = {"cl100k": "cl100k_base", "llama-3.2": "llama-3.2/tokenizer.json", "qwen3": "qwen3/tokenizer.json",
           "deepseek-v4": "deepseek-v4/tokenizer.json"}
+#: more files ``--load`` times (its default: all): HF's column for Tekken is mistral-common's
+#: ``Tekkenizer.from_file`` (its reference reader; HF ``tokenizers`` does not read the format)
+LOAD_ONLY = {"gpt2": "gpt2.tokenizer.json", "tekken": "mistral/tekken_240911.json"}
 
 
 def corpus() -> list[str]:
@@ -113,7 +117,10 @@ import sys, time
 sys.path.insert(0, CHECKOUT)
 import numpy, regex
 which, path, first = sys.argv[1], sys.argv[2], sys.argv[3] == "first"
-if which == "hf":
+if which == "hf" and path.endswith("tekken_240911.json"):
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    load = Tekkenizer.from_file
+elif which == "hf":
     import tokenizers
     load = tokenizers.Tokenizer.from_file
 else:
@@ -167,7 +174,7 @@ def load_times(labels: list[str], rounds: int) -> None:
     print("| file | HF from_file | fastbpe.load | (first in a process) | fastbpe / HF |")
     print("|---|---|---|---|---|")
     for label in labels:
-        path = VOCAB / MODELS[label]
+        path = VOCAB / {**MODELS, **LOAD_ONLY}[label]
         if label == "cl100k" or not path.exists():
             continue
         _child(_LOAD_CHILD, "fastbpe", path, "first", env=env)   # byte code written
@@ -239,7 +246,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--speed", action="store_true", help="only the per-model speed loop (fresh processes)")
     ap.add_argument("--load", action="store_true", help="only the load times (fresh processes)")
-    ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=list(MODELS))
+    ap.add_argument("--models", nargs="+", choices=sorted(MODELS | LOAD_ONLY),
+                    help="--speed: default all but gpt2 and tekken; --load: default all")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--where", metavar="FILE", help="where one file's time goes (a path under the vocabulary folder)")
     ap.add_argument("--checkout", type=Path, default=ROOT, help="the fastbpe checkout --speed/--load time")
@@ -251,9 +259,9 @@ def main() -> None:
         return
     if args.speed or args.load:
         if args.speed:
-            speed(args.models, args.rounds)
+            speed(args.models or list(MODELS), args.rounds)
         if args.load:
-            load_times(args.models, args.rounds)
+            load_times(args.models or list(MODELS) + list(LOAD_ONLY), args.rounds)
         return
     docs = corpus()
     n = sum(len(d.encode()) for d in docs)

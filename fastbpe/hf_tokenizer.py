@@ -40,7 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .bpe.hf import HFEncoding
+from .bpe.hf import HFEncoding, read_model_parts
+from .formats._hfjson import parts_of_bytes
 from .formats.hf_spm import is_spm_json, read_hf_spm
 from .pretrained import TokenizerConfig, resolve
 from .reference import hf
@@ -139,10 +140,19 @@ class Tokenizer:
         if not isinstance(json, str):
             raise TypeError(f"json must be a str, not {type(json).__name__}")
         path = source
-        try:
-            data = _json.loads(json)
-        except _json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not JSON: {exc}") from None
+        # a byte-level BPE file's vocabulary and merges read natively (``fastbpe.load``'s
+        # way: ``formats._hfjson.read_json_parts``); anything else by json, as before
+        found = _native_parts(json)
+        data, parts = found if found is not None else (None, None)
+        if parts is not None:
+            model = data["model"]
+            if model.get("type", "BPE") != "BPE" or is_spm_json(data):   # they read merges from data
+                data = parts = None
+        if data is None:
+            try:
+                data = _json.loads(json)
+            except _json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: not JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path}: the top level must be a JSON object")
         model = data.get("model")
@@ -154,7 +164,7 @@ class Tokenizer:
         elif kind == "BPE" and is_spm_json(data):    # sentencepiece-style: Llama 2, Mistral
             enc = HFSentencePieceBPE(read_hf_spm(data, str(path)), name=name, source=str(path))
         elif kind == "BPE":
-            enc = HFEncoding.from_json(name, data, str(path))
+            enc = HFEncoding.from_json(name, data, str(path), parts=parts)
         else:
             raise ValueError(f"{path}: model.type {kind!r}: fastbpe.Tokenizer reads BPE and WordPiece files")
         return cls(enc, truncation=_file_truncation(truncation, path), padding=_file_padding(padding, path),
@@ -580,3 +590,13 @@ def _file_padding(p, path) -> dict | None:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}") from None
     return None if padding is None else dict(vars(padding))
+
+
+def _native_parts(text: str):
+    """``formats._hfjson.parts_of_bytes`` of a tokenizer.json's text, or None (a text
+    that is not UTF-8-encodable, lone surrogates, is read by json)."""
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return parts_of_bytes(raw, read_model_parts)

@@ -110,9 +110,12 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
     if model is not None:
         raise ValueError(f"model= names the meaning of a rank file (.tiktoken); {path} is read as {fmt!r}")
     if fmt == "hf":
-        from .formats._hfjson import field, model_of, read_json
+        from .bpe.hf import read_model_parts
+        from .formats._hfjson import field, model_of, read_json, read_json_parts
 
-        data = read_json(path)
+        # a byte-level BPE file's vocabulary and merges read natively from its bytes
+        # (``parts``; None: read the ordinary way)
+        data, parts = read_json_parts(path, read_model_parts)
         from .formats.tekken import is_tekken, read_tekken_json
 
         if is_tekken(data):
@@ -131,6 +134,7 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
             from .spm import HFSentencePieceBPE
             from .formats.hf_spm import read_hf_spm
 
+            data = read_json(path) if parts is not None else data   # its merges, as json reads them
             return HFSentencePieceBPE(read_hf_spm(data, str(path)), name=name or path.stem, source=str(path))
         if model_type != "BPE":
             raise ValueError(f"{path}: unsupported tokenizer model {model_type!r} (expected BPE or WordPiece)")
@@ -139,7 +143,7 @@ def load(path: str | os.PathLike, *, format: str | None = None, pat_str: str | N
         if special_tokens is not None or pat_str is not None:
             raise ValueError(f"{path}: a tokenizer.json states its own pattern and special tokens; "
                              "pat_str= and special_tokens= are for rank files")
-        return HFEncoding.from_json(name or path.stem, data, str(path))
+        return HFEncoding.from_json(name or path.stem, data, str(path), parts=parts)
     if fmt == "gpt2":
         from .formats.gpt2_files import read_gpt2_files
 

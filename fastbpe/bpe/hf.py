@@ -81,6 +81,7 @@ import bisect
 import contextlib
 import functools
 import heapq
+import os
 import unicodedata
 from collections.abc import Sequence
 from itertools import accumulate
@@ -88,13 +89,14 @@ from itertools import accumulate
 import numpy as np
 import regex
 
-from ..formats.hf_bpe import _may_overlap, unicode_to_bytes
+from ..formats.hf_bpe import unicode_to_bytes
 from ..formats.hf_pipeline import HFPipeline, not_byte_level, read_pipeline
 from ..reference import hf
 from ..reference import patterns
 from ..reference.core import CoreBPE as ReferenceCoreBPE
 from ..reference.core import DisallowedSpecial
 from ..reference.core import fix_surrogates
+from ..reference.tokenizer_json import ModelParts, byte_level_bytes
 from .encoding import Encoding, _make_core
 
 try:
@@ -102,6 +104,14 @@ try:
     from .._hf_merge import merge_id_columns as _merge_id_columns
 except ImportError:  # pragma: no cover - the pure-Python words serve
     _MergeList = _merge_id_columns = None
+try:
+    from .._encode import _rebuild_core
+except ImportError:  # pragma: no cover - the core from the ranks dict serves
+    _rebuild_core = None
+try:
+    from .._hf_json import model_parts as _native_model_parts
+except ImportError:  # pragma: no cover - the ordinary reader serves
+    _native_model_parts = None
 try:
     from .._pretokenize import nfc_quick as _nfc_quick
     from .._pretokenize import pattern_id as _pattern_id
@@ -125,15 +135,20 @@ _CACHE_WORDS = 200_000
 class HFEncoding(Encoding):
     """A byte-level BPE tokenizer.json (see the module docstring)."""
 
-    def __init__(self, name: str, pipeline: HFPipeline, *, engine: str = "auto"):
+    def __init__(self, name: str, pipeline: HFPipeline, *, engine: str = "auto", parts: ModelParts | None = None):
         """``engine``: "auto" (the rank engine when the file allows it) or "pipeline"
-        (always the pipeline: for comparisons and benchmarks)."""
+        (always the pipeline: for comparisons and benchmarks). ``parts``: the file's
+        vocabulary and merges as ``read_model_parts`` read them, when the pipeline was
+        read with them (its token bytes are not made again)."""
         if not isinstance(pipeline, HFPipeline):
             raise TypeError(f"pipeline must be an HFPipeline, not {type(pipeline).__name__}")
         if engine not in ("auto", "pipeline"):
             raise ValueError(f"engine must be 'auto' or 'pipeline', not {engine!r}")
-        ranks, specials, added = _ids_of(pipeline)
-        plan = _rank_engine_plan(pipeline, ranks) if engine == "auto" else None
+        ranks, specials, added = _ids_of(pipeline, parts)
+        #: the file's tokens packed as read (``parts``), when they are exactly ``ranks``:
+        #: the rank-rule check and the core are built from them without int objects
+        self._packed = parts if parts is not None and ranks is parts.ranks else None
+        plan = _rank_engine_plan(pipeline, ranks, self._packed) if engine == "auto" else None
         engine_pattern, self._unreachable = plan if plan else (None, frozenset())
         cut = engine_pattern in _CUT_PATTERNS
         if isinstance(engine_pattern, tuple):  # Splits in sequence: one split program
@@ -161,16 +176,23 @@ class HFEncoding(Encoding):
                                      added_texts)
 
     @classmethod
-    def from_json(cls, name: str, data: dict, source: str, *, engine: str = "auto") -> HFEncoding:
+    def from_json(cls, name: str, data: dict, source: str, *, engine: str = "auto",
+                  parts: ModelParts | None = None) -> HFEncoding:
         """The encoding of a parsed tokenizer.json (``read_pipeline``, which refuses what
         it cannot reproduce), the merges' ids found natively
-        (``_hf_merge.merge_id_columns``)."""
-        return cls(name, read_pipeline(data, source, merge_ids=_merge_id_columns), engine=engine)
+        (``_hf_merge.merge_id_columns``); ``parts``: the vocabulary and merges as
+        ``formats._hfjson.read_json_parts`` read them with ``read_model_parts``."""
+        return cls(name, read_pipeline(data, source, merge_ids=_merge_id_columns, parts=parts), engine=engine,
+                   parts=parts)
 
     def _new_core(self, ranks, specials, pat_str):
         """The native core of ``Encoding.__init__``: without the unreachable tokens in
-        its encode table, splitting by the core pattern when there is one."""
-        return _make_core(ranks, specials, self._core_pattern or pat_str, self._unreachable)
+        its encode table, splitting by the core pattern when there is one; from the
+        file's packed tokens when the load read them (``_packed_core``)."""
+        pattern = self._core_pattern or pat_str
+        if self._packed is not None and _rebuild_core is not None and os.environ.get("FASTBPE_REFERENCE_CORE") != "1":
+            return _packed_core(self._packed, specials, pattern, self._unreachable)
+        return _make_core(ranks, specials, pattern, self._unreachable)
 
     def encode_single_token(self, text_or_bytes) -> int:
         """``Encoding.encode_single_token``; a token the merges never reach is a token too."""
@@ -354,15 +376,27 @@ def _flag(value) -> bool:
     return value
 
 
-def _ids_of(p: HFPipeline) -> tuple[dict[bytes, int], dict[str, int], dict[str, int]]:
+def _ids_of(p: HFPipeline, parts: ModelParts | None = None) -> tuple[dict[bytes, int], dict[str, int], dict[str, int]]:
     """(ranks, special tokens, other added tokens) for the ``Encoding`` underneath: every
     byte-level vocabulary entry is an id's bytes, except an added token's own entry
-    (its id decodes to its content) unless merges build that token too."""
+    (its id decodes to its content) unless merges build that token too. With ``parts``
+    the byte-level entries' bytes are ``parts.ranks`` (made as the file was read)."""
     produced = set(p.merge_columns[2]) if p.added else set()   # ids merges make
     added_texts = {e["content"] for e in p.added}
     table = unicode_to_bytes()
-    skip = set(not_byte_level(p.vocab))   # added tokens' own entries (hf_pipeline checks)
+    strange = parts.not_byte_level if parts is not None else not_byte_level(p.vocab)
+    skip = set(strange)   # added tokens' own entries (hf_pipeline checks)
     skip |= {t for t in added_texts if t in p.vocab and p.vocab[t] not in produced and not (len(t) == 1 and t in table)}
+    specials = {e["content"]: e["id"] for e in p.added if e["special"]}
+    added = {e["content"]: e["id"] for e in p.added if not e["special"]}
+    if parts is not None:
+        ranks = parts.ranks
+        dropped = [t for t in skip if t not in strange]
+        if dropped:
+            ranks = dict(ranks)
+            for t in dropped:
+                del ranks[byte_level_bytes(t)]
+        return ranks, specials, added
     texts = [t for t in p.vocab if t not in skip] if skip else list(p.vocab)
     # one translate and encode of all texts (each ByteLevel character is one byte), cut
     # by the texts' lengths: ~3x faster than a translate per token
@@ -370,9 +404,38 @@ def _ids_of(p: HFPipeline) -> tuple[dict[bytes, int], dict[str, int], dict[str, 
     ends = list(accumulate(map(len, texts)))
     tokens = map(blob.__getitem__, map(slice, [0] + ends[:-1], ends))
     ranks = dict(zip(tokens, map(p.vocab.__getitem__, texts)))
-    specials = {e["content"]: e["id"] for e in p.added if e["special"]}
-    added = {e["content"]: e["id"] for e in p.added if not e["special"]}
     return ranks, specials, added
+
+
+def _packed_core(packed: ModelParts, specials: dict[str, int], pattern, unreachable: frozenset[bytes]):
+    """The native core of ``packed``'s tokens (``_encode._rebuild_core``, no dict to
+    pack), as ``CoreBPE(ranks, specials, pattern, unreachable)`` builds it: the
+    encoded tokens first, then the unreachable ones, each group in file order."""
+    arena, lengths, ids = packed.arena, packed.lengths, packed.ids
+    n_encoded = -1
+    if unreachable:
+        lens = np.frombuffer(lengths, dtype=np.uint32)
+        idv = np.frombuffer(ids, dtype=np.uint32)
+        skip = np.isin(idv, np.fromiter((packed.ranks[t] for t in unreachable), dtype=np.uint32, count=len(unreachable)))
+        order = np.argsort(skip, kind="stable")
+        new_lens = lens[order].astype(np.int64)
+        starts = np.cumsum(lens, dtype=np.int64) - lens
+        new_starts = np.cumsum(new_lens) - new_lens
+        gather = np.repeat(starts[order] - new_starts, new_lens) + np.arange(int(new_lens.sum()), dtype=np.int64)
+        arena = np.frombuffer(arena, dtype=np.uint8)[gather].tobytes()
+        lengths, ids = lens[order].tobytes(), idv[order].tobytes()
+        n_encoded = int(len(order) - skip.sum())
+    return _rebuild_core(arena, lengths, ids, dict(specials), pattern, n_encoded)
+
+
+def read_model_parts(raw: bytes) -> ModelParts | None:
+    """``reference.tokenizer_json.model_parts`` of a tokenizer.json's bytes, natively
+    (``_hf_json.model_parts``): None when the file is not of the plain form (then it is
+    read the ordinary way), or when the native reader is not built."""
+    if _native_model_parts is None:  # pragma: no cover - the ordinary reader serves
+        return None
+    found = _native_model_parts(raw, hf._byte_chars())
+    return None if found is None else ModelParts(*found)
 
 
 @functools.lru_cache(maxsize=1)
@@ -404,7 +467,8 @@ def _nfc(p: HFPipeline) -> bool:
     return p.normalizer == {"type": "NFC"}
 
 
-def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[str | tuple[str, ...], frozenset[bytes]] | None:
+def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int],
+                      packed: ModelParts | None = None) -> tuple[str | tuple[str, ...], frozenset[bytes]] | None:
     """``(pattern, unreachable tokens)`` with which tiktoken's rank rule gives exactly
     this file's ids, or None (the module docstring's conditions); the pattern is a
     tuple for Isolated Splits in sequence (one native split program)."""
@@ -418,11 +482,11 @@ def _rank_engine_plan(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[str | tup
     for e in p.added:
         if e["lstrip"] or e["rstrip"] or e["single_word"]:
             return None
-    groups = [[e["content"] for e in p.added if e["normalized"] == flag] for flag in (True, False)]
-    overlap = _may_overlap if _nfc(p) else _taken_before_raw
-    if any(overlap(a, b) for a in groups[0] for b in groups[1]):
+    normalized, raw = [[e["content"] for e in p.added if e["normalized"] == flag] for flag in (True, False)]
+    # with NFC, any overlap (``_may_overlap``: ``_taken_before_raw`` either way round)
+    if _any_taken_before_raw(normalized, raw) or (_nfc(p) and _any_taken_before_raw(raw, normalized)):
         return None
-    unreachable = _rank_rule_unreachable(p, ranks)
+    unreachable = _rank_rule_unreachable(p, ranks, packed)
     if unreachable is None:
         return None
     return pattern, (frozenset() if p.model["ignore_merges"] else unreachable)
@@ -445,11 +509,37 @@ def _taken_before_raw(a: str, b: str) -> bool:
     return b in a or any(a.endswith(b[:k]) for k in range(1, min(len(a), len(b))))
 
 
-def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int]) -> frozenset[bytes] | None:
+def _any_taken_before_raw(normalized: list[str], raw: list[str]) -> bool:
+    """``any(_taken_before_raw(a, b) for a in normalized for b in raw)``, without the
+    product (DeepSeek V4: 1,283 added tokens, ~57k pairs, ~0.3 s that way): a raw token
+    inside some ``a`` is a set lookup per substring of ``a`` of a raw token's length
+    (no regex of them all: compiling 1,237 alternatives costs ~0.3 s); a suffix of ``a``
+    that is a proper prefix of a raw token (each shorter than both) is a set lookup per
+    suffix.
+
+    >>> _any_taken_before_raw(["|DSML|", "x"], ["</table>|"]), _any_taken_before_raw(["</table>|"], ["|DSML|"])
+    (False, True)
+    """
+    if not normalized or not raw:
+        return False
+    raws = set(raw)
+    lengths = sorted(set(map(len, raws)))
+    prefixes = {b[:k] for b in raws for k in range(1, len(b))}
+    for a in normalized:
+        if any(a[i:i + n] in raws for n in lengths for i in range(len(a) - n + 1)):
+            return True
+        if any(a[len(a) - k:] in prefixes for k in range(1, len(a))):
+            return True
+    return False
+
+
+def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int],
+                           packed: ModelParts | None = None) -> frozenset[bytes] | None:
     """``reference.hf.rank_rule_unreachable`` of the file, as token bytes, decided on
     numpy arrays (the same two conditions; ``tests/test_hf_rank_rule.py`` checks both
-    agree on the published files)."""
-    ids, counts, news = _merged_counts(p, ranks)
+    agree on the published files). ``packed``: ``ranks`` and the merges as the load
+    read them (``_merged_counts``)."""
+    ids, counts, news = _merged_counts(p, ranks, packed)
     if _MergeList is None:  # pragma: no cover - the reference decides
         found = hf.rank_rule_unreachable(ids.tolist(), counts.tolist(), news.tolist())
     elif (counts == 2).any():
@@ -461,15 +551,26 @@ def _rank_rule_unreachable(p: HFPipeline, ranks: dict[bytes, int]) -> frozenset[
         found = frozenset(ids[counts >= 3].tolist()) if in_order else None
     if found is None:
         return None
-    by_id = {r: t for t, r in ranks.items()} if found else {}
-    return frozenset(by_id[i] for i in found)
+    # the few found ids' tokens (Llama 3.2: 588 of 128k; no id -> token dict of them all)
+    return frozenset(t for t, r in ranks.items() if r in found) if found else frozenset()
 
 
-def _merged_counts(p: HFPipeline, ranks: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _merged_counts(p: HFPipeline, ranks: dict[bytes, int],
+                   packed: ModelParts | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(token ids, how many ids the merge list makes of each token's own bytes, the id
     each merge makes) as int64 arrays: every token merged by the list natively in one
     call (``MergeList.piece_counts`` over all tokens end to end, no whole-word lookup;
-    counts of 3 or more given as 3, all the check tells apart)."""
+    counts of 3 or more given as 3, all the check tells apart). With ``packed`` (the
+    same tokens and merges, packed as the load read them) no list, int or bytes object
+    is made per token or merge."""
+    if packed is not None and _MergeList is not None:
+        ids = np.frombuffer(packed.ids, dtype=np.uint32).astype(np.int64)
+        ends = np.cumsum(np.frombuffer(packed.lengths, dtype=np.uint32), dtype=np.int64)
+        trio = np.frombuffer(packed.merge_triples, dtype=np.uint32).reshape(-1, 3)
+        lefts, rights, news = (np.ascontiguousarray(trio[:, k]) for k in range(3))
+        words = _MergeList([p.vocab[c] for c in hf._byte_chars()], lefts, rights, news, None, 0)
+        counts = np.frombuffer(words.piece_counts(packed.arena, ends), dtype=np.uint8)
+        return ids, counts.astype(np.int64), news.astype(np.int64)
     tokens = list(ranks)
     ids = np.fromiter(ranks.values(), dtype=np.int64, count=len(tokens))
     lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))

@@ -91,7 +91,45 @@ def field(obj: dict, key: str, kind, where: str, source: str, default=...):
 def read_json(path: str | os.PathLike) -> dict:
     """Parse a tokenizer.json; any failure is a ValueError naming the file and where."""
     path = Path(path)
+    return _parse(path, path.read_bytes())
+
+
+def read_json_parts(path: str | os.PathLike, model_parts=None) -> tuple[dict, object]:
+    """``(read_json(path), None)``, or, when ``model_parts(raw)`` takes the file (the
+    native ``_hf_json.model_parts``, passed down by the layers above; see its twin
+    ``reference.tokenizer_json``), ``(data, parts)``: ``data`` parsed by ``json`` with
+    ``model.vocab`` and ``model.merges`` cut out of the bytes, ``model.vocab`` then set to
+    ``parts.vocab`` and ``model.merges`` left empty (``parts`` holds them: a caller that
+    reads merges from ``data`` must take the first form). Only a file with no
+    ``continuing_subword_prefix`` takes the parts (their new ids are left + right).
+    A file the cut leaves unparseable or otherwise odd is read the ordinary way, which
+    names what is wrong."""
+    path = Path(path)
     raw = path.read_bytes()
+    found = parts_of_bytes(raw, model_parts) if model_parts is not None else None
+    return found if found is not None else (_parse(path, raw), None)
+
+
+def parts_of_bytes(raw: bytes, model_parts) -> tuple[dict, object] | None:
+    """``read_json_parts``' ``(data, parts)`` of a file's bytes, or None."""
+    parts = model_parts(raw)
+    if parts is None:
+        return None
+    first, second = sorted([(*parts.vocab_span, b"{}"), (*parts.merges_span, b"[]")])
+    rest = raw[:first[0]] + first[2] + raw[first[1]:second[0]] + second[2] + raw[second[1]:]
+    try:   # the rest is checked by json: with it valid, the cut members sat where json reads them
+        data = json.loads(rest.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None
+    model = data.get("model") if type(data) is dict else None
+    if (type(model) is not dict or model.get("vocab") != {} or model.get("merges") != []
+            or model.get("continuing_subword_prefix")):
+        return None
+    model["vocab"] = parts.vocab
+    return data, parts
+
+
+def _parse(path: Path, raw: bytes) -> dict:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

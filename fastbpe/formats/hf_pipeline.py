@@ -248,18 +248,20 @@ def check_decoder(obj, where: str, source: str) -> dict | None:
     _refuse(source, where, f"decoder {show(kind)}")
 
 
-def check_model(model: dict, source: str, merge_ids=None) -> tuple[dict, dict[str, int], tuple[list, list], tuple[list, list, list]]:
+def check_model(model: dict, source: str, merge_ids=None, parts=None) -> tuple[dict, dict[str, int], tuple[list, list], tuple[list, list, list]]:
     """(options, vocab, merge texts, merge ids) of a BPE model object, every value
     checked; merge texts are the columns ``(lefts, rights)``, merge ids the columns
     ``(left ids, right ids, new ids)``, in the file's order. ``merge_ids(vocab, merges,
     prefix)``: a faster way to the id columns from the layers above (the native
     ``_hf_merge.merge_id_columns``), which returns None for anything but the common
-    forms; then the checks here decide."""
+    forms; then the checks here decide. ``parts``: the vocabulary and merges as
+    ``_hfjson.read_json_parts`` read them from the file's bytes (the checks of the
+    vocabulary and merges made there: ``reference.tokenizer_json``)."""
     if field(model, "type", str, "model", source, default=None) != "BPE":
         raise ValueError(f"{source}: model.type {show(model.get('type'))} is not BPE")
     if field(model, "dropout", (int, float, None), "model", source, default=None) not in (None, 0, 0.0):
         raise ValueError(f"{source}: model.dropout makes encoding random; fastbpe encodes deterministically")
-    vocab = check_vocab(field(model, "vocab", dict, "model", source), "model.vocab", source)
+    vocab = parts.vocab if parts is not None else check_vocab(field(model, "vocab", dict, "model", source), "model.vocab", source)
     options = {
         "unk_token": field(model, "unk_token", (str, None), "model", source, default=None),
         "continuing_subword_prefix": field(model, "continuing_subword_prefix", (str, None), "model", source, default=None),
@@ -271,6 +273,9 @@ def check_model(model: dict, source: str, merge_ids=None) -> tuple[dict, dict[st
     if options["unk_token"] is not None and options["unk_token"] not in vocab:
         raise ValueError(f"{source}: model.unk_token {show(options['unk_token'])} is not in model.vocab")
     prefix = options["continuing_subword_prefix"] or ""
+    if parts is not None:
+        assert not prefix, "read_json_parts takes no file with a continuing_subword_prefix"
+        return options, vocab, parts.merge_texts, parts.merge_ids
     raw = field(model, "merges", list, "model", source, default=[])
     # the common forms in bulk, by C-level maps (280k merges: ~0.15 s, not ~0.5 s): the
     # lookups are the checks (the loop below names the first bad merge)
@@ -317,14 +322,14 @@ def check_model(model: dict, source: str, merge_ids=None) -> tuple[dict, dict[st
             ([vocab[a] for a in lefts], [vocab[b] for b in rights], [vocab[a + b[cut:]] for a, b in merges]))
 
 
-def read_pipeline(data: dict, source: str = "<json>", *, merge_ids=None) -> HFPipeline:
+def read_pipeline(data: dict, source: str = "<json>", *, merge_ids=None, parts=None) -> HFPipeline:
     """The ``HFPipeline`` of a parsed BPE tokenizer.json; ValueError for anything not
-    implemented (the module docstring). ``merge_ids``: see ``check_model``."""
+    implemented (the module docstring). ``merge_ids``, ``parts``: see ``check_model``."""
     expect(data, dict, "the top level", source)
     for key in ("truncation", "padding"):
         if data.get(key) is not None:
             _refuse(source, key, f"{key} (encode would cut or pad; fastbpe returns every id)")
-    options, vocab, merge_texts, merge_columns = check_model(model_of(data, source), source, merge_ids)
+    options, vocab, merge_texts, merge_columns = check_model(model_of(data, source), source, merge_ids, parts)
     pipeline = HFPipeline(
         normalizer=check_normalizer(data.get("normalizer"), "normalizer", source),
         pre_tokenizer=check_pre_tokenizer(data.get("pre_tokenizer"), "pre_tokenizer", source),
@@ -340,7 +345,7 @@ def read_pipeline(data: dict, source: str = "<json>", *, merge_ids=None) -> HFPi
     entries = check_added_tokens(data, source)
     contents = {e["content"] for e in entries}
     alphabet = unicode_to_bytes()
-    for text in not_byte_level(vocab):
+    for text in (parts.not_byte_level if parts is not None else not_byte_level(vocab)):
         if text not in contents:
             c = next(c for c in text if c not in alphabet)
             raise ValueError(f"{source}: {key_path('model.vocab', text, bracket=True)}: token {text!r} has character {c!r} "

@@ -427,6 +427,122 @@ def _every_code_point() -> str:
     return np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
 
 
+@functools.lru_cache(maxsize=256)
+def _atom_bits(text: str) -> np.ndarray:
+    """The code points one atom matches (by ``regex``, over all of them: Corollary 1),
+    packed 8 a byte. Kept per atom, not per atom tuple: one load builds the tables of
+    several programs and pairs that share atoms (DeepSeek V4's three Splits: 20 atom
+    scans of 0x110000 code points became 11). A set of literal characters, ranges and
+    properties is composed from its parts (``_set_members``): ``regex`` spends 10-50 ms
+    on a scan of ``[A-Za-z]`` or ``[^\\r\\n\\p{L}\\p{P}\\p{S}]``, and the properties'
+    own scans are shared by every atom that names them."""
+    members = _set_members(text)
+    if members is None:
+        members = np.zeros(0x110000, dtype=bool)
+        for m in regex.finditer(f"(?:{text})+", _every_code_point()):
+            members[m.start():m.end()] = True
+    return np.packbits(members)
+
+
+#: escapes that stand for one character inside or outside a set
+_ONE_CHAR_ESCAPES = {"r": "\r", "n": "\n", "t": "\t", "f": "\f", "v": "\v"}
+
+
+def _set_members(text: str) -> np.ndarray | None:
+    r"""The code points of an atom that is a property (``\\p{L}``), ``\\s``, ``\\S``,
+    one literal or escaped character, or a set (``[...]``, ``[^...]``) of literal or
+    escaped characters, ranges of them, properties and ``\\s``: the union of its
+    parts (each property and ``\\s`` scanned by ``regex`` once, as an atom of its own),
+    complemented over every code point for ``^`` / ``\\S``; None for any other form
+    (case-insensitive groups, other escapes, nested sets, set operations), which the
+    caller scans whole. ``tests/test_hf_load_path.py`` checks it against ``regex`` on
+    every code point.
+
+    >>> m = _set_members("[^a-c\\p{N}]"); bool(m[ord("b")]), bool(m[ord("1")]), bool(m[ord("d")])
+    (False, False, True)
+    >>> _set_members("(?i:s)") is None
+    True
+    """
+    if text == "\\S":
+        return ~_atom_members("\\s")
+    if text == "\\s" or text.startswith("\\p{"):
+        return None           # a primitive: scanned by regex
+    if not (text.startswith("[") and text.endswith("]")):
+        char = _one_char(text)
+        if char is None:
+            return None
+        members = np.zeros(0x110000, dtype=bool)
+        members[ord(char)] = True
+        return members
+    body, negate = text[1:-1], text.startswith("[^")
+    if negate:
+        body = body[1:]
+    if not body or any(op in body for op in ("&&", "--", "||", "~~")):
+        return None
+    members = np.zeros(0x110000, dtype=bool)
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "[" or c == "]":
+            return None       # a nested set or a stray bracket: regex decides
+        if c == "\\":
+            if body.startswith("\\p{", i):
+                end = body.find("}", i)
+                name = body[i + 3:end] if end > 0 else ""
+                if not name.isalnum():
+                    return None
+                members |= _primitive(body[i:end + 1])
+                i = end + 1
+                continue
+            if body.startswith("\\s", i):
+                members |= _primitive("\\s")
+                i += 2
+                continue
+            char = _one_char(body[i:i + 2])
+            if char is None:
+                return None
+            i += 2
+        else:
+            char, i = c, i + 1
+        if i < len(body) - 1 and body[i] == "-":     # a range char-char
+            hi_text = body[i + 1:i + 3] if body[i + 1] == "\\" else body[i + 1]
+            hi = _one_char(hi_text) if len(hi_text) == 2 else hi_text
+            if hi is None or hi in "[]" or ord(hi) < ord(char):
+                return None
+            members[ord(char):ord(hi) + 1] = True
+            i += len(hi_text) + 1
+            continue
+        members[ord(char)] = True
+    return ~members if negate else members
+
+
+def _one_char(text: str) -> str | None:
+    r"""The one character a literal (``a``) or an escaped character (``\\-``, ``\\r``)
+    stands for, or None.
+
+    >>> _one_char("\\r"), _one_char("\\["), _one_char("\\d"), _one_char(".")
+    ('\r', '[', None, None)
+    """
+    if len(text) == 1 and text not in "\\[]().*+?{}|^$":
+        return text
+    if len(text) == 2 and text[0] == "\\":
+        if text[1] in _ONE_CHAR_ESCAPES:
+            return _ONE_CHAR_ESCAPES[text[1]]
+        if not text[1].isalnum() and text[1].isascii():
+            return text[1]
+    return None
+
+
+def _primitive(text: str) -> np.ndarray:
+    """A property or ``\\s``, scanned by ``regex`` (as an atom: cached)."""
+    return _atom_members(text)
+
+
+def _atom_members(text: str) -> np.ndarray:
+    """``_atom_bits`` unpacked: a bool per code point."""
+    return np.unpackbits(_atom_bits(text)).view(bool)
+
+
 @functools.lru_cache(maxsize=64)
 def class_tables(atoms: tuple) -> tuple:
     """Every code point's atom set, as (stage1, stage2, class_atoms, ascii_atoms).
@@ -439,12 +555,9 @@ def class_tables(atoms: tuple) -> tuple:
     >>> int(asc[ord("a")]), int(asc[ord(" ")]), int(asc[ord("1")])
     (1, 2, 0)
     """
-    big = _every_code_point()
     sets = np.zeros(0x110000, dtype=np.uint32)
     for k, text in enumerate(atoms):
-        bit = np.uint32(1 << k)
-        for m in regex.finditer(f"(?:{text})+", big):
-            sets[m.start():m.end()] |= bit
+        sets |= _atom_members(text).astype(np.uint32) << np.uint32(k)
     # Distinct blocks first (a dict of their bytes: np.unique over rows is ~50x slower),
     # then the distinct atom sets among those few blocks.
     rows = sets.reshape(-1, BLOCK)
@@ -590,7 +703,9 @@ def _never_inside(outer: Program, inner: Program) -> bool:
     x = outer.atoms[0]
     for items in inner.branches:
         needed = [inner.atoms[it.atom] for it in items if it.kind == RUN and it.lo >= 1]
-        if not any(not (class_tables((x, a))[2] == 3).any() for a in needed):
+        # disjoint: no code point in both (what class_tables((x, a)) would show as a
+        # class with both bits)
+        if not any(not (_atom_bits(x) & _atom_bits(a)).any() for a in needed):
             return False
     return True
 

@@ -122,8 +122,16 @@ cdef class MergeList:
         free(self.words)
 
     def __init__(self, byte_ids, lefts, rights, new_ids, whole=None, Py_ssize_t cache_limit=200_000):
+        """``lefts``, ``rights``, ``new_ids``: the merges' id columns, as sequences of
+        ints, or as three uint32 buffers (read without an int object per id: the load's
+        rank-rule check, from ``_hf_json.model_parts``)."""
         cdef Py_ssize_t i, n = len(lefts), size = 16
         cdef uint64_t key, h
+        cdef const uint32_t[::1] lv
+        cdef const uint32_t[::1] rv
+        cdef const uint32_t[::1] nv
+        cdef bint typed = False
+        cdef uint32_t a, b, new_id
         if len(byte_ids) != 256:
             raise ValueError(f"byte_ids must hold 256 ids, got {len(byte_ids)}")
         if len(rights) != n or len(new_ids) != n:
@@ -140,14 +148,24 @@ cdef class MergeList:
             raise MemoryError()
         memset(self.slots, 0, size * sizeof(PairSlot))
         self.mask = size - 1
+        if type(lefts) is not list:
+            try:
+                lv, rv, nv = lefts, rights, new_ids
+                typed = True
+            except (TypeError, ValueError, BufferError):
+                typed = False
         for i in range(n):
-            key = ((<uint64_t><uint32_t>lefts[i]) << 32 | <uint32_t>rights[i]) + 1
+            if typed:
+                a, b, new_id = lv[i], rv[i], nv[i]
+            else:
+                a, b, new_id = <uint32_t>lefts[i], <uint32_t>rights[i], <uint32_t>new_ids[i]
+            key = ((<uint64_t>a) << 32 | b) + 1
             h = _mix(key) & self.mask
             while self.slots[h].key != 0 and self.slots[h].key != key:
                 h = (h + 1) & self.mask
             self.slots[h].key = key
             self.slots[h].rank = <uint32_t>i
-            self.slots[h].new_id = <uint32_t>new_ids[i]
+            self.slots[h].new_id = new_id
         self.cache = {}
         self.whole = whole
         self.cache_limit = cache_limit
