@@ -369,7 +369,7 @@ def test_every_code_point_below_u0300_is_nfc_stable():
 def test_nfc_quick_native_equals_reference(text):
     import unicodedata
 
-    from fastbpe._pretokenize import nfc_quick
+    from fastbpe._nfc import nfc_quick
 
     assert nfc_quick(text) == ref.nfc_quick(text)
     if nfc_quick(text):
