@@ -126,3 +126,26 @@ def test_needles_many_first_chars():
     assert needles("x\u4e3f!") and not needles("x\u4e3f") and not needles("!" * 50)
     with pytest.raises(TypeError):
         native.Needles([b"x"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x85\xa0\u2028\u3000ae\u0301<>", max_size=14),
+       tokens=st.sampled_from([None, ["<a>"], ["a"], ["\u00e9"]]))
+def test_route_is_nfc_search_and_llama3_cut(text, tokens):
+    """``_nfc.Route`` (NFC, the search for the tokens a call matches, ``llama3_cut``, in
+    one call) against those three steps in Python."""
+    from fastbpe.bpe.hf import _spaces, llama3_cut
+
+    needles = native.Needles(tokens) if tokens else None
+    got = native.Route(True, True, _spaces())(text, needles)
+    done = ref.nfc(text)
+    holds = (lambda t: any(x in t for x in tokens)) if tokens else (lambda t: False)
+    if done != text and (holds(text) or holds(done)):
+        assert got == native.PIPELINE
+    elif holds(done):
+        assert got == native.OWN
+    else:
+        at = llama3_cut(done)
+        assert got == (done if at is None else (done[:at], done[at:]))
+    plain = native.Route(False, False, _spaces())(text, None)
+    assert plain is text

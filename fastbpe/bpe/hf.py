@@ -108,11 +108,13 @@ try:
 except ImportError:  # pragma: no cover - the regex splitters serve
     _pattern_id = _split_offsets = None
 try:
+    from .._nfc import OWN as _OWN
     from .._nfc import Needles as _Needles
+    from .._nfc import Route as _Route
     from .._nfc import nfc as _hf_nfc
 except ImportError:  # pragma: no cover - the reference serves
     _hf_nfc = hf.nfc
-    _Needles = None
+    _Needles = _Route = _OWN = None
 
 #: Patterns that match every character, so Split(Isolated) leaves no gap to add: the
 #: built-in ones and the open models' (their HF forms, as ``hf_pipeline`` reads them).
@@ -833,32 +835,29 @@ class NFCCore(_RoutedCore):
     def __init__(self, native, make_other, added_texts):
         super().__init__(native, make_other, added_texts)
         self._searches: dict = {}
-        #: Qwen (NFC, then Llama3Core's cut): ``encode`` runs both routes in one method
-        self._cut = native if isinstance(native, Llama3Core) else None
+        self._allowed, self._needles = None, None   # the last call's set and its search
+        # ``encode``'s one native route: with Llama3Core behind (Qwen), its cut too
+        cut = isinstance(native, Llama3Core)
+        self._fast = _Route(True, cut, _spaces()) if _Route is not None else None
+        self._whole = native._native.encode_ordinary if cut else native.encode_ordinary
 
     def encode(self, text, allowed_special, disallowed_special=frozenset()):
-        """``_RoutedCore.encode``; with Llama3Core behind it and nothing disallowed (every
-        ``encode_ordinary`` of Qwen: its non-special added tokens are allowed), both
-        routes in one method: the NFC, one search for the tokens the call matches on NFC
-        text (two on other text, before and after normalizing), the cut, the native
-        core; no list of parts, no second router."""
-        cut = self._cut
-        if cut is None or disallowed_special or type(text) is not str:
+        """``_RoutedCore.encode``; with nothing disallowed (every ``encode_ordinary`` of
+        Qwen: its non-special added tokens are allowed), the NFC, the search for the
+        tokens the call matches and, with Llama3Core behind it, its cut in one native call
+        (``_nfc.Route``), then the native core: no list of parts, no second router."""
+        if disallowed_special or type(text) is not str or self._fast is None:
             return super().encode(text, allowed_special, disallowed_special)
-        nfc = _hf_nfc(text)
-        search = _finder(self._searches, allowed_special)
-        if nfc is not text:
-            if search is not None and (search(text) or search(nfc)):
-                return self._other().encode(text, allowed_special, disallowed_special)
-            text = nfc
-        if search is not None and search(text):   # Llama3Core's route: its own core
-            return cut._other().encode(text, allowed_special, disallowed_special)
-        if not text or text[-1] in "\r\n" or text[-1] not in cut._spaces:
-            return cut._native.encode_ordinary(text)
-        at = llama3_cut(text)
-        if at is None:
-            return cut._native.encode_ordinary(text)
-        return _joined(cut._native.encode_ordinary, [text[:at], text[at:]])
+        if allowed_special is not self._allowed:   # Encoding passes the same set each call
+            self._allowed, self._needles = allowed_special, _finder(self._searches, allowed_special)
+        found = self._fast(text, self._needles)
+        if type(found) is str:
+            return self._whole(found)
+        if type(found) is tuple:
+            return _joined(self._whole, found)
+        if found == _OWN:   # NFC text holding a token: Llama3Core's own core
+            return self._native.encode(text, allowed_special, disallowed_special)
+        return self._other().encode(text, allowed_special, disallowed_special)
 
     def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
         if not isinstance(text, str):

@@ -209,3 +209,71 @@ cdef class Needles:
                     return True
             i += 1
         return False
+
+
+#: ``Route`` answers for a text that a token the call matches sends elsewhere
+PIPELINE, OWN = 0, 1
+
+
+cdef class Route:
+    """The per-document route of ``fastbpe.bpe.hf`` (``NFCCore`` with ``Llama3Core``
+    behind it, or ``Llama3Core`` alone) in one call: ``route(text, needles)`` is
+
+    * the text (its HF NFC when ``nfc`` is set) for the native core to encode whole;
+    * a pair of strs: the text cut by ``bpe.hf.llama3_cut`` (when ``cut`` is set), each
+      part encoded alone;
+    * ``PIPELINE``: NFC changes the text and ``needles`` (the tokens the call matches)
+      are in it before or after: the pipeline engine cuts them as HF does;
+    * ``OWN``: the (NFC) text holds one of ``needles``: the core with the file's own
+      pattern as a split program.
+
+    ``spaces`` are the chars ``regex``'s ``\\s`` matches (all below U+3001).
+
+    >>> r = Route(True, True, " \\t\\n\\r")
+    >>> r("e\\u0301", None), r("a \\n  ", None), r("a<b>", Needles(["<b>"])), r("e\\u0301<b>", Needles(["<b>"]))
+    ('é', ('a \\n', '  '), 1, 0)
+    """
+    cdef bint nfc
+    cdef bint cut
+    cdef uint8_t spaces[0x3001]
+
+    def __init__(self, bint nfc, bint cut, spaces):
+        self.nfc = nfc
+        self.cut = cut
+        for k in range(0x3001):
+            self.spaces[k] = False
+        for c in spaces:
+            if ord(c) >= 0x3001:
+                raise ValueError(f"space {c!r} is not below U+3001")
+            self.spaces[ord(c)] = True
+
+    cdef inline bint _space(self, uint32_t c) noexcept:
+        return c < 0x3001 and self.spaces[c]
+
+    def __call__(self, str text, Needles needles):
+        cdef str done = nfc(text) if self.nfc else text
+        if done is not text:
+            if needles is not None and (needles(text) or needles(done)):
+                return PIPELINE
+        elif needles is not None and needles(done):
+            return OWN
+        if not self.cut:
+            return done
+        cdef int kind = PyUnicode_KIND(done)
+        cdef const void* data = PyUnicode_DATA(done)
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(done), i
+        cdef uint32_t c
+        if n == 0:
+            return done
+        c = _at(kind, data, n - 1)
+        if c == 10 or c == 13 or not self._space(c):
+            return done   # the common case: no trailing run after a newline
+        i = n - 1
+        while i >= 0:   # the trailing run of whitespace: its last \r or \n
+            c = _at(kind, data, i)
+            if c == 10 or c == 13:
+                return (done[:i + 1], done[i + 1:])
+            if not self._space(c):
+                break
+            i -= 1
+        return done
