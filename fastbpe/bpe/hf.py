@@ -859,6 +859,55 @@ class NFCCore(_RoutedCore):
             return self._native.encode(text, allowed_special, disallowed_special)
         return self._other().encode(text, allowed_special, disallowed_special)
 
+    def _parts(self, texts, allowed) -> list[list[str]] | None:
+        """The parts the rank core encodes for each text of a batch by the one native
+        route, or None when a text needs another core (then the routers' way)."""
+        if self._fast is None:
+            return None
+        needles = _finder(self._searches, allowed)
+        routes = []
+        for text in texts:
+            found = self._fast(text, needles)
+            if type(found) is str:
+                routes.append([found])
+            elif type(found) is tuple:
+                routes.append(list(found))
+            else:
+                return None
+        return routes
+
+    def _batch_core(self):
+        """The rank core under the routers."""
+        return self._native._native if isinstance(self._native, Llama3Core) else self._native
+
+    def encode_ordinary_batch(self, texts, num_threads=8):
+        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = self._parts(texts, frozenset())
+        if routes is None:
+            return super().encode_ordinary_batch(texts, num_threads)
+        return _regroup(routes, self._batch_core().encode_ordinary_batch([p for r in routes for p in r], num_threads))
+
+    def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
+        """``_RoutedCore.encode_batch``; with nothing disallowed, each text's parts by the
+        one native route, all of them on the rank core's threads (they hold none of the
+        tokens the call matches: its ordinary encode)."""
+        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = None if disallowed_special else self._parts(texts, allowed_special)
+        if routes is None:
+            return super().encode_batch(texts, allowed_special, num_threads, disallowed_special)
+        return _regroup(routes, self._batch_core().encode_ordinary_batch([p for r in routes for p in r], num_threads))
+
+    def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
+                              disallowed_special=frozenset()):
+        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = None if disallowed_special else self._parts(texts, allowed_special)
+        if routes is None:
+            return super().encode_batch_to_numpy(texts, allowed_special, num_threads, dtype, disallowed_special)
+        flat, offsets = self._batch_core().encode_batch_to_numpy([p for r in routes for p in r], frozenset(),
+                                                                 num_threads, dtype, frozenset())
+        # a text's parts are contiguous in flat: keep the offsets where texts start
+        return flat, (offsets if len(offsets) == len(texts) + 1 else offsets[np.cumsum([0] + [len(r) for r in routes])])
+
     def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
         if not isinstance(text, str):
             return [text]   # the core's TypeError
