@@ -830,7 +830,9 @@ class NFCCore(_RoutedCore):
     goes to the native core as it is when it is NFC, as its NFC when no added token's
     text (with something disallowed: special or not, matched or not; else of the tokens
     the call matches) is in it before or after normalizing; any other text to the
-    pipeline engine."""
+    pipeline engine. With nothing disallowed (``encode_ordinary``, batches, numpy) one
+    native call a text (``_nfc.Route``) decides all of it, with Llama3Core's cut when it
+    is behind (Qwen), and the parts go straight to the rank core."""
 
     def __init__(self, native, make_other, added_texts):
         super().__init__(native, make_other, added_texts)
