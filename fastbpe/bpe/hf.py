@@ -686,11 +686,47 @@ class _RoutedCore:
     on its threads), or None: then the other core (made at its first use) encodes the
     text. Decoding and token lookups are the native core's."""
 
+    #: the one native route (``_nfc.Route``: NFC, the search for the tokens a call
+    #: matches, Llama 3's cut) when the rule has one, and the rank core it feeds
+    #: (``NFCCore``, ``Llama3Core``); else None and each rule's ``_route`` in Python
+    _fast = None
+
     def __init__(self, native, make_other, added_texts):
         self._native = native
+        self._rank = native
         self._make_other = make_other
         self._other_core = None
         self._added = _needles(added_texts) if added_texts else None
+        self._searches: dict = {}
+        self._allowed, self._needles = None, None   # the last call's set and its search
+
+    def _search(self, allowed):
+        """``text -> whether it holds one of allowed`` (None for none): the last call's
+        (an Encoding passes the same set each call), else by the set."""
+        if allowed is not self._allowed:
+            self._allowed, self._needles = allowed, _finder(self._searches, allowed)
+        return self._needles
+
+    def _elsewhere(self, found):  # pragma: no cover - the rules with a native route say
+        """The core that encodes a text the native route gives ``_nfc.OWN`` or
+        ``_nfc.PIPELINE`` for."""
+        raise NotImplementedError
+
+    def _parts(self, texts, allowed) -> list[list[str]] | None:
+        """Each text's parts for the rank core by the native route (nothing disallowed),
+        or None when one needs another core (then each rule's ``_route``)."""
+        if self._fast is None:
+            return None
+        needles, routes = self._search(allowed), []
+        for text in texts:
+            found = self._fast(text, needles)
+            if type(found) is str:
+                routes.append([found])
+            elif type(found) is tuple:
+                routes.append(list(found))
+            else:
+                return None
+        return routes
 
     def __getattr__(self, name):
         return getattr(self._native, name)
@@ -707,6 +743,9 @@ class _RoutedCore:
         raise NotImplementedError
 
     def encode_ordinary(self, text):
+        if self._fast is not None and type(text) is str:   # a str or a pair: no needles
+            found = self._fast(text, None)
+            return self._rank.encode_ordinary(found) if type(found) is str else _joined(self._rank.encode_ordinary, found)
         parts = self._route(text)
         if parts is None:
             return self._other().encode_ordinary(text)
@@ -718,6 +757,15 @@ class _RoutedCore:
     _parts_hold_no_token = False
 
     def encode(self, text, allowed_special, disallowed_special=frozenset()):
+        """With nothing disallowed (every ``encode_ordinary`` of a file with added tokens),
+        one native route a text, then the rank core; else each rule's ``_route``."""
+        if self._fast is not None and not disallowed_special and type(text) is str:
+            found = self._fast(text, self._search(allowed_special))
+            if type(found) is str:
+                return self._rank.encode_ordinary(found)
+            if type(found) is tuple:
+                return _joined(self._rank.encode_ordinary, found)
+            return self._elsewhere(found).encode(text, allowed_special, disallowed_special)
         parts = self._route(text, allowed_special, disallowed_special)
         if parts is None:
             return self._other().encode(text, allowed_special, disallowed_special)
@@ -734,6 +782,9 @@ class _RoutedCore:
 
     def encode_ordinary_batch(self, texts, num_threads=8):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = self._parts(texts, frozenset())
+        if routes is not None:
+            return _regroup(routes, self._rank.encode_ordinary_batch([p for r in routes for p in r], num_threads))
         routes = [self._route(t) for t in texts]
         if any(r is None for r in routes):
             return self.encode_batch(texts, frozenset(), num_threads)
@@ -741,6 +792,9 @@ class _RoutedCore:
 
     def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = None if disallowed_special else self._parts(texts, allowed_special)
+        if routes is not None:   # the parts hold no token the call matches
+            return _regroup(routes, self._rank.encode_ordinary_batch([p for r in routes for p in r], num_threads))
         routes = [self._route(t, allowed_special, disallowed_special) for t in texts]
         if all(r is not None for r in routes):
             flat = [p for r in routes for p in r]   # parts hold no token the call matches
@@ -757,20 +811,23 @@ class _RoutedCore:
     def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
                               disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        routes = [self._route(t, allowed_special, disallowed_special) for t in texts]
-        if all(r is not None for r in routes):
+        routes = None if disallowed_special else self._parts(texts, allowed_special)
+        if routes is not None:   # the parts hold no token the call matches
+            flat, offsets = self._rank.encode_batch_to_numpy([p for r in routes for p in r], frozenset(), num_threads, dtype)
+        else:
+            routes = [self._route(t, allowed_special, disallowed_special) for t in texts]
+            if any(r is None for r in routes):
+                encoded = self.encode_batch(texts, allowed_special, num_threads, disallowed_special)
+                offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+                np.cumsum([len(e) for e in encoded], out=offsets[1:])
+                return np.fromiter((i for e in encoded for i in e), dtype=dtype, count=int(offsets[-1])), offsets
             with _texts_of_parts(routes):
                 flat, offsets = self._native.encode_batch_to_numpy([p for r in routes for p in r], allowed_special,
                                                                    num_threads, dtype, disallowed_special)
-            if len(offsets) == len(texts) + 1:
-                return flat, offsets
-            # a text's parts are contiguous in flat: keep the offsets where texts start
-            first = np.cumsum([0] + [len(r) for r in routes])
-            return flat, offsets[first]
-        encoded = self.encode_batch(texts, allowed_special, num_threads, disallowed_special)
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        return np.fromiter((i for e in encoded for i in e), dtype=dtype, count=int(offsets[-1])), offsets
+        if len(offsets) == len(texts) + 1:
+            return flat, offsets
+        # a text's parts are contiguous in flat: keep the offsets where texts start
+        return flat, offsets[np.cumsum([0] + [len(r) for r in routes])]
 
     def encode_utf8_to_numpy(self, data, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
                              disallowed_special=frozenset()):
@@ -836,79 +893,13 @@ class NFCCore(_RoutedCore):
 
     def __init__(self, native, make_other, added_texts):
         super().__init__(native, make_other, added_texts)
-        self._searches: dict = {}
-        self._allowed, self._needles = None, None   # the last call's set and its search
-        # ``encode``'s one native route: with Llama3Core behind (Qwen), its cut too
+        # the one native route: with Llama3Core behind (Qwen), its cut too
         cut = isinstance(native, Llama3Core)
         self._fast = _Route(True, cut, _spaces()) if _Route is not None else None
-        self._whole = native._native.encode_ordinary if cut else native.encode_ordinary
+        self._rank = native._native if cut else native
 
-    def encode(self, text, allowed_special, disallowed_special=frozenset()):
-        """``_RoutedCore.encode``; with nothing disallowed (every ``encode_ordinary`` of
-        Qwen: its non-special added tokens are allowed), the NFC, the search for the
-        tokens the call matches and, with Llama3Core behind it, its cut in one native call
-        (``_nfc.Route``), then the native core: no list of parts, no second router."""
-        if disallowed_special or type(text) is not str or self._fast is None:
-            return super().encode(text, allowed_special, disallowed_special)
-        if allowed_special is not self._allowed:   # Encoding passes the same set each call
-            self._allowed, self._needles = allowed_special, _finder(self._searches, allowed_special)
-        found = self._fast(text, self._needles)
-        if type(found) is str:
-            return self._whole(found)
-        if type(found) is tuple:
-            return _joined(self._whole, found)
-        if found == _OWN:   # NFC text holding a token: Llama3Core's own core
-            return self._native.encode(text, allowed_special, disallowed_special)
-        return self._other().encode(text, allowed_special, disallowed_special)
-
-    def _parts(self, texts, allowed) -> list[list[str]] | None:
-        """The parts the rank core encodes for each text of a batch by the one native
-        route, or None when a text needs another core (then the routers' way)."""
-        if self._fast is None:
-            return None
-        needles = _finder(self._searches, allowed)
-        routes = []
-        for text in texts:
-            found = self._fast(text, needles)
-            if type(found) is str:
-                routes.append([found])
-            elif type(found) is tuple:
-                routes.append(list(found))
-            else:
-                return None
-        return routes
-
-    def _batch_core(self):
-        """The rank core under the routers."""
-        return self._native._native if isinstance(self._native, Llama3Core) else self._native
-
-    def encode_ordinary_batch(self, texts, num_threads=8):
-        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        routes = self._parts(texts, frozenset())
-        if routes is None:
-            return super().encode_ordinary_batch(texts, num_threads)
-        return _regroup(routes, self._batch_core().encode_ordinary_batch([p for r in routes for p in r], num_threads))
-
-    def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
-        """``_RoutedCore.encode_batch``; with nothing disallowed, each text's parts by the
-        one native route, all of them on the rank core's threads (they hold none of the
-        tokens the call matches: its ordinary encode)."""
-        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        routes = None if disallowed_special else self._parts(texts, allowed_special)
-        if routes is None:
-            return super().encode_batch(texts, allowed_special, num_threads, disallowed_special)
-        return _regroup(routes, self._batch_core().encode_ordinary_batch([p for r in routes for p in r], num_threads))
-
-    def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
-                              disallowed_special=frozenset()):
-        texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        routes = None if disallowed_special else self._parts(texts, allowed_special)
-        if routes is None:
-            return super().encode_batch_to_numpy(texts, allowed_special, num_threads, dtype, disallowed_special)
-        flat, offsets = self._batch_core().encode_batch_to_numpy([p for r in routes for p in r], frozenset(),
-                                                                 num_threads, dtype, frozenset())
-        # a text's parts are contiguous in flat: keep the offsets where texts start
-        return flat, (offsets if len(offsets) == len(texts) + 1 else offsets[np.cumsum([0] + [len(r) for r in routes])])
+    def _elsewhere(self, found):
+        return self._native if found == _OWN else self._other()
 
     def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
         if not isinstance(text, str):
@@ -922,7 +913,7 @@ class NFCCore(_RoutedCore):
         # cuts no other: special tokens it does not match are text, before and after
         # normalizing); else every added token's text, which normalizing may change
         # (">" and U+0338 compose), sends the text to the pipeline, which checks it raw.
-        search = self._added if disallowed else _finder(self._searches, allowed)
+        search = self._added if disallowed else self._search(allowed)
         if search is not None and (search(text) or search(nfc)):
             return None
         return [nfc]
@@ -964,21 +955,15 @@ class Llama3Core(_RoutedCore):
 
     def __init__(self, native, make_other):
         super().__init__(native, make_other, ())
-        self._finders: dict = {}
         self._spaces = _spaces()
+        self._fast = _Route(False, True, self._spaces) if _Route is not None else None
 
-    def encode_ordinary(self, text):
-        # the common case inline (no token is matched; the text does not end in a run
-        # of whitespace after a newline): one call less per text
-        if type(text) is str and text and (text[-1] in "\r\n" or text[-1] not in self._spaces):
-            return self._native.encode_ordinary(text)
-        return super().encode_ordinary(text)
+    def _elsewhere(self, found):
+        return self._other()
 
     def _holds(self, text: str, allowed) -> bool:
-        """Whether text holds one of the tokens ``allowed``: one search of their
-        alternation (measured on the corpus of ``hf_pipeline_speed.py``: 1.2 ms for 874
-        documents, against 6 ms for tests of their first two characters with ``in``)."""
-        search = _finder(self._finders, allowed)
+        """Whether text holds one of the tokens ``allowed`` (``_nfc.Needles``)."""
+        search = self._search(allowed)
         return search is not None and search(text)
 
     def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
