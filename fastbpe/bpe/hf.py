@@ -760,7 +760,8 @@ class _RoutedCore:
         """With nothing disallowed (every ``encode_ordinary`` of a file with added tokens),
         one native route a text, then the rank core; else each rule's ``_route``."""
         if self._fast is not None and not disallowed_special and type(text) is str:
-            found = self._fast(text, self._search(allowed_special))
+            needles = self._needles if allowed_special is self._allowed else self._search(allowed_special)
+            found = self._fast(text, needles)
             if type(found) is str:
                 return self._rank.encode_ordinary(found)
             if type(found) is tuple:
