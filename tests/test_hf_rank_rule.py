@@ -395,3 +395,22 @@ def test_nfc_quick_native_equals_reference(text):
     assert nfc_quick(text) == ref.nfc_quick(text)
     if nfc_quick(text):
         assert unicodedata.is_normalized("NFC", text)
+
+
+def test_qwen_threads_with_different_allowed_sets(vocab_file):
+    """The router keeps the last call's (set, search) as one tuple: threads that
+    alternate ``encode_ordinary`` (the non-special added tokens allowed) and ``encode``
+    with every special allowed each get their own call's ids."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ours, _ = _load(vocab_file, "qwen3/tokenizer.json")
+    texts = ["a<think>b<|im_start|>c e\u0301", "x<|im_start|>y", "<tool_call> z \n "] * 20
+    want_ord = [ours.encode_ordinary(t) for t in texts]
+    want_all = [ours.encode(t, allowed_special="all") for t in texts]
+
+    def run(k):
+        if k % 2:
+            return [ours.encode_ordinary(t) for t in texts] == want_ord
+        return [ours.encode(t, allowed_special="all") for t in texts] == want_all
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(run, range(40)))

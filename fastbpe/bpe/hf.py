@@ -698,14 +698,17 @@ class _RoutedCore:
         self._other_core = None
         self._added = _needles(added_texts) if added_texts else None
         self._searches: dict = {}
-        self._allowed, self._needles = None, None   # the last call's set and its search
+        # the last call's (set, search): one tuple, swapped whole, so a thread never
+        # pairs one call's set with another's search
+        self._last = (None, None)
 
     def _search(self, allowed):
         """``text -> whether it holds one of allowed`` (None for none): the last call's
         (an Encoding passes the same set each call), else by the set."""
-        if allowed is not self._allowed:
-            self._allowed, self._needles = allowed, _finder(self._searches, allowed)
-        return self._needles
+        last = self._last
+        if last[0] is not allowed:
+            last = self._last = (allowed, _finder(self._searches, allowed))
+        return last[1]
 
     def _elsewhere(self, found):  # pragma: no cover - the rules with a native route say
         """The core that encodes a text the native route gives ``_nfc.OWN`` or
@@ -760,7 +763,8 @@ class _RoutedCore:
         """With nothing disallowed (every ``encode_ordinary`` of a file with added tokens),
         one native route a text, then the rank core; else each rule's ``_route``."""
         if self._fast is not None and not disallowed_special and type(text) is str:
-            needles = self._needles if allowed_special is self._allowed else self._search(allowed_special)
+            last = self._last
+            needles = last[1] if last[0] is allowed_special else self._search(allowed_special)
             found = self._fast(text, needles)
             if type(found) is str:
                 return self._rank.encode_ordinary(found)
