@@ -75,17 +75,33 @@ cdef bint _below_u0300(str text) noexcept:
     return not high
 
 
+ctypedef fused char_t:
+    uint8_t
+    uint16_t
+    uint32_t
+
+
 cdef list _spans(str text):
     """``reference.hf.nfc_spans`` (spans closer than MERGE_GAP merged), flat: [a0, b0,
-    a1, b1, ...]."""
+    a1, b1, ...]; one loop per str kind (no kind switch a char)."""
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* data = PyUnicode_DATA(text)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef list out = []
+    if kind == 1:
+        _scan(<const uint8_t*>data, n, out)
+    elif kind == 2:
+        _scan(<const uint16_t*>data, n, out)
+    else:
+        _scan(<const uint32_t*>data, n, out)
+    return out
+
+
+cdef int _scan(const char_t* u, Py_ssize_t n, list out) except -1:
     cdef Py_ssize_t i = 0, j, boundary = 0, last_end = -MERGE_GAP
     cdef uint8_t c
-    cdef list out = []
     while i < n:
-        c = _cls[_at(kind, data, i)]
+        c = _cls[u[i]]
         if c != UNSAFE:
             boundary = i if c == STARTER else i + 1
             if c == FROZEN:   # unicodedata may know it: no merged span holds it
@@ -93,7 +109,7 @@ cdef list _spans(str text):
             i += 1
             continue
         j = i + 1
-        while j < n and _cls[_at(kind, data, j)] == UNSAFE:
+        while j < n and _cls[u[j]] == UNSAFE:
             j += 1
         if boundary - last_end < MERGE_GAP and out:
             out[len(out) - 1] = j
@@ -101,7 +117,7 @@ cdef list _spans(str text):
             out.append(boundary)
             out.append(j)
         last_end = boundary = i = j
-    return out
+    return 0
 
 
 def nfc_spans(str text):
