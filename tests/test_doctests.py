@@ -17,6 +17,7 @@ SKIP = {
     "fastbpe.__main__": "runs the CLI when imported (``python -m fastbpe``); cli's examples cover it",
     "fastbpe._native": "only imports the extensions, with an ImportError saying how to build them",
     "fastbpe.reference._bert_unicode": "generated tables (tools/gen_bert_unicode.py), no prose",
+    "fastbpe.reference._nfc_table": "generated tables (tools/gen_nfc_table.py), no prose",
 }
 
 def _modules() -> list[str]:

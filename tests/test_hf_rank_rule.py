@@ -333,6 +333,27 @@ def test_qwen_on_the_cl100k_splitter_equals_hf(vocab_file, text):
     _cut_route_equals_hf(vocab_file, "qwen3/tokenizer.json", "builtin:cl100k_digit1", text)
 
 
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(st.sampled_from(["e", "\u0301", "\u0323", "\u0302", "a\u1df6\u0301", "\u1df6", "\u08cd", "\u212b",
+                                      "\u0344", "\u0958", "\u1100\u1161", "\u11a8", "\uac00", ">", "\u0338", " ", "\n ",
+                                      "1", "<think>", "</think", "<|im_start|>", "<|im_end|>\u0338", "中"]),
+                     max_size=24).map("".join))
+def test_qwen_non_nfc_text_and_added_tokens_equal_hf(vocab_file, text):
+    """Qwen3 on text that NFC changes (combining marks, Hangul jamo, singletons,
+    non-starter decompositions, exclusions, chars HF's Unicode 9.0 does not know) mixed
+    with added tokens before and after normalizing: HF's ids for ``encode_ordinary``,
+    ``encode`` with every special allowed, batches; a disallowed special's text raises
+    exactly where HF's raw text holds it."""
+    _cut_route_equals_hf(vocab_file, "qwen3/tokenizer.json", "builtin:cl100k_digit1", text)
+    ours, _ = _load(vocab_file, "qwen3/tokenizer.json")
+    specials = [e["content"] for e in ours.pipeline.added if e["special"]]
+    if any(t in text for t in specials):
+        with pytest.raises(ValueError, match="disallowed special token"):
+            ours.encode(text)
+    else:
+        assert ours.encode(text) == ours.encode_ordinary(text)
+
+
 def test_a_batch_of_cut_texts_names_the_text_with_a_disallowed_special(vocab_file):
     """Texts cut in two for the cl100k splitter: the error names the batch's text."""
     ours, _ = _load(vocab_file, "llama-3.2/tokenizer.json")
@@ -369,8 +390,27 @@ def test_every_code_point_below_u0300_is_nfc_stable():
 def test_nfc_quick_native_equals_reference(text):
     import unicodedata
 
-    from fastbpe._pretokenize import nfc_quick
+    from fastbpe._nfc import nfc_quick
 
     assert nfc_quick(text) == ref.nfc_quick(text)
     if nfc_quick(text):
         assert unicodedata.is_normalized("NFC", text)
+
+
+def test_qwen_threads_with_different_allowed_sets(vocab_file):
+    """The router keeps the last call's (set, search) as one tuple: threads that
+    alternate ``encode_ordinary`` (the non-special added tokens allowed) and ``encode``
+    with every special allowed each get their own call's ids."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ours, _ = _load(vocab_file, "qwen3/tokenizer.json")
+    texts = ["a<think>b<|im_start|>c e\u0301", "x<|im_start|>y", "<tool_call> z \n "] * 20
+    want_ord = [ours.encode_ordinary(t) for t in texts]
+    want_all = [ours.encode(t, allowed_special="all") for t in texts]
+
+    def run(k):
+        if k % 2:
+            return [ours.encode_ordinary(t) for t in texts] == want_ord
+        return [ours.encode(t, allowed_special="all") for t in texts] == want_all
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(run, range(40)))

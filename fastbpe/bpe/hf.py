@@ -65,15 +65,16 @@ batches. ``pat_str`` stays the first Split's regex, for display only.
 
 **NFC** (Qwen): HF cuts the raw added tokens out of the text, normalizes each piece
 between them, then cuts the normalized added tokens. On the rank engine
-(``NFCCore``): a text that is already NFC (``unicodedata.normalize`` returns it
-unchanged, fast) is encoded as it is: every substring of an NFC text is NFC
-(composition only joins a character to the last starter before it, and cutting the
-ends removes nothing between them: what did not compose in the whole text does not in
-a piece), so the normalizer changes no piece. Another text in which no added token's
-text occurs, before or after normalizing, is one piece to HF: its NFC is encoded. Any
-other text runs the pipeline engine (made at its first use), which cuts exactly as HF.
-With both (Qwen), ``NFCCore`` is in front of ``Llama3Core``: the cut is made on the
-text the normalizer gives.
+(``NFCCore``): the text's NFC as HF makes it (``reference.hf.nfc``, Unicode 9.0;
+natively ``_nfc.nfc``, which finds the few spans NFC may change and gives only them to
+``unicodedata``) is the same object for a text that is NFC, which is encoded as it is:
+every substring of an NFC text is NFC (composition only joins a character to the last
+starter before it, and cutting the ends removes nothing between them: what did not
+compose in the whole text does not in a piece), so the normalizer changes no piece.
+Another text in which no added token's text occurs, before or after normalizing, is
+one piece to HF: its NFC is encoded. Any other text runs the pipeline engine (made at
+its first use), which cuts exactly as HF. With both (Qwen), ``NFCCore`` is in front
+of ``Llama3Core``: the cut is made on the text the normalizer gives.
 """
 from __future__ import annotations
 
@@ -82,7 +83,6 @@ import contextlib
 import functools
 import heapq
 import os
-import unicodedata
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -113,12 +113,18 @@ try:
 except ImportError:  # pragma: no cover - the ordinary reader serves
     _native_model_parts = None
 try:
-    from .._pretokenize import nfc_quick as _nfc_quick
     from .._pretokenize import pattern_id as _pattern_id
     from .._pretokenize import split_offsets as _split_offsets
 except ImportError:  # pragma: no cover - the regex splitters serve
     _pattern_id = _split_offsets = None
-    _nfc_quick = hf.nfc_quick
+try:
+    from .._nfc import OWN as _OWN
+    from .._nfc import Needles as _Needles
+    from .._nfc import Route as _Route
+    from .._nfc import nfc as _hf_nfc
+except ImportError:  # pragma: no cover - the reference serves
+    _hf_nfc = hf.nfc
+    _Needles = _Route = _OWN = None
 
 #: Patterns that match every character, so Split(Isolated) leaves no gap to add: the
 #: built-in ones and the open models' (their HF forms, as ``hf_pipeline`` reads them).
@@ -781,12 +787,50 @@ class _RoutedCore:
     on its threads), or None: then the other core (made at its first use) encodes the
     text. Decoding and token lookups are the native core's."""
 
+    #: the one native route (``_nfc.Route``: NFC, the search for the tokens a call
+    #: matches, Llama 3's cut) when the rule has one, and the rank core it feeds
+    #: (``NFCCore``, ``Llama3Core``); else None and each rule's ``_route`` in Python
+    _fast = None
+
     def __init__(self, native, make_other, added_texts):
         self._native = native
+        self._rank = native
         self._make_other = make_other
         self._other_core = None
-        texts = sorted(set(added_texts), key=len, reverse=True)
-        self._added = regex.compile("|".join(map(regex.escape, texts))).search if texts else None
+        self._added = _needles(added_texts) if added_texts else None
+        self._searches: dict = {}
+        # the last call's (set, search): one tuple, swapped whole, so a thread never
+        # pairs one call's set with another's search
+        self._last = (None, None)
+
+    def _search(self, allowed):
+        """``text -> whether it holds one of allowed`` (None for none): the last call's
+        (an Encoding passes the same set each call), else by the set."""
+        last = self._last
+        if last[0] is not allowed:
+            last = self._last = (allowed, _finder(self._searches, allowed))
+        return last[1]
+
+    def _elsewhere(self, found):  # pragma: no cover - the rules with a native route say
+        """The core that encodes a text the native route gives ``_nfc.OWN`` or
+        ``_nfc.PIPELINE`` for."""
+        raise NotImplementedError
+
+    def _parts(self, texts, allowed) -> list[list[str]] | None:
+        """Each text's parts for the rank core by the native route (nothing disallowed),
+        or None when one needs another core (then each rule's ``_route``)."""
+        if self._fast is None:
+            return None
+        needles, routes = self._search(allowed), []
+        for text in texts:
+            found = self._fast(text, needles)
+            if type(found) is str:
+                routes.append([found])
+            elif type(found) is tuple:
+                routes.append(list(found))
+            else:
+                return None
+        return routes
 
     def __getattr__(self, name):
         return getattr(self._native, name)
@@ -803,6 +847,9 @@ class _RoutedCore:
         raise NotImplementedError
 
     def encode_ordinary(self, text):
+        if self._fast is not None and type(text) is str:   # a str or a pair: no needles
+            found = self._fast(text, None)
+            return self._rank.encode_ordinary(found) if type(found) is str else _joined(self._rank.encode_ordinary, found)
         parts = self._route(text)
         if parts is None:
             return self._other().encode_ordinary(text)
@@ -814,6 +861,17 @@ class _RoutedCore:
     _parts_hold_no_token = False
 
     def encode(self, text, allowed_special, disallowed_special=frozenset()):
+        """With nothing disallowed (every ``encode_ordinary`` of a file with added tokens),
+        one native route a text, then the rank core; else each rule's ``_route``."""
+        if self._fast is not None and not disallowed_special and type(text) is str:
+            last = self._last
+            needles = last[1] if last[0] is allowed_special else self._search(allowed_special)
+            found = self._fast(text, needles)
+            if type(found) is str:
+                return self._rank.encode_ordinary(found)
+            if type(found) is tuple:
+                return _joined(self._rank.encode_ordinary, found)
+            return self._elsewhere(found).encode(text, allowed_special, disallowed_special)
         parts = self._route(text, allowed_special, disallowed_special)
         if parts is None:
             return self._other().encode(text, allowed_special, disallowed_special)
@@ -830,6 +888,9 @@ class _RoutedCore:
 
     def encode_ordinary_batch(self, texts, num_threads=8):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = self._parts(texts, frozenset())
+        if routes is not None:
+            return _regroup(routes, self._rank.encode_ordinary_batch([p for r in routes for p in r], num_threads))
         routes = [self._route(t) for t in texts]
         if any(r is None for r in routes):
             return self.encode_batch(texts, frozenset(), num_threads)
@@ -837,6 +898,9 @@ class _RoutedCore:
 
     def encode_batch(self, texts, allowed_special, num_threads=8, disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
+        routes = None if disallowed_special else self._parts(texts, allowed_special)
+        if routes is not None:   # the parts hold no token the call matches
+            return _regroup(routes, self._rank.encode_ordinary_batch([p for r in routes for p in r], num_threads))
         routes = [self._route(t, allowed_special, disallowed_special) for t in texts]
         if all(r is not None for r in routes):
             flat = [p for r in routes for p in r]   # parts hold no token the call matches
@@ -853,20 +917,23 @@ class _RoutedCore:
     def encode_batch_to_numpy(self, texts, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
                               disallowed_special=frozenset()):
         texts = [PipelineCore._checked(t, i) for i, t in enumerate(texts)]
-        routes = [self._route(t, allowed_special, disallowed_special) for t in texts]
-        if all(r is not None for r in routes):
+        routes = None if disallowed_special else self._parts(texts, allowed_special)
+        if routes is not None:   # the parts hold no token the call matches
+            flat, offsets = self._rank.encode_batch_to_numpy([p for r in routes for p in r], frozenset(), num_threads, dtype)
+        else:
+            routes = [self._route(t, allowed_special, disallowed_special) for t in texts]
+            if any(r is None for r in routes):
+                encoded = self.encode_batch(texts, allowed_special, num_threads, disallowed_special)
+                offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+                np.cumsum([len(e) for e in encoded], out=offsets[1:])
+                return np.fromiter((i for e in encoded for i in e), dtype=dtype, count=int(offsets[-1])), offsets
             with _texts_of_parts(routes):
                 flat, offsets = self._native.encode_batch_to_numpy([p for r in routes for p in r], allowed_special,
                                                                    num_threads, dtype, disallowed_special)
-            if len(offsets) == len(texts) + 1:
-                return flat, offsets
-            # a text's parts are contiguous in flat: keep the offsets where texts start
-            first = np.cumsum([0] + [len(r) for r in routes])
-            return flat, offsets[first]
-        encoded = self.encode_batch(texts, allowed_special, num_threads, disallowed_special)
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        return np.fromiter((i for e in encoded for i in e), dtype=dtype, count=int(offsets[-1])), offsets
+        if len(offsets) == len(texts) + 1:
+            return flat, offsets
+        # a text's parts are contiguous in flat: keep the offsets where texts start
+        return flat, offsets[np.cumsum([0] + [len(r) for r in routes])]
 
     def encode_utf8_to_numpy(self, data, allowed_special=frozenset(), num_threads=8, dtype=np.uint32,
                              disallowed_special=frozenset()):
@@ -926,35 +993,41 @@ class NFCCore(_RoutedCore):
     goes to the native core as it is when it is NFC, as its NFC when no added token's
     text (with something disallowed: special or not, matched or not; else of the tokens
     the call matches) is in it before or after normalizing; any other text to the
-    pipeline engine."""
+    pipeline engine. With nothing disallowed (``encode_ordinary``, batches, numpy) one
+    native call a text (``_nfc.Route``) decides all of it, with Llama3Core's cut when it
+    is behind (Qwen), and the parts go straight to the rank core."""
 
     def __init__(self, native, make_other, added_texts):
         super().__init__(native, make_other, added_texts)
-        self._searches: dict = {}
+        # the one native route: with Llama3Core behind (Qwen), its cut too
+        cut = isinstance(native, Llama3Core)
+        self._fast = _Route(True, cut, _spaces()) if _Route is not None else None
+        self._rank = native._native if cut else native
+
+    def _elsewhere(self, found):
+        return self._native if found == _OWN else self._other()
 
     def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
         if not isinstance(text, str):
             return [text]   # the core's TypeError
-        # below U+0300 (reference.hf.nfc_quick: ~0.1 us a 2 KB text); else the NFC, which
-        # is the same object when unicodedata's quick check says "yes" (an
-        # is_normalized first would normalize a "maybe" text twice)
-        if _nfc_quick(text):
-            return [text]
-        nfc = unicodedata.normalize("NFC", text)
-        if nfc is text or nfc == text:
+        # HF's NFC natively (_nfc.nfc: the same object when nothing changes; only the
+        # spans around UNSAFE chars go to unicodedata)
+        nfc = _hf_nfc(text)
+        if nfc is text:
             return [text]
         # With nothing disallowed, only the tokens the call matches cut the text (HF
         # cuts no other: special tokens it does not match are text, before and after
         # normalizing); else every added token's text, which normalizing may change
         # (">" and U+0338 compose), sends the text to the pipeline, which checks it raw.
-        search = self._added if disallowed else _finder(self._searches, allowed)
+        search = self._added if disallowed else self._search(allowed)
         if search is not None and (search(text) or search(nfc)):
             return None
         return [nfc]
 
 
 def _finder(cache: dict, tokens):
-    """A ``search`` for any of ``tokens`` (None for none), kept in ``cache`` by the set."""
+    """``text -> whether it holds any of tokens`` (None for no tokens), kept in ``cache``
+    by the set."""
     if not tokens:
         return None
     if not isinstance(tokens, frozenset):
@@ -963,8 +1036,18 @@ def _finder(cache: dict, tokens):
     if found is None:
         if len(cache) > 64:
             cache.clear()
-        found = cache[tokens] = regex.compile("|".join(map(regex.escape, sorted(tokens, key=len, reverse=True)))).search
+        found = cache[tokens] = _needles(tokens)
     return found
+
+
+def _needles(tokens):
+    """``text -> whether it holds any of tokens``: ``_nfc.Needles`` (candidates at the
+    tokens' first chars, compared in place: 0.3 us for a 2 KB document against 1.4 us
+    for a ``regex`` alternation), else the alternation's search."""
+    if _Needles is not None:
+        return _Needles(tokens)
+    search = regex.compile("|".join(map(regex.escape, sorted(set(tokens), key=len, reverse=True)))).search
+    return lambda text: search(text) is not None
 
 
 class Llama3Core(_RoutedCore):
@@ -978,22 +1061,16 @@ class Llama3Core(_RoutedCore):
 
     def __init__(self, native, make_other):
         super().__init__(native, make_other, ())
-        self._finders: dict = {}
         self._spaces = _spaces()
+        self._fast = _Route(False, True, self._spaces) if _Route is not None else None
 
-    def encode_ordinary(self, text):
-        # the common case inline (no token is matched; the text does not end in a run
-        # of whitespace after a newline): one call less per text
-        if type(text) is str and text and (text[-1] in "\r\n" or text[-1] not in self._spaces):
-            return self._native.encode_ordinary(text)
-        return super().encode_ordinary(text)
+    def _elsewhere(self, found):
+        return self._other()
 
     def _holds(self, text: str, allowed) -> bool:
-        """Whether text holds one of the tokens ``allowed``: one search of their
-        alternation (measured on the corpus of ``hf_pipeline_speed.py``: 1.2 ms for 874
-        documents, against 6 ms for tests of their first two characters with ``in``)."""
-        search = _finder(self._finders, allowed)
-        return search is not None and search(text) is not None
+        """Whether text holds one of the tokens ``allowed`` (``_nfc.Needles``)."""
+        search = self._search(allowed)
+        return search is not None and search(text)
 
     def _route(self, text, allowed=frozenset(), disallowed=frozenset()) -> list | None:
         if not isinstance(text, str):

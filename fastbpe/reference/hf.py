@@ -38,14 +38,33 @@ Decisions (written once, here):
   ones fused into one with ``fuse_unk``), else it is dropped, as HF drops it.
 * **Characters.** ``Lowercase`` maps each character alone (no final-sigma rule, as
   Rust's per-character ``to_lowercase``); ``Strip`` and the whitespace tests use Unicode
-  ``White_Space``. NFC etc. use Python's ``unicodedata``, whose Unicode version may lag
-  HF's on characters assigned since.
+  ``White_Space``.
+* **Unicode versions of the normalizers.** HF runs NFC, NFD, NFKC and NFKD with the
+  Rust crate ``unicode-normalization-alignments`` 0.1.12 (tokenizers 0.22), whose tables
+  are **Unicode 9.0**; Python's ``unicodedata`` has its build's version (14.0 in 3.11,
+  15.0 in 3.12, ...). Normalization data never changes for an assigned character (UAX
+  #15's stability policy: combining classes, decompositions and composition exclusions
+  are fixed, and a new composite of old characters is always excluded), so the two
+  differ only on characters assigned after 9.0 that ``unicodedata`` gives a combining
+  class, a decomposition or a part in a composition (173 in Unicode 14.0, in 43 ranges:
+  U+1DF6..U+1DFA, U+1ABF..U+1ACE, ...): to HF each is an unassigned starter that
+  composes with nothing, so ``"a\\u1df6\\u0301"`` stays as it is, where ``unicodedata``
+  reorders and composes it to ``"\\xe1\\u1df6"``. Such a character (and every code point
+  unassigned in the table's Unicode 14.0, so a newer Python changes nothing) is
+  *frozen* (``is_frozen``): ``unicode_normalize`` cuts the text at each one, keeps it,
+  and normalizes the pieces between with ``unicodedata``, which then agrees with HF
+  (*Corollary F*: an unassigned starter is a normalization boundary before and after
+  it in all four forms, as it decomposes, reorders and composes with nothing). The
+  frozen code points and the NFC classes are generated data (``_nfc_table``, made by
+  ``tools/gen_nfc_table.py`` from ``unicodedata`` and HF's normalizer; tests check
+  both against them for every code point).
 * **Regexes** are run by the ``regex`` module; HF runs Oniguruma. They agree on the
   patterns open models use (``fastbpe.formats.hf_bpe`` maps the one known difference,
   possessive ``{1,3}+``).
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import unicodedata
 
@@ -71,8 +90,8 @@ def normalize(spec: dict | None, text: str) -> str:
     if spec is None:
         return text
     kind = spec["type"]
-    if kind in ("NFC", "NFD", "NFKC", "NFKD"):
-        return unicodedata.normalize(kind, text)
+    if kind in ("NFC", "NFD", "NFKC", "NFKD"):   # nfc(text) is the same, span by span
+        return unicode_normalize(kind, text)
     if kind == "Sequence":
         for step in spec["normalizers"]:
             text = normalize(step, text)
@@ -106,20 +125,168 @@ def normalize(spec: dict | None, text: str) -> str:
 #: canonical decomposition, so composition never joins it to a char before it. The
 #: Maybe-characters (those that may join a preceding one) start at U+0300, the
 #: combining grave accent. ``tests/test_hf_rank_rule.py`` checks all three against
-#: ``unicodedata`` for every code point.
+#: ``unicodedata`` for every code point. (The native NFC check takes a str of one byte a
+#: char as NFC from this.)
 NFC_STABLE_BELOW = 0x300
+
+#: NFC classes of code points (``nfc_class``), as HF's Unicode 9.0 normalizer sees them.
+#: STABLE: a normalization boundary before and after it (NFC_QC=Yes, combining class
+#: 0, no decomposition, no part in a composition; also every frozen code point).
+#: STARTER: a boundary before it only (NFC_QC=Yes and class 0, but it decomposes or
+#: composes with a following char: "e", "é", a Hangul LV syllable). UNSAFE: NFC_QC=No
+#: or Maybe, or a non-zero combining class (U+0301, U+212B, Hangul V and T jamo).
+#: FROZEN: a frozen code point (``is_frozen``), a boundary before and after it like a
+#: STABLE one, and never given to ``unicodedata`` (which may know it).
+STABLE, STARTER, UNSAFE, FROZEN = 0, 1, 2, 3
+
+
+def is_frozen(cp: int) -> bool:
+    """Whether HF's Unicode 9.0 normalizer does not know code point ``cp`` while
+    ``unicodedata`` may (the module docstring's *Unicode versions*).
+
+    >>> is_frozen(0x1DF6), is_frozen(0x301), is_frozen(ord("a"))
+    (True, False, False)
+    """
+    from ._nfc_table import FROZEN_STARTS
+
+    return bisect.bisect_right(FROZEN_STARTS, cp) % 2 == 1
+
+
+def nfc_class(cp: int) -> int:
+    """The NFC class (STABLE, STARTER, UNSAFE, FROZEN) of code point ``cp``, from the
+    generated table: FROZEN when frozen, else ``nfc_class_of_unicodedata`` (tests
+    compare them).
+
+    >>> [nfc_class(ord(c)) for c in "1e\\u0301\\u1df6"]
+    [0, 1, 2, 3]
+    """
+    from ._nfc_table import CLASS_STARTS, CLASS_VALUES
+
+    return CLASS_VALUES[bisect.bisect_right(CLASS_STARTS, cp) - 1]
+
+
+@functools.lru_cache(maxsize=1)
+def _composition_parts() -> tuple[frozenset[int], frozenset[int]]:
+    """(first, second) parts of the canonical compositions in ``unicodedata``: each
+    primary composite's two-char decomposition (NFC keeps the composite), and Hangul's
+    algorithmic ones (L + V, LV + T)."""
+    firsts, seconds = set(range(0x1100, 0x1113)) | set(range(0xAC00, 0xD7A4, 28)), set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    for cp in range(0x110000):
+        d = unicodedata.decomposition(chr(cp))
+        if d and not d.startswith("<") and " " in d and unicodedata.normalize("NFC", chr(cp)) == chr(cp):
+            a, b = (int(x, 16) for x in d.split())
+            firsts.add(a)
+            seconds.add(b)
+    return frozenset(firsts), frozenset(seconds)
+
+
+def nfc_class_of_unicodedata(cp: int) -> int:
+    """The NFC class of a code point by ``unicodedata``: UNSAFE for a non-zero
+    combining class, NFC_QC=No (its NFC is not itself) or Maybe (a second part of a
+    composition); STARTER for a char that decomposes or is a first part; STABLE
+    otherwise. Slow (it derives the compositions once): for tests and
+    ``tools/gen_nfc_table.py``."""
+    c = chr(cp)
+    firsts, seconds = _composition_parts()
+    if unicodedata.combining(c) or unicodedata.normalize("NFC", c) != c or cp in seconds:
+        return UNSAFE
+    if cp in firsts or unicodedata.normalize("NFD", c) != c:
+        return STARTER
+    return STABLE
 
 
 def nfc_quick(text: str) -> bool:
-    """Whether text is NFC by the quick rule: every code point below ``NFC_STABLE_BELOW``
-    (such text is NFC, as no char of it changes or joins another). False says nothing:
-    ``unicodedata.is_normalized`` decides then. ``_pretokenize.nfc_quick`` is the native
-    twin (the str's kind, then a scan of a two-byte str).
+    """Whether text is NFC by UAX #15's quick check in its simplest form: no UNSAFE
+    char (all NFC_QC=Yes with combining class 0). False says nothing: ``nfc`` decides
+    then. ``_nfc.nfc_quick`` is the native twin.
 
-    >>> nfc_quick("café, naïve"), nfc_quick("Ağrı"), nfc_quick("e\u0301"), nfc_quick("中")
-    (True, True, False, False)
+    >>> nfc_quick("café, naïve"), nfc_quick("Ağrı 中文"), nfc_quick("e\u0301")
+    (True, True, False)
     """
-    return all(ord(c) < NFC_STABLE_BELOW for c in text)
+    return all(nfc_class(ord(c)) != UNSAFE for c in text)
+
+
+def nfc_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of text that NFC may change, each from a boundary to a boundary
+    (*Corollary B*: a boundary is the place before a char that is not UNSAFE, and after
+    a STABLE or FROZEN one; ``tests/test_nfc.py`` checks its premises for every code point), so
+    ``nfc`` normalizes only them. A span starts at the last boundary before an UNSAFE
+    char and ends before the next char that is not UNSAFE.
+
+    *Corollary B.* NFC(x + y) == NFC(x) + NFC(y) when y starts with a char c that is
+    STABLE or STARTER (NFC_QC=Yes, class 0: ICU's ``hasCompBoundaryBefore``): c's
+    decomposition begins with a starter (a decomposition that begins with a non-starter
+    makes its char NFC_QC=No) that is no second part of a composition (such a char is
+    NFC_QC=Maybe), so canonical reordering, which moves only non-starters, does not
+    cross it, and composition, which joins a char only to the last starter before it,
+    joins nothing across it. After a STABLE char c the same holds: c composes with
+    nothing after it and, a starter, blocks everything after it from the starters
+    before it. So the text between two boundaries normalizes on its own, and a run of
+    chars that are not UNSAFE is NFC already (the quick check's "yes").
+
+    >>> nfc_spans("ae\\u0301 1\\u0301 \\u1df6\\u0301")   # "1" and U+1DF6 are STABLE
+    [(1, 3), (5, 6), (8, 9)]
+    """
+    spans: list[tuple[int, int]] = []
+    boundary, i, n = 0, 0, len(text)
+    while i < n:
+        k = nfc_class(ord(text[i]))
+        if k == UNSAFE:
+            j = i + 1
+            while j < n and nfc_class(ord(text[j])) == UNSAFE:
+                j += 1
+            spans.append((boundary, j))
+            boundary, i = j, j
+            continue
+        boundary = i + 1 if k in (STABLE, FROZEN) else i
+        i += 1
+    return spans
+
+
+def nfc(text: str) -> str:
+    """HF's NFC of text (Unicode 9.0, the module docstring's *Unicode versions*):
+    ``unicodedata``'s NFC of each span of ``nfc_spans`` (their chars are all known to
+    Unicode 9.0, where ``unicodedata`` agrees with HF), the rest kept. The same object
+    when nothing changes.
+
+    >>> nfc("e\\u0301"), nfc("a\\u1df6\\u0301") == "a\\u1df6\\u0301", nfc("\\u212b")
+    ('é', True, 'Å')
+    """
+    spans = nfc_spans(text)
+    if not spans:
+        return text
+    out, prev = [], 0
+    for a, b in spans:
+        out += [text[prev:a], unicodedata.normalize("NFC", text[a:b])]
+        prev = b
+    out.append(text[prev:])
+    joined = "".join(out)
+    return text if joined == text else joined
+
+
+def unicode_normalize(form: str, text: str) -> str:
+    """HF's NFC, NFD, NFKC or NFKD of text: cut at the frozen code points (*Corollary
+    F*), each kept, the pieces between normalized by ``unicodedata`` (one search for a
+    frozen code point, in C, then one call in the common case).
+
+    >>> unicode_normalize("NFD", "a\\u1df6\\u0301") == "a\\u1df6\\u0301", unicode_normalize("NFKD", "ﬁ")
+    (True, 'fi')
+    """
+    frozen = _frozen_regex()
+    if frozen.search(text) is None:
+        return unicodedata.normalize(form, text)
+    pieces = frozen.split(text)   # text, a frozen char, text, ...
+    return "".join(p if k % 2 else unicodedata.normalize(form, p) for k, p in enumerate(pieces))
+
+
+@functools.lru_cache(maxsize=1)
+def _frozen_regex() -> regex.Pattern:
+    """A class of the frozen code points, captured (``split`` keeps them)."""
+    from ._nfc_table import FROZEN_STARTS
+
+    ends = FROZEN_STARTS[1:] + (0x110000,)
+    ranges = "".join(f"\\U{a:08x}-\\U{b - 1:08x}" for a, b in zip(FROZEN_STARTS[::2], ends[::2]))
+    return regex.compile(f"([{ranges}])")
 
 
 @functools.lru_cache(maxsize=64)

@@ -789,37 +789,6 @@ def split(text, pattern, *, gaps=False):
     return out
 
 
-cdef extern from "Python.h":
-    int PyUnicode_KIND(object o)
-    void* PyUnicode_DATA(object o)
-    Py_ssize_t PyUnicode_GET_LENGTH(object o)
-
-
-def nfc_quick(str text):
-    """``fastbpe.reference.hf.nfc_quick``: whether every code point of text is below
-    U+0300 (so text is NFC). From the str's kind: one byte a char is below U+0100, four
-    holds one above U+FFFF; a two-byte str is scanned (no branch in the loop: the
-    compiler vectorizes it), about 0.1 us for 2 KB against ~6 us of
-    ``unicodedata.is_normalized``.
-
-    >>> nfc_quick("Ağrı"), nfc_quick("e\\u0301")
-    (True, False)
-    """
-    cdef int kind = PyUnicode_KIND(text)
-    cdef Py_ssize_t i, n
-    cdef const uint16_t* u
-    cdef uint16_t high = 0
-    if kind == 1:
-        return True
-    if kind != 2:
-        return False
-    n = PyUnicode_GET_LENGTH(text)
-    u = <const uint16_t*>PyUnicode_DATA(text)
-    for i in range(n):
-        high |= u[i] >= 0x300
-    return not high
-
-
 def _class_table():
     """Class bits (see CLASS_BITS) of every code point 0..0x10FFFF, from the C table."""
     cdef cnp.ndarray[cnp.uint16_t, ndim=1] out = np.empty(0x110000, dtype=np.uint16)
