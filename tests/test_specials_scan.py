@@ -154,3 +154,22 @@ def test_deepseek_v4_sets_match_the_reference():
     text = "".join(DENSE).encode() + b"".join(t[:k] for t in ordinary for k in (1, 2, 4, len(t)))
     for tokens in (ordinary, special, ordinary + special):
         check(tokens, text)
+
+
+def test_encoding_passes_the_core_the_same_sets_each_call():
+    """Encoding._special_sets with added tokens: equal results, the same objects (the
+    core keeps its native sets by frozenset; a new one per call cost DeepSeek V4 ~40 us)."""
+    from fastbpe.bpe.encoding import Encoding
+
+    ranks = {bytes([b]): b for b in range(256)}
+    enc = Encoding("toy-added", pat_str=r"\S+|\s+", mergeable_ranks=ranks,
+                   special_tokens={"<|s|>": 300, "<|t|>": 301}, added_tokens={"<｜a｜>": 302, "</a": 303})
+    first = enc._special_sets(set(), "all")
+    assert first == (frozenset({"<｜a｜>", "</a"}), frozenset({"<|s|>", "<|t|>"}))
+    again = enc._special_sets(set(), "all")
+    assert again[0] is first[0] and again[1] is first[1]
+    assert enc._special_sets({"<|s|>"}, "all") == (frozenset({"<|s|>", "<｜a｜>", "</a"}), frozenset({"<|t|>"}))
+    assert enc._special_sets(set(), {"</a", "<|t|>"})[1] == frozenset({"<|t|>"})
+    assert enc.encode("x</a<｜a｜><|s|>", allowed_special={"<|s|>"}) == [ord("x"), 303, 302, 300]
+    with pytest.raises(ValueError, match="<|t|>"):
+        enc.encode("</a<|t|>")
