@@ -141,7 +141,11 @@ cdef bint find_special(const SpecialSet* ss, const unsigned char* text, Py_ssize
                     k = mid
             while lo < hi and second_key(&ss.items[lo]) == b1:
                 it = &ss.items[lo]
-                if it.length <= n - i and memcmp(it.text + 2, text + i + 2, it.length - 2) == 0:
+                # the third byte inline first: HTML's "<td" and "<div" share two bytes
+                # with DeepSeek's "<think>" and "<dsml:", rarely three
+                if it.length <= n - i and (it.length == 2 or (
+                        it.text[2] == text[i + 2]
+                        and memcmp(it.text + 3, text + i + 3, it.length - 3) == 0)):
                     found_start[0] = i
                     found_end[0] = i + it.length
                     found_token[0] = it.token
