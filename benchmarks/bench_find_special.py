@@ -33,10 +33,10 @@ VOCAB = Path(os.environ.get("FASTBPE_TEST_VOCAB_DIR", ROOT.parent / "shared" / "
 
 def html(n: int) -> str:
     """pydoc's HTML of standard-library modules, up to n characters."""
-    import collections, json as j, email, argparse as a, pathlib, typing, logging  # noqa: E401
     doc = pydoc.HTMLDoc()
     out, size = [], 0
-    for m in (collections, j, email, a, pathlib, typing, logging):
+    for name in ("collections", "json", "email", "argparse", "pathlib", "typing", "logging"):
+        m = importlib.import_module(name)
         page = doc.page(m.__name__, doc.document(m))
         out.append(page)
         size += len(page)
