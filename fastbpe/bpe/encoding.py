@@ -114,6 +114,7 @@ class Encoding:
         self._all_specials = frozenset(self._special_tokens)   # the default disallowed set
         self._added_tokens = added_tokens
         self._added_names = frozenset(added_tokens)
+        self._special_memo: dict = {}   # see _special_sets
         self.max_token_value = max(max(ranks.values()), max(specials.values(), default=0),
                                    max(added_tokens.values(), default=0))
         if explicit_n_vocab is not None:
@@ -552,9 +553,19 @@ class Encoding:
         which ``_raise_disallowed`` turns into tiktoken's error. Added tokens are ordinary
         text: always allowed, never disallowed."""
         allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, self._all_specials)
-        if self._added_names:
-            return allowed | self._added_names, disallowed - self._added_names
-        return allowed, disallowed
+        if not self._added_names:
+            return allowed, disallowed
+        # The same objects for the same sets: the core keeps its native sets by frozenset,
+        # and a new one per call is hashed and compared item by item there (DeepSeek V4's
+        # 1,230 special tokens: ~40 us a call, as long as encoding a ~2 KB document).
+        memo = self._special_memo.get((allowed, disallowed))
+        if memo is None:
+            if len(self._special_memo) >= 64:
+                self._special_memo.clear()
+            memo = self._special_memo[allowed, disallowed] = (
+                allowed | self._added_names,
+                disallowed - self._added_names if not disallowed.isdisjoint(self._added_names) else disallowed)
+        return memo
 
     @staticmethod
     def _raise_disallowed(text: str, disallowed: frozenset[str], index: int | None = None):

@@ -82,8 +82,35 @@ def merge(ids: list, pair: tuple, idx) -> list:
     return out
 
 
+def find_special(text: bytes, tokens: Iterable[bytes], start: int = 0) -> tuple[int, int, bytes] | None:
+    """The first special (or added) token in ``text[start:]``: ``(start, end, token)``,
+    or None.
+
+    The rule, one for every encode (tiktoken's longest-first alternation, HF's
+    leftmost-longest added-token matcher): the *leftmost* position where a token starts,
+    and of the tokens that start there the *longest*. Encoding resumes after the match,
+    so overlapping tokens never both match. The native scan (``_specials.find_special``)
+    must find the same; it skips ahead only past positions whose first two bytes start
+    no token, which cannot change the answer.
+
+    >>> find_special(b"a<|x|><|xy|>", [b"<|x|>", b"<|xy|>"])
+    (1, 6, b'<|x|>')
+    >>> find_special(b"x<ab", [b"<a", b"<ab", b"ab"])
+    (1, 4, b'<ab')
+    >>> find_special(b"<a", [b"<ab"]) is None
+    True
+    """
+    tokens = [t for t in tokens if t]
+    for i in range(start, len(text)):
+        best = max((t for t in tokens if text.startswith(t, i)), key=len, default=None)
+        if best is not None:
+            return i, i + len(best), best
+    return None
+
+
 def special_token_regex(tokens: Iterable[str]) -> regex.Pattern | None:
-    """A regex matching any of the given special tokens, longest first (None if empty).
+    """A regex matching any of the given special tokens, longest first (None if empty):
+    the rule of ``find_special`` on str.
 
     >>> special_token_regex(["<|a|>"]).split("x<|a|>y")
     ['x', 'y']

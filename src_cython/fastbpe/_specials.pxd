@@ -10,18 +10,22 @@ cdef struct Special:
 
 
 cdef struct SpecialSet:
-    Special* items
+    Special* items            # sorted by special_set_index: by first byte, then second
+                              # byte (a 1-byte item last), then longest first
     Py_ssize_t count
-    bint first_byte[256]
     int common_first          # the first byte of every item, or -1 if they differ
     int common_second         # with common_first: the second byte of every item (all
                               # are 2 bytes or longer), or -1
+    int n_first               # how many distinct first bytes the items have
+    unsigned char firsts[4]   # they, when n_first <= 4 (the SIMD scan's bytes)
+    const unsigned long long* pairs  # 65536 bits: bit b0 << 8 | b1 is set iff an item
+                              # starts with b0 b1, or is the 1 byte b0 (then for all b1)
+    const int* bucket         # 257 ints: items[bucket[b]:bucket[b + 1]] start with b
 
 
-
-
-cdef void special_set_index(SpecialSet* ss) noexcept nogil
-    # Fill first_byte, common_first and common_second from the items.
+cdef int special_set_index(SpecialSet* ss, list keep) except -1
+    # Sort the items and fill the other fields from them; the tables live in a bytes
+    # appended to keep.
 cdef bint find_special(const SpecialSet* ss, const unsigned char* text, Py_ssize_t start,
                        Py_ssize_t n, Py_ssize_t* found_start, Py_ssize_t* found_end,
                        uint32_t* found_token) noexcept nogil
@@ -38,6 +42,7 @@ cdef class NeedleSet:
     cdef SpecialSet ss
     cdef bytes items_buf      # ss.items
     cdef list utf8            # the bytes ss.items point into
+    cdef list keep            # the bytes of ss's tables
     cdef frozenset strings    # as given: the check of texts with lone surrogates
     cdef bint has_empty       # "" is in the set: every text holds it (as in tiktoken)
 
