@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+if any((ROOT / "fastbpe").glob("_encode*.so")) and str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))   # a checkout built in place; never an unbuilt tree
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from corpus import corpus  # noqa: E402
 

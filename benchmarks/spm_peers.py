@@ -47,7 +47,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+if any((HERE.parent / "fastbpe").glob("_encode*.so")) and str(HERE.parent) not in sys.path:
+    sys.path.insert(0, str(HERE.parent))   # a checkout built in place; never an unbuilt tree
 
 import corpus as bench_corpus  # noqa: E402
 

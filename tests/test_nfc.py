@@ -7,6 +7,7 @@ exclusions, characters HF's Unicode 9.0 does not have)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 import unicodedata
 from pathlib import Path
 
@@ -25,7 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def _tool():
     spec = importlib.util.spec_from_file_location("gen_nfc_table", ROOT / "tools" / "gen_nfc_table.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    saved = list(sys.path)   # the tool may put the checkout on sys.path: not for later tests
+    try:                     # (a spawned worker would import an unbuilt tree from there)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
     return module
 
 

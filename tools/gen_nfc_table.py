@@ -25,7 +25,10 @@ import unicodedata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# A checkout built in place is what is read; an unbuilt source tree must not shadow the
+# installed package (nor reach processes this one spawns later, as a test's import would).
+if any((ROOT / "fastbpe").glob("_encode*.so")) and str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 OUT = ROOT / "fastbpe" / "reference" / "_nfc_table.py"
 
 from fastbpe.reference import hf  # noqa: E402
