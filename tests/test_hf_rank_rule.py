@@ -385,18 +385,6 @@ def test_every_code_point_below_u0300_is_nfc_stable():
     assert all(unicodedata.is_normalized("NFC", a + chars) for a in chars)
 
 
-@settings(max_examples=500, deadline=None)
-@given(text=st.text(alphabet=st.characters(max_codepoint=0x400), max_size=40) | st.text(max_size=20))
-def test_nfc_quick_native_equals_reference(text):
-    import unicodedata
-
-    from fastbpe._nfc import nfc_quick
-
-    assert nfc_quick(text) == ref.nfc_quick(text)
-    if nfc_quick(text):
-        assert unicodedata.is_normalized("NFC", text)
-
-
 def test_qwen_threads_with_different_allowed_sets(vocab_file):
     """The router keeps the last call's (set, search) as one tuple: threads that
     alternate ``encode_ordinary`` (the non-special added tokens allowed) and ``encode``

@@ -312,7 +312,7 @@ def dumped_lines(draw):
     return (draw(st.sampled_from(["", " ", "\t"])) + line + pad).encode("utf-8")
 
 
-@settings(max_examples=400)
+@settings(max_examples=200)
 @given(st.lists(dumped_lines() | st.sampled_from([b"", b"  ", b"\r"]), max_size=8),
        st.sampled_from([b"\n", b"\r\n"]), st.booleans())
 def test_dumped_objects_match_reference(lines, newline, final_newline):
@@ -320,7 +320,7 @@ def test_dumped_objects_match_reference(lines, newline, final_newline):
     check(block)
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(st.lists(dumped_lines(), min_size=1, max_size=6))
 def test_scanner_reads_dumped_objects_itself(lines):
     """json.dumps output (no NaN, no lone surrogates) never needs the slow path, except
@@ -350,7 +350,7 @@ def damaged(draw):
     return bytes(line).replace(b"\n", b" ")
 
 
-@settings(max_examples=1500)
+@settings(max_examples=600)
 @given(damaged(), st.sampled_from(["strict", "replace"]))
 def test_damaged_lines_match_reference(line, errors):
     check(b'{"text": "x"}\n' + line + b'\n{"text": "y"}', errors=errors)

@@ -195,17 +195,6 @@ def nfc_class_of_unicodedata(cp: int) -> int:
     return STABLE
 
 
-def nfc_quick(text: str) -> bool:
-    """Whether text is NFC by UAX #15's quick check in its simplest form: no UNSAFE
-    char (all NFC_QC=Yes with combining class 0). False says nothing: ``nfc`` decides
-    then. ``_nfc.nfc_quick`` is the native twin.
-
-    >>> nfc_quick("café, naïve"), nfc_quick("Ağrı 中文"), nfc_quick("e\u0301")
-    (True, True, False)
-    """
-    return all(nfc_class(ord(c)) != UNSAFE for c in text)
-
-
 def nfc_spans(text: str) -> list[tuple[int, int]]:
     """The spans of text that NFC may change, each from a boundary to a boundary
     (*Corollary B*: a boundary is the place before a char that is not UNSAFE, and after

@@ -131,11 +131,6 @@ def nfc_spans(str text):
     return list(zip(flat[::2], flat[1::2]))
 
 
-def nfc_quick(str text):
-    """``reference.hf.nfc_quick``: whether no char of text is UNSAFE (then it is NFC)."""
-    return _below_u0300(text) or not _spans(text)
-
-
 def nfc(str text):
     """``reference.hf.nfc``: HF's NFC of text, the same object when nothing changes.
 
