@@ -39,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # source tree must not shadow the installed package (nor reach Dask's spawned workers).
 if any((ROOT / "fastbpe").glob("_encode*.so")) and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "benchmarks") not in sys.path:   # train_corpus, beside this file
+    sys.path.insert(0, str(ROOT / "benchmarks"))
 STDLIB = Path(os.__file__).parent
 CACHE = Path(os.environ.get("FASTBPE_BENCH_DIR", "/tmp/fastbpe_bench"))
 CL100K = (
@@ -172,28 +174,10 @@ def shuffled(path: Path) -> Path:
 def run_fastbpe(path: str, vocab_size: int, threads: int) -> dict:
     """fastbpe.train_bpe end to end; its two phases timed by wrapping the native calls."""
     import fastbpe
-    from fastbpe.bpe import counting
-    from fastbpe.trainers import bpe as trainer
+    from train_corpus import timed_phases
 
-    info: dict = {}
-
-    def timed(fn, key):
-        def wrapper(*args, **kw):
-            t0 = time.perf_counter()
-            out = fn(*args, **kw)
-            info[key] = time.perf_counter() - t0
-            if key == "count_s":
-                info["unique_chunks"] = len(out)
-            return out
-        return wrapper
-
-    saved = counting.count_chunk_table, trainer.train_merges
-    counting.count_chunk_table = timed(saved[0], "count_s")
-    trainer.train_merges = timed(saved[1], "merge_s")
-    try:
+    with timed_phases({}) as info:
         enc = fastbpe.train_bpe(path, vocab_size, pattern="cl100k", num_threads=threads, progress=False)
-    finally:
-        counting.count_chunk_table, trainer.train_merges = saved
     info["vocab"] = enc.n_vocab
     return info
 

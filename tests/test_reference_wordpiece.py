@@ -1,12 +1,17 @@
 """fastbpe.reference.wordpiece: golden cases, parity with HF tokenizers on BERT, training."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastbpe.reference import wordpiece as R
+
+sys.path.insert(0, str(Path(__file__).parent))
+from wordpiece_texts import TEXTS  # noqa: E402
 
 HF = dict(allowed_special="all")  # HF's rule: special-token text becomes the token's id
 
@@ -15,24 +20,6 @@ COURSE_VOCAB = {
     "güzel": 7, "##di": 8, "oyun": 9, "##cu": 10, "##lar": 11, "iyi": 12, "kötü": 13, "##ydi": 14,
 }
 
-MIXED_TEXTS = [
-    "Hello, World! How are you doing today?",
-    "Héllo wörld, ÇOK GÜZEL! İstanbul'da ılık bir gün. Straße, façade, naïve, résumé.",
-    "中文字符测试，还有日本語のテキスト、한국어 텍스트。",
-    "emoji 😀👍🏽🇹🇷 mixed with text 🤖!!",
-    "control\x00chars\x01here\x7f and\ufffd replacement\u200b zero width \u00ad soft hyphen",
-    "tabs\tnew\nlines\r\nand\x0bvertical\x0cfeed\x85next\u2028line\u2029para\u3000ideo",
-    "a" * 101 + " " + "b" * 100 + " " + "é" * 100 + " " + "x" * 250,
-    "[CLS] text with [MASK] and [SEP] special [sep] [UNK]tokens[PAD]",
-    "don't do not it's you're I'm we've they 're . , ! ?",
-    "ΟΔΟΣ Ελληνικά κείμενα, Русский текст, العربية, עברית, हिन्दी",
-    "ﬁ ligature ½ ① Ⅻ ㎏ ＡＢＣ full width",
-    "$100 + 5^2 = `code` {x: [1, 2]} ~tilde| back\\slash @user #tag",
-    "",
-    "   ",
-    "unaffable unbelievable counterrevolutionaries antidisestablishmentarianism",
-    "def f(x):\n    return x ** 2  # comment\n",
-]
 
 
 def test_course_golden_case():
@@ -102,7 +89,7 @@ def bert(vocab_file):
     return hf, vocab
 
 
-@pytest.mark.parametrize("text", MIXED_TEXTS)
+@pytest.mark.parametrize("text", TEXTS)
 def test_matches_hf_on_mixed_text(bert, text):
     hf, vocab = bert
     enc = hf.encode(text)
@@ -115,7 +102,7 @@ def test_matches_hf_on_mixed_text(bert, text):
 
 def test_pairs_match_hf_with_type_ids(bert):
     hf, vocab = bert
-    for a, b in zip(MIXED_TEXTS, MIXED_TEXTS[1:] + MIXED_TEXTS[:1]):
+    for a, b in zip(TEXTS, TEXTS[1:] + TEXTS[:1]):
         enc = hf.encode(a, b)
         assert R.encode_pair(a, b, vocab, **HF) == (enc.ids, enc.type_ids)
         enc = hf.encode(a, b, add_special_tokens=False)
@@ -129,7 +116,7 @@ def test_cased_configuration_matches_hf(bert):
     cased = Tokenizer.from_str(hf.to_str())
     cased.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False)
     opts = R.BertOptions(lowercase=False, strip_accents=False)
-    for text in MIXED_TEXTS:
+    for text in TEXTS:
         assert R.encode(text, vocab, opts, **HF) == cased.encode(text).ids
 
 

@@ -1,6 +1,9 @@
 """fastbpe._wordpiece (native core behind fastbpe.WordPiece): native == reference == HF."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import random
 
 import numpy as np
@@ -12,26 +15,12 @@ from fastbpe import _wordpiece as native
 from fastbpe.reference import wordpiece as R
 from fastbpe import WordPiece, train_wordpiece
 
+sys.path.insert(0, str(Path(__file__).parent))
+from wordpiece_texts import TEXTS  # noqa: E402
+
 HF = dict(allowed_special="all")          # HF's rule: special-token text becomes the id
 ORDINARY = dict(disallowed_special=())    # special-token text is ordinary text
 
-TEXTS = [
-    "Hello, World! How are you doing today?",
-    "Héllo wörld, ÇOK GÜZEL! İstanbul'da ılık bir gün. Straße, façade, naïve, résumé.",
-    "中文字符测试，还有日本語のテキスト、한국어 텍스트。",
-    "emoji 😀👍🏽🇹🇷 mixed with text 🤖!!",
-    "control\x00chars\x01here\x7f and\ufffd replacement\u200b zero width \u00ad soft hyphen",
-    "tabs\tnew\nlines\r\nand\x0bvertical\x0cfeed\x85next\u2028line\u2029para\u3000ideo",
-    "a" * 101 + " " + "b" * 100 + " " + "é" * 100 + " " + "x" * 250,
-    "[CLS] text with [MASK] and [SEP] special [sep] [UNK]tokens[PAD]",
-    "don't do not it's you're I'm we've they 're . , ! ?",
-    "ΟΔΟΣ Ελληνικά κείμενα, Русский текст, العربية, עברית, हिन्दी",
-    "ﬁ ligature ½ ① Ⅻ ㎏ ＡＢＣ full width; ᾅ ǅ İ ẞ",
-    "$100 + 5^2 = `code` {x: [1, 2]} ~tilde| back\\slash @user #tag",
-    "marks a\u0301\u0327\U0001D165\U0001D16D\u05b0 𝅘𝅥𝅮 \u1e0b\u0323",
-    "",
-    "def f(x):\n    return x ** 2  # comment\n",
-]
 
 
 @pytest.fixture(scope="module")
