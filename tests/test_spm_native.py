@@ -268,6 +268,68 @@ def test_long_line_is_not_quadratic(vocab_file):
     assert best(big) <= 12 * best(small)
 
 
+def _walk(tables, alphabet: str, size: int, seed: int) -> str:
+    """size characters of the alphabet, each adjacent pair in some piece where the
+    alphabet allows it: a line few cuts shorten."""
+    import random
+
+    rng = random.Random(seed)
+    pairs = R.joinable_pairs(tables)
+    follow = {a: [b for b in alphabet if a + b in pairs] or list(alphabet) for a in alphabet}
+    out, c = [], rng.choice(alphabet)
+    for _ in range(size):
+        c = rng.choice(follow[c])
+        out.append(c)
+    return "".join(out)
+
+
+@settings(max_examples=200)
+@given(model=hand_made(), size=st.integers(0, 300), seed=st.integers(0, 2**16))
+def test_hand_made_long_lines_through_buckets(model, size, seed):
+    """``merge_buckets`` (every segment of two or more symbols, by ``_set_run_min(2)``)
+    on walks over joinable pairs: ties of equal score, user-defined pieces, byte
+    fallback, merges that make a better rank than the current one; the reference's ids."""
+    tables = R.build_tables(model)
+    text = _walk(tables, "ab▁c中 d", size, seed)
+    with _SortedRuns():
+        core = _spm.SpmCore(tables)
+        assert core.encode(text) == R.encode(text, tables)
+
+
+def test_hand_made_long_line_at_the_default_run_min():
+    """Walks past ``run_min`` (4096 symbols) with the default hook, on models whose
+    scores tie and whose merges make better ranks than their parts."""
+    pieces = [Piece(x, float(-i % 3), NORMAL) for i, x in enumerate(
+        ["ab", "bc", "abc", "ca", "cab", "bca", "aa", "aab", "bb", "cc", "abca", "bcab", "中a", "a中"])]
+    head = [Piece("<unk>", 0.0, UNKNOWN), Piece("<s>", 0.0, CONTROL)]
+    for byte_fallback in (False, True):
+        extra = [Piece(R.byte_piece(b), 0.0, BYTE) for b in range(256)] if byte_fallback else []
+        tables = R.build_tables(SpmModel(tuple(head + extra + pieces), TrainerSpec(model_type=BPE,
+                                                                                   byte_fallback=byte_fallback)))
+        core = _spm.SpmCore(tables)
+        for seed in range(3):
+            text = _walk(tables, "abc中", 6000, seed) + "x" + _walk(tables, "abc", 5000, seed + 9)
+            assert core.encode(text) == R.encode(text, tables)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+def test_mistral_long_lines_against_sentencepiece(vocab_file, name):
+    """Lines no cut shortens, past ``run_min``, through ``merge_buckets``: the ids of
+    sentencepiece itself and of the reference (with characters outside the vocabulary,
+    byte fallback, and v3's user-defined pieces inside the line)."""
+    from spm_support import processor
+
+    data = vocab_file(name).read_bytes()
+    core, tables = _cores(data, name)
+    sp = processor(data)
+    line = _uncut_line(tables, 60_000, seed=3)
+    odd = ["\U0001F600", "\u0fff", "[REFERENCE_DOC_3]", "[REFERENCE_DOC_12]x", "中文", "ğ"]
+    texts = [line[:5000], line,
+             "".join(part + odd[i % len(odd)] for i, part in enumerate(line[k:k + 7000] for k in range(0, 60_000, 7000)))]
+    for text in texts:
+        assert core.encode(text) == sp.encode(text) == R.encode(text, tables), text[:40]
+
+
 def test_whole_pieces_only_when_their_text_merges_into_them():
     """A segment that is exactly a piece's text is that piece only when merging the text
     alone makes it (decided at load): "▁abc" is a piece no merge reaches (no "▁ab",
