@@ -577,6 +577,15 @@ cdef int sort_positions(uint32_t* a, uint32_t n, Py_ssize_t count) noexcept nogi
     return 0
 
 
+cdef inline bint unchanged(const Scratch* s, int32_t left, Py_ssize_t count) noexcept nogil:
+    """True if the initial pair (left, left + 1) is as it was: neither symbol has merged
+    since (left is not merged away, and both still have their initial next), so it is
+    still a candidate of its initial rank and the run's pop needs no lookup (a changed
+    one goes through ``merge_popped``'s check)."""
+    cdef int32_t after = left + 2 if left + 2 < count else -1
+    return s.sym[left].length != 0 and s.sym[left].next == left + 1 and s.sym[left + 1].next == after
+
+
 cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     """``merge`` for a long segment (a line no cut shortens): the queue of candidate pairs
     as buckets by rank, each read in position order, so that a pop costs O(1) amortized
@@ -630,12 +639,14 @@ cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, c
     cdef uint64_t key, kr, kp, INF = ~(<uint64_t>0)
     cdef uint32_t* pcur = NULL
     cdef uint32_t r, n_ranks = m.n_ranks
+    cdef bint initial, merged
     q.cur = <uint32_t>(run[0] >> 32)
     q.next = n_ranks
     while True:
         kr = run[ri] if ri < n_run else INF
         kp = ((<uint64_t>q.cur << 32) | pcur[pi]) if pi < pn else INF
         key = kr if kr < kp else kp
+        initial = False
         if s.heap_size and s.heap[0] < key:
             key = heap_pop(s)
         elif key >> 32 > q.cur:
@@ -666,6 +677,7 @@ cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, c
             if ri + 8 < n_run:
                 fbe_prefetch(s.norm + s.sym[<uint32_t>run[ri + 8]].start)
             ri += 1
+            initial = True
         else:
             if pi + 16 < pn:
                 fbe_prefetch(&s.sym[pcur[pi + 16]])
@@ -673,7 +685,12 @@ cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, c
                 fbe_prefetch(s.norm + s.sym[pcur[pi + 8]].start)
             pi += 1
         left = <int32_t><uint32_t>key
-        if merge_popped(m, s, left, <uint32_t>(key >> 32)):
+        if initial and unchanged(s, left, count):
+            join(s, left)                   # current: no lookup needed to tell
+            merged = True
+        else:
+            merged = merge_popped(m, s, left, <uint32_t>(key >> 32))
+        if merged:
             if bucket_add(m, s, q, s.sym[left].prev) < 0 or bucket_add(m, s, q, left) < 0:
                 return -1
     return 0
