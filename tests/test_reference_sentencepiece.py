@@ -21,8 +21,8 @@ from fastbpe.reference.sentencepiece import (BPE, BYTE, CONTROL, NORMAL, UNKNOWN
                                              NormalizerSpec, Piece, SpmModel, TrainerSpec)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from spm_support import (CORPUS, MISTRAL_FILES, TRAINED, model_bytes, nfkc_model, processor,  # noqa: E402
-                         random_texts, trained_model)
+from spm_support import (CORPUS, MISTRAL_FILES, TRAINED, joinable_walk, model_bytes, nfkc_model,  # noqa: E402
+                         processor, random_texts, trained_model)
 
 spm = pytest.importorskip("sentencepiece", reason="sentencepiece is in the test extra")
 
@@ -155,21 +155,6 @@ def test_segments_on_mistral(vocab_file, name):
         assert parts == whole
 
 
-def _joinable_walk(t: R.SpmTables, alphabet: str, size: int, seed: int) -> str:
-    """A text of size characters where every adjacent pair stands side by side in some
-    piece when the alphabet allows it (a line no cut shortens: one merge sequence)."""
-    import random
-
-    rng = random.Random(seed)
-    pairs = R.joinable_pairs(t)
-    follow = {a: [b for b in alphabet if a + b in pairs] or list(alphabet) for a in alphabet}
-    out, c = [], rng.choice(alphabet)
-    for _ in range(size):
-        c = rng.choice(follow[c])
-        out.append(c)
-    return "".join(out)
-
-
 @settings(max_examples=300)
 @given(model=hand_made(), size=st.integers(0, 400), seed=st.integers(0, 2**16),
        texts=st.lists(st.text(st.sampled_from(list("ab▁c中 d\n")), max_size=30), max_size=3))
@@ -180,7 +165,7 @@ def test_bucket_queue_is_the_heap_order(model, size, seed, texts):
     t = R.build_tables(model)
     if any(kind == UNUSED for kind in t.types):
         return
-    for text in texts + [_joinable_walk(t, "ab▁c中 ", size, seed)]:
+    for text in texts + [joinable_walk(t, "ab▁c中 ", size, seed)]:
         symbols = R.initial_symbols(R.normalize(text, t), t.user_defined)
         assert R.bucket_queue(symbols, t) == R.bpe(symbols, t), text
 

@@ -25,7 +25,7 @@ from fastbpe.reference.sentencepiece import (BPE, BYTE, CONTROL, NORMAL, UNKNOWN
 _spm = pytest.importorskip("fastbpe._spm", reason="the native extensions are not built")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from spm_support import CORPUS, MISTRAL_FILES, TRAINED, random_texts, trained_model  # noqa: E402
+from spm_support import CORPUS, MISTRAL_FILES, TRAINED, joinable_walk, random_texts, trained_model  # noqa: E402
 
 TEXT = st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "S", "Z", "Cc")), max_size=80)
 SPACEY = st.text(st.sampled_from(list("ab  \t\n▁çğ中😀☃1[]<>")), max_size=60)
@@ -268,21 +268,6 @@ def test_long_line_is_not_quadratic(vocab_file):
     assert best(big) <= 12 * best(small)
 
 
-def _walk(tables, alphabet: str, size: int, seed: int) -> str:
-    """size characters of the alphabet, each adjacent pair in some piece where the
-    alphabet allows it: a line few cuts shorten."""
-    import random
-
-    rng = random.Random(seed)
-    pairs = R.joinable_pairs(tables)
-    follow = {a: [b for b in alphabet if a + b in pairs] or list(alphabet) for a in alphabet}
-    out, c = [], rng.choice(alphabet)
-    for _ in range(size):
-        c = rng.choice(follow[c])
-        out.append(c)
-    return "".join(out)
-
-
 @settings(max_examples=200)
 @given(model=hand_made(), size=st.integers(0, 300), seed=st.integers(0, 2**16))
 def test_hand_made_long_lines_through_buckets(model, size, seed):
@@ -290,7 +275,7 @@ def test_hand_made_long_lines_through_buckets(model, size, seed):
     on walks over joinable pairs: ties of equal score, user-defined pieces, byte
     fallback, merges that make a better rank than the current one; the reference's ids."""
     tables = R.build_tables(model)
-    text = _walk(tables, "ab▁c中 d", size, seed)
+    text = joinable_walk(tables, "ab▁c中 d", size, seed)
     with _SortedRuns():
         core = _spm.SpmCore(tables)
         assert core.encode(text) == R.encode(text, tables)
@@ -308,7 +293,7 @@ def test_hand_made_long_line_at_the_default_run_min():
                                                                                    byte_fallback=byte_fallback)))
         core = _spm.SpmCore(tables)
         for seed in range(3):
-            text = _walk(tables, "abc中", 6000, seed) + "x" + _walk(tables, "abc", 5000, seed + 9)
+            text = joinable_walk(tables, "abc中", 6000, seed) + "x" + joinable_walk(tables, "abc", 5000, seed + 9)
             assert core.encode(text) == R.encode(text, tables)
 
 

@@ -283,6 +283,32 @@ def initial_symbols(normalized: str, user_defined: frozenset[str]) -> list[tuple
     return symbols
 
 
+def linked_symbols(symbols: list[tuple[str, bool]]) -> tuple[list[str], list[bool], list[int], list[int]]:
+    """The symbols as a doubly linked list for merging: (texts, frozen flags, prev, next),
+    -1 past either end.
+
+    >>> linked_symbols([("a", False), ("<x>", True)])
+    (['a', '<x>'], [False, True], [-1, 0], [1, -1])
+    """
+    text = [s for s, _ in symbols]
+    frozen = [f for _, f in symbols]
+    prev = list(range(-1, len(text) - 1))
+    nxt = list(range(1, len(text) + 1))
+    if text:
+        nxt[-1] = -1
+    return text, frozen, prev, nxt
+
+
+def join_symbols(text: list[str], prev: list[int], nxt: list[int], left: int) -> None:
+    """Merge symbol left with the next one, which leaves the list (its text emptied)."""
+    right = nxt[left]
+    text[left] += text[right]
+    text[right] = ""
+    nxt[left] = nxt[right]
+    if nxt[right] >= 0:
+        prev[nxt[right]] = left
+
+
 def bpe(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
     """Merge the symbols by score, leftmost first among equal scores; unused pieces are
     split back (module docstring, "Merge order" and "Unused pieces").
@@ -293,12 +319,7 @@ def bpe(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
     >>> bpe([("a", False), ("b", False), ("c", False)], t)   # a tie: the left pair first
     ['ab', 'c']
     """
-    text = [s for s, _ in symbols]
-    frozen = [f for _, f in symbols]
-    prev = list(range(-1, len(text) - 1))
-    nxt = list(range(1, len(text) + 1))
-    if text:
-        nxt[-1] = -1
+    text, frozen, prev, nxt = linked_symbols(symbols)
     heap, rev_merge = [], {}
 
     def add_pair(left: int, right: int) -> None:
@@ -318,11 +339,7 @@ def bpe(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
         _, left, right, size = heapq.heappop(heap)
         if not text[left] or not text[right] or len(text[left]) + len(text[right]) != size:
             continue                                  # stale: a side has merged since
-        text[left] += text[right]
-        text[right] = ""
-        nxt[left] = nxt[right]
-        if nxt[right] >= 0:
-            prev[nxt[right]] = left
+        join_symbols(text, prev, nxt, left)
         add_pair(prev[left], left)
         add_pair(left, nxt[left])
 
@@ -393,12 +410,7 @@ def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
     """
     assert not any(t.types[pid] == UNUSED for pid in t.pieces.values()), "unused pieces need rev_merge (bpe)"
     ranks = score_ranks(t)
-    text = [s for s, _ in symbols]
-    frozen = [f for _, f in symbols]
-    prev = list(range(-1, len(text) - 1))
-    nxt = list(range(1, len(text) + 1))
-    if text:
-        nxt[-1] = -1
+    text, frozen, prev, nxt = linked_symbols(symbols)
 
     def rank_at(left: int) -> int | None:
         """The rank of the pair (left, nxt[left]) if it is a candidate, else None."""
@@ -441,12 +453,7 @@ def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
             at += 1
         r, left = key
         if text[left] and rank_at(left) == r:
-            right = nxt[left]
-            text[left] += text[right]
-            text[right] = ""
-            nxt[left] = nxt[right]
-            if nxt[right] >= 0:
-                prev[nxt[right]] = left
+            join_symbols(text, prev, nxt, left)
             push(prev[left])
             push(left)
     out, i = [], 0 if text else -1
