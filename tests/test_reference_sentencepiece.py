@@ -183,6 +183,12 @@ def test_bucket_queue_with_a_better_rank_made_by_a_merge():
         assert R.bucket_queue(symbols, t) == R.bpe(symbols, t), text
 
 
+def test_bucket_queue_refuses_unused_pieces():
+    t = R.build_tables(_model([Piece("ab", -1.0, UNUSED), Piece("a", -2.0), Piece("b", -2.0)]))
+    with pytest.raises(ValueError, match="unused pieces"):
+        R.bucket_queue([("a", False), ("b", False)], t)
+
+
 def test_unused_pieces_are_split_back():
     model = _model([Piece("a", -1.0), Piece("b", -1.0), Piece("ab", -0.5, UNUSED), Piece("abb", -0.25),
                     Piece("▁", -3.0)])

@@ -408,7 +408,8 @@ def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
     >>> bucket_queue(syms, t) == bpe(syms, t) == ['abc', 'abc']
     True
     """
-    assert not any(t.types[pid] == UNUSED for pid in t.pieces.values()), "unused pieces need rev_merge (bpe)"
+    if any(t.types[pid] == UNUSED for pid in t.pieces.values()):
+        raise ValueError("bucket_queue: the model has unused pieces, which need bpe's rev_merge")
     ranks = score_ranks(t)
     text, frozen, prev, nxt = linked_symbols(symbols)
 
