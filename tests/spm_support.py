@@ -121,3 +121,18 @@ def model_bytes(model: SpmModel) -> bytes:
         (3, ns.add_dummy_prefix), (4, ns.remove_extra_whitespaces), (5, ns.escape_whitespaces)))
     out += _message(3, normalizer)
     return bytes(out)
+
+
+def joinable_walk(tables, alphabet: str, size: int, seed: int) -> str:
+    """size characters of the alphabet, each adjacent pair side by side in some piece
+    where the alphabet allows it: a line few cuts shorten (one merge sequence)."""
+    from fastbpe.reference.sentencepiece import joinable_pairs
+
+    rng = random.Random(seed)
+    pairs = joinable_pairs(tables)
+    follow = {a: [b for b in alphabet if a + b in pairs] or list(alphabet) for a in alphabet}
+    out, c = [], rng.choice(alphabet)
+    for _ in range(size):
+        c = rng.choice(follow[c])
+        out.append(c)
+    return "".join(out)

@@ -21,8 +21,8 @@ from fastbpe.reference.sentencepiece import (BPE, BYTE, CONTROL, NORMAL, UNKNOWN
                                              NormalizerSpec, Piece, SpmModel, TrainerSpec)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from spm_support import (CORPUS, MISTRAL_FILES, TRAINED, model_bytes, nfkc_model, processor,  # noqa: E402
-                         random_texts, trained_model)
+from spm_support import (CORPUS, MISTRAL_FILES, TRAINED, joinable_walk, model_bytes, nfkc_model,  # noqa: E402
+                         processor, random_texts, trained_model)
 
 spm = pytest.importorskip("sentencepiece", reason="sentencepiece is in the test extra")
 
@@ -153,6 +153,40 @@ def test_segments_on_mistral(vocab_file, name):
     for text in CORPUS + ["".join(CORPUS) * 3]:
         whole, parts = _merged_by_segments(text, t)
         assert parts == whole
+
+
+@settings(max_examples=300)
+@given(model=hand_made(), size=st.integers(0, 400), seed=st.integers(0, 2**16),
+       texts=st.lists(st.text(st.sampled_from(list("ab▁c中 d\n")), max_size=30), max_size=3))
+def test_bucket_queue_is_the_heap_order(model, size, seed, texts):
+    """``bucket_queue``'s corollary: the buckets by rank make ``bpe``'s merges (long
+    walks over joinable pairs, many ties of equal score, user-defined pieces, pairs that
+    go stale, merges that make a pair of a better rank than the current one)."""
+    t = R.build_tables(model)
+    if any(kind == UNUSED for kind in t.types):
+        return
+    for text in texts + [joinable_walk(t, "ab▁c中 ", size, seed)]:
+        symbols = R.initial_symbols(R.normalize(text, t), t.user_defined)
+        assert R.bucket_queue(symbols, t) == R.bpe(symbols, t), text
+
+
+def test_bucket_queue_with_a_better_rank_made_by_a_merge():
+    """In "abc", "bc" (score -3) merges before "ab" (-4); then "a" + "bc" is "abc" (-1),
+    a pair of a better rank than the one being read: it goes to the heap and merges
+    next, before the rest of rank "bc"'s bucket (here the other "bc" pairs)."""
+    t = R.build_tables(_model([Piece("abc", -1.0), Piece("cd", -2.0), Piece("bc", -3.0), Piece("ab", -4.0),
+                               Piece("a", -5.0), Piece("b", -5.0), Piece("c", -5.0), Piece("d", -5.0)]))
+    symbols = [(c, False) for c in "abc"]
+    assert R.bpe(symbols, t) == R.bucket_queue(symbols, t) == ["abc"]
+    for text in ("abcd", "cdabc", "abcabcd", "bcabc" * 7, "abc" * 50 + "d"):
+        symbols = R.initial_symbols(R.normalize(text, t), t.user_defined)
+        assert R.bucket_queue(symbols, t) == R.bpe(symbols, t), text
+
+
+def test_bucket_queue_refuses_unused_pieces():
+    t = R.build_tables(_model([Piece("ab", -1.0, UNUSED), Piece("a", -2.0), Piece("b", -2.0)]))
+    with pytest.raises(ValueError, match="unused pieces"):
+        R.bucket_queue([("a", False), ("b", False)], t)
 
 
 def test_unused_pieces_are_split_back():

@@ -25,7 +25,7 @@ from fastbpe.reference.sentencepiece import (BPE, BYTE, CONTROL, NORMAL, UNKNOWN
 _spm = pytest.importorskip("fastbpe._spm", reason="the native extensions are not built")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from spm_support import CORPUS, MISTRAL_FILES, TRAINED, random_texts, trained_model  # noqa: E402
+from spm_support import CORPUS, MISTRAL_FILES, TRAINED, joinable_walk, random_texts, trained_model  # noqa: E402
 
 TEXT = st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "S", "Z", "Cc")), max_size=80)
 SPACEY = st.text(st.sampled_from(list("ab  \t\n▁çğ中😀☃1[]<>")), max_size=60)
@@ -266,6 +266,53 @@ def test_long_line_is_not_quadratic(vocab_file):
         return min(times)
 
     assert best(big) <= 12 * best(small)
+
+
+@settings(max_examples=200)
+@given(model=hand_made(), size=st.integers(0, 300), seed=st.integers(0, 2**16))
+def test_hand_made_long_lines_through_buckets(model, size, seed):
+    """``merge_buckets`` (every segment of two or more symbols, by ``_set_run_min(2)``)
+    on walks over joinable pairs: ties of equal score, user-defined pieces, byte
+    fallback, merges that make a better rank than the current one; the reference's ids."""
+    tables = R.build_tables(model)
+    text = joinable_walk(tables, "ab▁c中 d", size, seed)
+    with _SortedRuns():
+        core = _spm.SpmCore(tables)
+        assert core.encode(text) == R.encode(text, tables)
+
+
+def test_hand_made_long_line_at_the_default_run_min():
+    """Walks past ``run_min`` (4096 symbols) with the default hook, on models whose
+    scores tie and whose merges make better ranks than their parts."""
+    pieces = [Piece(x, float(-i % 3), NORMAL) for i, x in enumerate(
+        ["ab", "bc", "abc", "ca", "cab", "bca", "aa", "aab", "bb", "cc", "abca", "bcab", "中a", "a中"])]
+    head = [Piece("<unk>", 0.0, UNKNOWN), Piece("<s>", 0.0, CONTROL)]
+    for byte_fallback in (False, True):
+        extra = [Piece(R.byte_piece(b), 0.0, BYTE) for b in range(256)] if byte_fallback else []
+        tables = R.build_tables(SpmModel(tuple(head + extra + pieces), TrainerSpec(model_type=BPE,
+                                                                                   byte_fallback=byte_fallback)))
+        core = _spm.SpmCore(tables)
+        for seed in range(3):
+            text = joinable_walk(tables, "abc中", 6000, seed) + "x" + joinable_walk(tables, "abc", 5000, seed + 9)
+            assert core.encode(text) == R.encode(text, tables)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+def test_mistral_long_lines_against_sentencepiece(vocab_file, name):
+    """Lines no cut shortens, past ``run_min``, through ``merge_buckets``: the ids of
+    sentencepiece itself and of the reference (with characters outside the vocabulary,
+    byte fallback, and v3's user-defined pieces inside the line)."""
+    from spm_support import processor
+
+    data = vocab_file(name).read_bytes()
+    core, tables = _cores(data, name)
+    sp = processor(data)
+    line = _uncut_line(tables, 70_000, seed=3)     # past 16 * run_min: the piece filter too
+    odd = ["\U0001F600", "\u0fff", "[REFERENCE_DOC_3]", "[REFERENCE_DOC_12]x", "中文", "ğ"]
+    texts = [line[:5000], line,
+             "".join(part + odd[i % len(odd)] for i, part in enumerate(line[k:k + 7000] for k in range(0, 70_000, 7000)))]
+    for text in texts:
+        assert core.encode(text) == sp.encode(text) == R.encode(text, tables), text[:40]
 
 
 def test_whole_pieces_only_when_their_text_merges_into_them():

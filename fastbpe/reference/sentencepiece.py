@@ -283,6 +283,32 @@ def initial_symbols(normalized: str, user_defined: frozenset[str]) -> list[tuple
     return symbols
 
 
+def linked_symbols(symbols: list[tuple[str, bool]]) -> tuple[list[str], list[bool], list[int], list[int]]:
+    """The symbols as a doubly linked list for merging: (texts, frozen flags, prev, next),
+    -1 past either end.
+
+    >>> linked_symbols([("a", False), ("<x>", True)])
+    (['a', '<x>'], [False, True], [-1, 0], [1, -1])
+    """
+    text = [s for s, _ in symbols]
+    frozen = [f for _, f in symbols]
+    prev = list(range(-1, len(text) - 1))
+    nxt = list(range(1, len(text) + 1))
+    if text:
+        nxt[-1] = -1
+    return text, frozen, prev, nxt
+
+
+def join_symbols(text: list[str], prev: list[int], nxt: list[int], left: int) -> None:
+    """Merge symbol left with the next one, which leaves the list (its text emptied)."""
+    right = nxt[left]
+    text[left] += text[right]
+    text[right] = ""
+    nxt[left] = nxt[right]
+    if nxt[right] >= 0:
+        prev[nxt[right]] = left
+
+
 def bpe(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
     """Merge the symbols by score, leftmost first among equal scores; unused pieces are
     split back (module docstring, "Merge order" and "Unused pieces").
@@ -293,12 +319,7 @@ def bpe(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
     >>> bpe([("a", False), ("b", False), ("c", False)], t)   # a tie: the left pair first
     ['ab', 'c']
     """
-    text = [s for s, _ in symbols]
-    frozen = [f for _, f in symbols]
-    prev = list(range(-1, len(text) - 1))
-    nxt = list(range(1, len(text) + 1))
-    if text:
-        nxt[-1] = -1
+    text, frozen, prev, nxt = linked_symbols(symbols)
     heap, rev_merge = [], {}
 
     def add_pair(left: int, right: int) -> None:
@@ -318,11 +339,7 @@ def bpe(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
         _, left, right, size = heapq.heappop(heap)
         if not text[left] or not text[right] or len(text[left]) + len(text[right]) != size:
             continue                                  # stale: a side has merged since
-        text[left] += text[right]
-        text[right] = ""
-        nxt[left] = nxt[right]
-        if nxt[right] >= 0:
-            prev[nxt[right]] = left
+        join_symbols(text, prev, nxt, left)
         add_pair(prev[left], left)
         add_pair(left, nxt[left])
 
@@ -339,6 +356,110 @@ def bpe(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
     i = 0 if text else -1
     while i >= 0:
         resegment(text[i])
+        i = nxt[i]
+    return out
+
+
+def score_ranks(t: SpmTables) -> dict[str, int]:
+    """Each piece merges may make -> its score's place among their distinct scores, best
+    first: ``bpe``'s order "higher score first" as small integers (a tie keeps one rank).
+
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("bc", -1), Piece("abc", -3)),
+    ...                           TrainerSpec(model_type=2)))
+    >>> score_ranks(t)
+    {'ab': 0, 'bc': 0, 'abc': 1}
+    """
+    order = {score: rank for rank, score in enumerate(sorted({t.scores[i] for i in t.pieces.values()}, reverse=True))}
+    return {piece: order[t.scores[pid]] for piece, pid in t.pieces.items()}
+
+
+def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
+    """``bpe`` with its heap replaced by buckets by rank (``score_ranks``), the structure
+    of the native merge of a long segment (``_spm.merge_buckets``), for a model without
+    unused pieces: the same pieces. With cur the rank being read, the queue of
+    candidate pairs (rank, left) is
+
+    * ``run``: the initial pairs, sorted once (rank, then position);
+    * ``buckets[r]`` for r > cur: the positions merges pushed with rank r before r's
+      turn, in push order; sorted when cur reaches r (that bucket is then complete);
+    * ``heap``: what merges push with a rank <= cur: a rank-cur pair at or left of the
+      one just merged, or a better rank than cur (a model may have one: "abc" ranked
+      above "bc" and reached as "a" + "bc" once "bc" merges).
+
+    **Corollary (bucket order is heap order).** Every pop takes the smallest key in the
+    queue: the smallest of the run's head, cur's bucket's head and the heap's top when
+    that has rank <= cur, because every bucket above cur holds keys of rank > cur (a push
+    of rank <= cur goes to the heap, and cur never decreases). When it has rank > cur,
+    nothing of rank <= cur is left (the heap's keys all have rank <= cur: it is empty),
+    and cur moves to the lowest rank present, the lower of the run's next rank and the
+    lowest filled bucket, which keeps the invariant. ``bpe``'s heap pops the smallest
+    key too, and both push the same pairs after the same merges (by induction on the
+    pops: the same queue contents, the same next pop); equal keys are one pair, so
+    which copy comes first does not matter; a popped pair merges iff it is still the
+    pair at its left with that rank. So the merges, in order, are ``bpe``'s, and so are
+    the pieces and ids. Nothing is assumed of the model's scores; in a model whose
+    merged pieces rank below their parts (what BPE training makes) the heap holds only a
+    few rank-cur pairs at a time, so a pop costs O(1) amortized plus a bucket's share
+    of one linear sort.
+
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("bc", -1), Piece("abc", -3),
+    ...                            Piece("a", -4), Piece("b", -4), Piece("c", -4)), TrainerSpec(model_type=2)))
+    >>> syms = [(c, False) for c in "abcabc"]
+    >>> bucket_queue(syms, t) == bpe(syms, t) == ['abc', 'abc']
+    True
+    """
+    if any(t.types[pid] == UNUSED for pid in t.pieces.values()):
+        raise ValueError("bucket_queue: the model has unused pieces, which need bpe's rev_merge")
+    ranks = score_ranks(t)
+    text, frozen, prev, nxt = linked_symbols(symbols)
+
+    def rank_at(left: int) -> int | None:
+        """The rank of the pair (left, nxt[left]) if it is a candidate, else None."""
+        right = nxt[left] if left >= 0 else -1
+        if right < 0 or frozen[left] or frozen[right]:
+            return None
+        return ranks.get(text[left] + text[right])
+
+    run = sorted((r, i) for i in range(len(text) - 1) if (r := rank_at(i)) is not None)
+    buckets: dict[int, list[int]] = {}
+    heap: list[tuple[int, int]] = []
+    bucket: list[int] = []            # cur's bucket, sorted, read from position `at`
+    ri = at = 0
+    cur = run[0][0] if run else 0
+
+    def push(left: int) -> None:
+        r = rank_at(left)
+        if r is not None:
+            if r <= cur:
+                heapq.heappush(heap, (r, left))
+            else:
+                buckets.setdefault(r, []).append(left)
+
+    while True:
+        heads = [k for k in (run[ri] if ri < len(run) else None,
+                             (cur, bucket[at]) if at < len(bucket) else None) if k is not None]
+        key = min(heads, default=None)
+        if heap and (key is None or heap[0] < key):
+            key = heapq.heappop(heap)
+        elif key is None or key[0] > cur:     # nothing of rank <= cur is left: move cur
+            ahead = ([run[ri][0]] if ri < len(run) else []) + ([min(buckets)] if buckets else [])
+            if not ahead:
+                break
+            cur = min(ahead)
+            bucket, at = sorted(buckets.pop(cur, [])), 0
+            continue
+        elif ri < len(run) and key == run[ri]:
+            ri += 1
+        else:
+            at += 1
+        r, left = key
+        if text[left] and rank_at(left) == r:
+            join_symbols(text, prev, nxt, left)
+            push(prev[left])
+            push(left)
+    out, i = [], 0 if text else -1
+    while i >= 0:
+        out.append(text[i])
         i = nxt[i]
     return out
 

@@ -12,10 +12,12 @@ encoded by ``spm_encode`` in four linear steps, each a loop over bytes:
    next (tiktoken's way: no heap to fill for a word); for longer ones an 8-ary heap of
    candidate pairs (score, then leftmost), stale entries skipped when popped
    (``Scratch.heap``); a segment of ``run_min`` symbols or more (a long line no cut
-   shortens) keeps its initial pairs out of the heap, in one run sorted by key (a
-   counting sort on the rank), each pop the smaller of the run's next key and the
-   heap's top, the run's symbols and text prefetched ahead. All pick the same pair:
-   the lowest key among the current pairs.
+   shortens) merges through buckets by rank (``merge_buckets``: the initial pairs in
+   one run sorted by key, a counting sort on the rank; the pairs merges push in a
+   bucket per rank, radix-sorted by position when their rank's turn comes; the heap
+   only for pairs pushed with a rank at or below the one being read), read in position
+   order with the symbols and text prefetched ahead. All pick the same pair: the
+   lowest key among the current pairs (``reference.sentencepiece.bucket_queue``).
    A doubly linked list of
    symbols: O(n log n) for n symbols, never a rescan;
 4. ``emit``: each symbol's id (a control/unknown/byte piece with that text first, then a

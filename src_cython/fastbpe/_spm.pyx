@@ -7,6 +7,8 @@ from libc.stdlib cimport calloc, free, malloc, realloc
 
 cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void** memptr, size_t alignment, size_t size)
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long x) nogil
 from libc.string cimport memcmp, memcpy, memmove, memset
 
 cimport numpy as cnp
@@ -433,50 +435,311 @@ cdef void merge_scan_ids(const Model* m, Scratch* s, Py_ssize_t count) noexcept 
 
 cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
     """Merge the count symbols by the lowest (rank, left) pair each time (``merge_scan``'s
-    rule) through a priority queue of candidate pairs: the heap, and for a long segment
-    (at least ``run_min`` symbols) the initial pairs apart, in one run sorted once by key
-    (``sorted_run``); each pop takes the smaller of the run's next key and the heap's
-    top, so the queue holds the same keys and gives them in the same order as one heap
-    would. The run is read front to back (no cache miss per pop for it) and the heap
-    holds only the pairs merges make: a smaller heap, its top levels in cache."""
-    cdef Py_ssize_t i, ri = 0, n_run = 0
+    rule) through a priority queue of candidate pairs: the heap for a segment of fewer
+    than ``run_min`` symbols, ``merge_buckets`` for a longer one. Both pop the same keys
+    in the same order (``merge_buckets``' docstring), so they make the same merges."""
+    cdef Py_ssize_t i
     cdef int32_t left
     cdef uint64_t key
-    cdef uint64_t* run = NULL
-    cdef const Entry* e
-    s.heap_size = 0
     if count >= run_min:
-        run = sorted_run(m, s, count, &n_run)
-        if run == NULL:
+        return merge_buckets(m, s, count)
+    s.heap_size = 0
+    for i in range(count - 1):
+        if add_pair(m, s, <int32_t>i) < 0:
             return -1
-    else:
-        for i in range(count - 1):
-            if add_pair(m, s, <int32_t>i) < 0:
+    while s.heap_size:
+        key = heap_pop(s)
+        left = <int32_t><uint32_t>key
+        if merge_popped(m, s, left, <uint32_t>(key >> 32)):
+            if add_pair(m, s, s.sym[left].prev) < 0 or add_pair(m, s, left) < 0:
                 return -1
-    while s.heap_size or ri < n_run:
-        if ri < n_run and (s.heap_size == 0 or run[ri] <= s.heap[0]):
-            key = run[ri]
-            # the run is known ahead: its symbols (16 keys on) and then their text (8 on,
-            # where the symbol is in cache by now) are prefetched, the misses of a
-            # long line's pops (its symbols and text are far larger than the caches)
+    return 0
+
+
+cdef inline bint merge_popped(const Model* m, Scratch* s, int32_t left, uint32_t rank) noexcept nogil:
+    """Merge the popped pair (rank, left) if it is still current; False if it went stale
+    (a side merged since the push, or the pair's text changed)."""
+    cdef const Entry* e
+    if s.sym[left].length == 0:
+        return False                        # merged into its left neighbour since
+    e = pair_entry(m, s, left)
+    if e == NULL or e.rank != rank:
+        return False                        # stale: the pair changed since the push
+    join(s, left)
+    return True
+
+
+# ------------------------------------------------------------ long segments: buckets by rank
+cdef struct Bucket:       # the positions of the pairs of one rank pushed before their turn
+    uint32_t* pos
+    uint32_t size
+    uint32_t cap
+
+
+cdef enum:
+    FILTER_BITS = 1 << 19     # the pieces merges may make as bits of their text's hash:
+                              # 64 KiB (stays in L2, where the 2 MiB piece table misses),
+                              # built for segments of at least 16 * run_min symbols
+
+
+cdef struct Buckets:
+    uint64_t* filter      # bit (hash >> 40) % FILTER_BITS of each piece merges may make,
+                          # or NULL: a pushed pair whose bit is clear is no piece
+    Bucket* of_rank       # m.n_ranks of them
+    uint64_t* filled      # bit r: of_rank[r] holds positions (only ranks above cur)
+    uint32_t cur          # the rank being read: pairs of rank <= cur go to the heap
+    uint32_t next         # the lowest filled rank above cur (m.n_ranks: none)
+
+
+cdef int bucket_add(const Model* m, Scratch* s, Buckets* q, int32_t left) noexcept nogil:
+    """Push the pair (left, next[left]) if it is a candidate: into its rank's bucket when
+    that rank's turn is still to come, else (rank <= cur) into the heap."""
+    cdef const Entry* e
+    cdef Bucket* b
+    cdef uint32_t r, cap, n
+    cdef uint32_t* grown
+    cdef uint64_t h
+    cdef int32_t right
+    if left < 0:
+        return 0
+    if q.filter == NULL:
+        e = pair_entry(m, s, left)
+    else:
+        # pair_entry, the filter asked before the table: most pairs a merge makes are no
+        # piece (Mistral v1's uncut line: 1 in 9 is), and the table's slot is a miss
+        right = s.sym[left].next
+        if right < 0 or (s.sym[left].length | s.sym[right].length) & FROZEN:
+            return 0
+        n = s.sym[left].length + s.sym[right].length
+        h = fbe_hash(s.norm + s.sym[left].start, n)
+        if not (q.filter[(h >> 40) % FILTER_BITS >> 6] >> ((h >> 40) & 63)) & 1:
+            return 0
+        e = lookup_at(m, s.norm + s.sym[left].start, n, h & m.mask)
+        if e != NULL and e.merge_id < 0:
+            e = NULL
+    if e == NULL:
+        return 0
+    r = e.rank
+    if r <= q.cur:
+        return heap_push(s, (<uint64_t>r << 32) | <uint32_t>left)
+    b = &q.of_rank[r]
+    if b.size == b.cap:
+        cap = b.cap * 2 if b.cap else 16
+        grown = <uint32_t*>realloc(b.pos, cap * sizeof(uint32_t))
+        if grown == NULL:
+            return -1
+        b.pos = grown
+        b.cap = cap
+    if b.size == 0:
+        q.filled[r >> 6] |= (<uint64_t>1) << (r & 63)
+        if r < q.next:
+            q.next = r
+    b.pos[b.size] = <uint32_t>left
+    b.size += 1
+    return 0
+
+
+cdef uint32_t next_filled(const Buckets* q, uint32_t r, uint32_t n_ranks) noexcept nogil:
+    """The lowest rank >= r whose bucket is filled, or n_ranks."""
+    cdef uint32_t w = r >> 6
+    cdef uint32_t n_words = (n_ranks + 63) >> 6
+    cdef uint64_t bits
+    if r >= n_ranks:
+        return n_ranks
+    bits = q.filled[w] & (~(<uint64_t>0) << (r & 63))
+    while bits == 0:
+        w += 1
+        if w >= n_words:
+            return n_ranks
+        bits = q.filled[w]
+    return (w << 6) + <uint32_t>__builtin_ctzll(bits)
+
+
+cdef int sort_positions(uint32_t* a, uint32_t n, Py_ssize_t count) noexcept nogil:
+    """Sort a[:n] (positions below count) rising: insertion for a few, else an LSD radix
+    sort on bytes (linear). -1 when memory runs out."""
+    cdef uint32_t i, j, x, shift, total, c
+    cdef uint32_t at[256]
+    cdef uint32_t* tmp
+    cdef uint32_t* src = a
+    cdef uint32_t* dst
+    cdef uint32_t* t
+    if n <= 32:
+        for i in range(1, n):
+            x = a[i]
+            j = i
+            while j > 0 and a[j - 1] > x:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = x
+        return 0
+    tmp = <uint32_t*>malloc(n * sizeof(uint32_t))
+    if tmp == NULL:
+        return -1
+    dst = tmp
+    shift = 0
+    while shift < 32 and (<uint64_t>(count - 1) >> shift) != 0:
+        memset(at, 0, sizeof(at))
+        for i in range(n):
+            at[(src[i] >> shift) & 255] += 1
+        total = 0
+        for i in range(256):
+            c = at[i]
+            at[i] = total
+            total += c
+        for i in range(n):
+            x = src[i]
+            dst[at[(x >> shift) & 255]] = x
+            at[(x >> shift) & 255] += 1
+        t = src
+        src = dst
+        dst = t
+        shift += 8
+    if src != a:
+        memcpy(a, src, n * sizeof(uint32_t))
+    free(tmp)
+    return 0
+
+
+cdef inline bint unchanged(const Scratch* s, int32_t left, Py_ssize_t count) noexcept nogil:
+    """True if the initial pair (left, left + 1) is as it was: neither symbol has merged
+    since (left is not merged away, and both still have their initial next), so it is
+    still a candidate of its initial rank and the run's pop needs no lookup (a changed
+    one goes through ``merge_popped``'s check)."""
+    cdef int32_t after = left + 2 if left + 2 < count else -1
+    return s.sym[left].length != 0 and s.sym[left].next == left + 1 and s.sym[left + 1].next == after
+
+
+cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
+    """``merge`` for a long segment (a line no cut shortens): the queue of candidate pairs
+    as buckets by rank, each read in position order, so that a pop costs O(1) amortized
+    and the symbols are read in rising addresses, prefetched ahead (a global heap made
+    each pop a log of scattered reads, DRAM misses past L3). The queue's parts, with cur
+    the rank being read:
+
+    - the initial pairs, in one run sorted by key (``sorted_run``: a counting sort);
+    - per rank above cur, a bucket of the positions merges pushed with that rank before
+      its turn (appended in any order; radix-sorted when cur reaches it);
+    - the heap, for what merges push with a rank <= cur (a rank-cur pair left of the one
+      just merged; a better rank, which a model may make: ``reference.sentencepiece.
+      bucket_queue``'s corollary). It stays small: its keys are below every bucket's.
+
+    Each pop takes the smallest of the run's next key, the heap's top and cur's bucket's
+    next position; when all of them are above rank cur, cur moves to the lower of the
+    run's next rank and the lowest filled bucket. That is the smallest key in the queue
+    (the corollary), so the pops are the heap's, and so are the merges. A segment of
+    16 * run_min symbols or more asks a 64 KiB bit filter of the pieces' hashes before
+    the 2 MiB piece table when it pushes (``Buckets.filter``): most pairs a merge makes
+    are no piece."""
+    cdef Py_ssize_t n_run = 0
+    cdef uint64_t* run = NULL
+    cdef uint32_t r, n_ranks = m.n_ranks
+    cdef int rc = -1
+    cdef Buckets q
+    q.of_rank = NULL
+    q.filled = NULL
+    q.filter = NULL
+    s.heap_size = 0
+    run = sorted_run(m, s, count, &n_run)
+    if run == NULL:
+        return -1
+    if n_run == 0:
+        free(run)
+        return 0
+    q.of_rank = <Bucket*>calloc(n_ranks, sizeof(Bucket))
+    q.filled = <uint64_t*>calloc((n_ranks + 63) >> 6, sizeof(uint64_t))
+    if count >= 16 * run_min:
+        q.filter = piece_filter(m)
+    if q.of_rank != NULL and q.filled != NULL and (count < 16 * run_min or q.filter != NULL):
+        rc = bucket_loop(m, s, count, &q, run, n_run)
+    free(run)
+    if q.of_rank != NULL:
+        for r in range(n_ranks):
+            free(q.of_rank[r].pos)
+    free(q.of_rank)
+    free(q.filled)
+    free(q.filter)
+    return rc
+
+
+cdef uint64_t* piece_filter(const Model* m) noexcept nogil:
+    """``Buckets.filter`` for the model (a pass over the piece table), or NULL when memory
+    runs out."""
+    cdef uint64_t* bits = <uint64_t*>calloc(FILTER_BITS // 64, sizeof(uint64_t))
+    cdef uint64_t i, h
+    cdef const Entry* e
+    if bits == NULL:
+        return NULL
+    for i in range(m.mask + 1):
+        e = &m.table[i]
+        if e.len and e.merge_id >= 0:
+            h = fbe_hash(m.arena + e.off, e.len) >> 40
+            bits[h % FILTER_BITS >> 6] |= (<uint64_t>1) << (h & 63)
+    return bits
+
+
+cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, const uint64_t* run,
+                     Py_ssize_t n_run) noexcept nogil:
+    """``merge_buckets``' pops and merges; -1 when memory runs out (the caller frees)."""
+    cdef Py_ssize_t ri = 0, pi = 0, pn = 0
+    cdef int32_t left
+    cdef uint64_t key, kr, kp, INF = ~(<uint64_t>0)
+    cdef uint32_t* pcur = NULL
+    cdef uint32_t r, n_ranks = m.n_ranks
+    cdef bint initial, merged
+    q.cur = <uint32_t>(run[0] >> 32)
+    q.next = n_ranks
+    while True:
+        kr = run[ri] if ri < n_run else INF
+        kp = ((<uint64_t>q.cur << 32) | pcur[pi]) if pi < pn else INF
+        key = kr if kr < kp else kp
+        initial = False
+        if s.heap_size and s.heap[0] < key:
+            key = heap_pop(s)
+        elif key >> 32 > q.cur:
+            # nothing of rank cur is left (the heap is empty: its keys have ranks <= cur)
+            free(pcur)
+            q.of_rank[q.cur].pos = NULL
+            pcur = NULL
+            pi = pn = 0
+            r = <uint32_t>(kr >> 32) if ri < n_run else n_ranks
+            if q.next < r:
+                r = q.next
+            if r >= n_ranks:
+                break
+            q.cur = r
+            if r == q.next:
+                q.filled[r >> 6] &= ~((<uint64_t>1) << (r & 63))
+                q.next = next_filled(q, r + 1, n_ranks)
+                pcur = q.of_rank[r].pos
+                pn = q.of_rank[r].size
+                if sort_positions(pcur, <uint32_t>pn, count) < 0:
+                    return -1
+            continue
+        elif key == kr:
+            # the run and the bucket are known ahead: their symbols (16 keys on) and then
+            # their text (8 on, where the symbol is in cache by now) are prefetched
             if ri + 16 < n_run:
                 fbe_prefetch(&s.sym[<uint32_t>run[ri + 16]])
             if ri + 8 < n_run:
                 fbe_prefetch(s.norm + s.sym[<uint32_t>run[ri + 8]].start)
             ri += 1
+            initial = True
         else:
-            key = heap_pop(s)
+            if pi + 16 < pn:
+                fbe_prefetch(&s.sym[pcur[pi + 16]])
+            if pi + 8 < pn:
+                fbe_prefetch(s.norm + s.sym[pcur[pi + 8]].start)
+            pi += 1
         left = <int32_t><uint32_t>key
-        if s.sym[left].length == 0:
-            continue                        # merged into its left neighbour since
-        e = pair_entry(m, s, left)
-        if e == NULL or e.rank != (key >> 32):
-            continue                        # stale: the pair changed since the push
-        join(s, left)
-        if add_pair(m, s, s.sym[left].prev) < 0 or add_pair(m, s, left) < 0:
-            free(run)
-            return -1
-    free(run)
+        if initial and unchanged(s, left, count):
+            join(s, left)                   # current: no lookup needed to tell
+            merged = True
+        else:
+            merged = merge_popped(m, s, left, <uint32_t>(key >> 32))
+        if merged:
+            if bucket_add(m, s, q, s.sym[left].prev) < 0 or bucket_add(m, s, q, left) < 0:
+                return -1
     return 0
 
 
