@@ -135,6 +135,37 @@ def test_atom_sets_composed_from_their_parts_equal_regex():
     assert composed >= 20
 
 
+def test_atoms_from_the_compiled_tables_equal_regex():
+    """The native programs' atoms (primitives from the compiled tables,
+    ``_split_program.table_primitive``) equal ``regex`` on every code point, for every
+    atom of the built-in and open models' patterns, DeepSeek V4's Splits and other set
+    forms; their programs and class tables are the reference's (all regex)."""
+    import numpy as np
+    import pytest
+
+    from fastbpe.reference import patterns
+    from fastbpe.reference.split_program import Unsupported, _atom_members, class_tables, compile_program, \
+        compile_sequence
+
+    SP = pytest.importorskip("fastbpe._split_program")
+    atoms = set(_SYNTHETIC) | {r"\p{Lu}", r"\p{Zs}", r"[\p{Sc}\p{Pd}]", r"\p{C}", r"[^\p{Z}]", r"\p{Han}", "(?i:s)"}
+    programs = []
+    for pattern in set(patterns.PATTERNS.values()) | set(_DEEPSEEK_SPLITS):
+        try:
+            programs.append((compile_program(pattern), compile_program(pattern, SP.table_primitive)))
+        except Unsupported:
+            continue
+        atoms |= set(programs[-1][0].atoms)
+    for text in sorted(atoms):
+        assert (_atom_members(text, SP.table_primitive) == _scan(text)).all(), text
+    assert len(programs) >= 5
+    for by_regex, by_tables in programs:
+        assert by_regex == by_tables
+        for want, got in zip(class_tables(by_regex.atoms), class_tables(by_tables.atoms, SP.table_primitive)):
+            assert want.dtype == got.dtype and np.array_equal(want, got), by_regex.pattern
+    assert compile_sequence(_DEEPSEEK_SPLITS) == compile_sequence(_DEEPSEEK_SPLITS, SP.table_primitive)
+
+
 def test_other_atom_forms_are_scanned_whole():
     from fastbpe.reference.split_program import _set_members
 
