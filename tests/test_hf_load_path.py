@@ -172,3 +172,53 @@ def test_other_atom_forms_are_scanned_whole():
     for text in ["(?i:s)", "(?i:[sdmt])", r"\p{L}", r"\s", r"\d", r"[\d]", r"[\w-]", r"[\x41]", "[[a]]", "[]a]", "[a&&b]",
                  "[a--b]", r"[\P{L}]", r"[\p{Script=Han}]", "[c-a]", ".", "[^]", "[]"]:
         assert _set_members(text) is None, text
+
+
+def _added_tokens_field_by_field(entries: list, source: str) -> list[dict]:
+    """``check_added_tokens`` as it was before its plain-entry shortcut: every field
+    checked by ``field`` (the oracle)."""
+    from fastbpe.formats._hfjson import ADDED_TOKEN_FLAGS, check_id, expect, field
+
+    out = []
+    for n, entry in enumerate(entries):
+        where = f"added_tokens[{n}]"
+        expect(entry, dict, where, source)
+        idx = check_id(field(entry, "id", int, where, source), f"{where}.id", source)
+        content = field(entry, "content", str, where, source)
+        if not content:
+            raise ValueError(f"{source}: {where}.content is empty")
+        flags = {flag: field(entry, flag, bool, where, source, default=False) for flag in ADDED_TOKEN_FLAGS}
+        if "normalized" not in entry:
+            flags["normalized"] = not flags["special"]
+        out.append({"id": idx, "content": content, **flags})
+    return out
+
+
+_VALUES = st.one_of(st.booleans(), st.integers(-2, 2**32 + 1), st.sampled_from(["", "<s>", "a"]), st.none(),
+                    st.floats(0, 1), st.lists(st.integers(), max_size=1))
+_ENTRY = st.one_of(
+    st.dictionaries(st.sampled_from(["id", "content", "single_word", "lstrip", "rstrip", "normalized", "special", "x"]),
+                    _VALUES, max_size=8),
+    st.fixed_dictionaries({"id": st.integers(0, 9), "content": st.sampled_from(["<s>", "a"])},
+                          optional={f: st.booleans() for f in ("lstrip", "normalized", "special")}),
+    _VALUES)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(entries=st.lists(_ENTRY, max_size=4))
+def test_added_tokens_shortcut_is_the_field_by_field_check(entries):
+    """``check_added_tokens``' shortcut for plain entries gives the same entries, and
+    the same error for any other, as checking every field."""
+    import pytest
+
+    from fastbpe.formats._hfjson import check_added_tokens
+
+    try:
+        want = _added_tokens_field_by_field(entries, "f.json")
+    except ValueError as e:
+        with pytest.raises(ValueError) as got:
+            check_added_tokens({"added_tokens": entries}, "f.json")
+        assert str(got.value) == str(e)
+    else:
+        got = check_added_tokens({"added_tokens": entries}, "f.json")
+        assert got == want and [type(v) for e in got for v in e.values()] == [type(v) for e in want for v in e.values()]

@@ -521,7 +521,7 @@ def _any_taken_before_raw(normalized: list[str], raw: list[str]) -> bool:
     inside some ``a`` is a set lookup per substring of ``a`` of a raw token's length
     (no regex of them all: compiling 1,237 alternatives costs ~0.3 s); a suffix of ``a``
     that is a proper prefix of a raw token (each shorter than both) is a set lookup per
-    suffix.
+    suffix (so only the raw tokens' prefixes shorter than the longest ``a``).
 
     >>> _any_taken_before_raw(["|DSML|", "x"], ["</table>|"]), _any_taken_before_raw(["</table>|"], ["|DSML|"])
     (False, True)
@@ -530,7 +530,8 @@ def _any_taken_before_raw(normalized: list[str], raw: list[str]) -> bool:
         return False
     raws = set(raw)
     lengths = sorted(set(map(len, raws)))
-    prefixes = {b[:k] for b in raws for k in range(1, len(b))}
+    longest = max(map(len, normalized))
+    prefixes = {b[:k] for b in raws for k in range(1, min(len(b), longest))}
     for a in normalized:
         if any(a[i:i + n] in raws for n in lengths for i in range(len(a) - n + 1)):
             return True
