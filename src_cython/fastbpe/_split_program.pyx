@@ -526,9 +526,9 @@ cdef Prog* _build(prog) except NULL:
         g.first_branch[k], g.first_branch2[k] = starts[0], starts[1]
         _fill_shortcut(&g.shortcut[k], prog, branches, starts[0], atoms)
         _fill_shortcut(&g.shortcut2[k], prog, branches, starts[1], atoms)
+    class_of = {atoms: k for k, atoms in enumerate(class_atoms.tolist())}   # unique
     for k in range(128):
-        cls = int(np.searchsorted(class_atoms, ascii_atoms[k]))  # class_atoms: sorted, unique
-        assert class_atoms[cls] == ascii_atoms[k]
+        cls = class_of[int(ascii_atoms[k])]   # a dict, not 128 np.searchsorted calls (~5 ms)
         g.first_branch_ascii[k] = g.first_branch[cls]
         g.shortcut_ascii[k] = g.shortcut[cls]
         g.first_branch2_ascii[k] = g.first_branch2[cls]
