@@ -424,14 +424,14 @@ def _packed_core(packed: ModelParts, specials: dict[str, int], pattern, unreacha
         lens = np.frombuffer(lengths, dtype=np.uint32)
         idv = np.frombuffer(ids, dtype=np.uint32)
         skip = np.isin(idv, np.fromiter((packed.ranks[t] for t in unreachable), dtype=np.uint32, count=len(unreachable)))
-        order = np.argsort(skip, kind="stable")
-        new_lens = lens[order].astype(np.int64)
-        starts = np.cumsum(lens, dtype=np.int64) - lens
-        new_starts = np.cumsum(new_lens) - new_lens
-        gather = np.repeat(starts[order] - new_starts, new_lens) + np.arange(int(new_lens.sum()), dtype=np.int64)
-        arena = np.frombuffer(arena, dtype=np.uint8)[gather].tobytes()
-        lengths, ids = lens[order].tobytes(), idv[order].tobytes()
-        n_encoded = int(len(order) - skip.sum())
+        # a stable partition (kept tokens, then the unreachable ones) of the tokens and of
+        # their bytes: two boolean selections, no int64 gather index per byte
+        skip_bytes = np.repeat(skip, lens)
+        data = np.frombuffer(arena, dtype=np.uint8)
+        arena = data[~skip_bytes].tobytes() + data[skip_bytes].tobytes()
+        lengths = lens[~skip].tobytes() + lens[skip].tobytes()
+        ids = idv[~skip].tobytes() + idv[skip].tobytes()
+        n_encoded = int(len(skip) - skip.sum())
     return _rebuild_core(arena, lengths, ids, dict(specials), pattern, n_encoded)
 
 
