@@ -475,10 +475,10 @@ def _set_members(text: str, primitive=None) -> np.ndarray | None:
     r"""The code points of an atom that is a property (``\\p{L}``), ``\\s``, ``\\S``,
     one literal or escaped character, or a set (``[...]``, ``[^...]``) of literal or
     escaped characters, ranges of them, properties and ``\\s``: the union of its
-    parts (each property and ``\\s`` scanned by ``regex`` once, as an atom of its own),
-    complemented over every code point for ``^`` / ``\\S``; None for any other form
-    (case-insensitive groups, other escapes, nested sets, set operations), which the
-    caller scans whole. ``tests/test_hf_load_path.py`` checks it against ``regex`` on
+    parts (each property and ``\\s`` an atom of its own, from ``primitive`` or scanned
+    by ``regex`` once), complemented over every code point for ``^`` / ``\\S``; None
+    for any other form (case-insensitive groups, other escapes, nested sets, set
+    operations), which the caller scans whole. ``tests/test_hf_load_path.py`` checks it against ``regex`` on
     every code point.
 
     >>> m = _set_members("[^a-c\\p{N}]"); bool(m[ord("b")]), bool(m[ord("1")]), bool(m[ord("d")])
@@ -489,7 +489,7 @@ def _set_members(text: str, primitive=None) -> np.ndarray | None:
     if text == "\\S":
         return ~_atom_members("\\s", primitive)
     if text == "\\s" or text.startswith("\\p{"):
-        return None           # a primitive: scanned by regex
+        return None           # a primitive: from the caller's source, else regex
     if not (text.startswith("[") and text.endswith("]")):
         char = _one_char(text)
         if char is None:
@@ -578,11 +578,10 @@ def class_tables(atoms: tuple, primitive=None) -> tuple:
     for k, text in enumerate(atoms):
         np.bitwise_or(sets, np.uint32(1 << k), out=sets, where=_atom_members(text, primitive))
     # Distinct blocks first, numbered in order of first appearance (a dict of their
-    # bytes: np.unique over rows is ~50x slower), then the distinct atom sets among
-    # those few blocks, sorted (not np.unique either: its first call imports numpy.ma,
-    # ~20 ms of a fresh process's load).
-    # Only a block unlike the one before it is looked up (most blocks repeat their
-    # neighbour: unassigned planes, CJK): ~1,000 dict lookups, not 8,704.
+    # bytes: np.unique over rows is ~50x slower; only a block unlike the one before it
+    # is looked up, ~1,000 of 8,704: most repeat their neighbour), then the distinct
+    # atom sets among those few blocks, sorted (not np.unique either: its first call
+    # imports numpy.ma, ~20 ms of a fresh process's load).
     rows = sets.reshape(-1, BLOCK)
     changed = np.flatnonzero(np.concatenate(([True], (rows[1:] != rows[:-1]).any(axis=1))))
     seen: dict = {}
