@@ -135,9 +135,90 @@ def test_atom_sets_composed_from_their_parts_equal_regex():
     assert composed >= 20
 
 
+def test_atoms_from_the_compiled_tables_equal_regex():
+    """The native programs' atoms (primitives from the compiled tables,
+    ``_split_program.table_primitive``) equal ``regex`` on every code point, for every
+    atom of the built-in and open models' patterns, DeepSeek V4's Splits and other set
+    forms; their programs and class tables are the reference's (all regex)."""
+    import numpy as np
+    import pytest
+
+    from fastbpe.reference import patterns
+    from fastbpe.reference.split_program import Unsupported, _atom_members, class_tables, compile_program, \
+        compile_sequence
+
+    SP = pytest.importorskip("fastbpe._split_program")
+    atoms = set(_SYNTHETIC) | {r"\p{Lu}", r"\p{Zs}", r"[\p{Sc}\p{Pd}]", r"\p{C}", r"[^\p{Z}]", r"\p{Han}", "(?i:s)"}
+    programs = []
+    for pattern in set(patterns.PATTERNS.values()) | set(_DEEPSEEK_SPLITS):
+        try:
+            programs.append((compile_program(pattern), compile_program(pattern, SP.table_primitive)))
+        except Unsupported:
+            continue
+        atoms |= set(programs[-1][0].atoms)
+    for text in sorted(atoms):
+        assert (_atom_members(text, SP.table_primitive) == _scan(text)).all(), text
+    assert len(programs) >= 5
+    for by_regex, by_tables in programs:
+        assert by_regex == by_tables
+        for want, got in zip(class_tables(by_regex.atoms), class_tables(by_tables.atoms, SP.table_primitive)):
+            assert want.dtype == got.dtype and np.array_equal(want, got), by_regex.pattern
+    assert compile_sequence(_DEEPSEEK_SPLITS) == compile_sequence(_DEEPSEEK_SPLITS, SP.table_primitive)
+
+
 def test_other_atom_forms_are_scanned_whole():
     from fastbpe.reference.split_program import _set_members
 
     for text in ["(?i:s)", "(?i:[sdmt])", r"\p{L}", r"\s", r"\d", r"[\d]", r"[\w-]", r"[\x41]", "[[a]]", "[]a]", "[a&&b]",
                  "[a--b]", r"[\P{L}]", r"[\p{Script=Han}]", "[c-a]", ".", "[^]", "[]"]:
         assert _set_members(text) is None, text
+
+
+def _added_tokens_field_by_field(entries: list, source: str) -> list[dict]:
+    """``check_added_tokens`` as it was before its plain-entry shortcut: every field
+    checked by ``field`` (the oracle)."""
+    from fastbpe.formats._hfjson import ADDED_TOKEN_FLAGS, check_id, expect, field
+
+    out = []
+    for n, entry in enumerate(entries):
+        where = f"added_tokens[{n}]"
+        expect(entry, dict, where, source)
+        idx = check_id(field(entry, "id", int, where, source), f"{where}.id", source)
+        content = field(entry, "content", str, where, source)
+        if not content:
+            raise ValueError(f"{source}: {where}.content is empty")
+        flags = {flag: field(entry, flag, bool, where, source, default=False) for flag in ADDED_TOKEN_FLAGS}
+        if "normalized" not in entry:
+            flags["normalized"] = not flags["special"]
+        out.append({"id": idx, "content": content, **flags})
+    return out
+
+
+_VALUES = st.one_of(st.booleans(), st.integers(-2, 2**32 + 1), st.sampled_from(["", "<s>", "a"]), st.none(),
+                    st.floats(0, 1), st.lists(st.integers(), max_size=1))
+_ENTRY = st.one_of(
+    st.dictionaries(st.sampled_from(["id", "content", "single_word", "lstrip", "rstrip", "normalized", "special", "x"]),
+                    _VALUES, max_size=8),
+    st.fixed_dictionaries({"id": st.integers(0, 9), "content": st.sampled_from(["<s>", "a"])},
+                          optional={f: st.booleans() for f in ("lstrip", "normalized", "special")}),
+    _VALUES)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(entries=st.lists(_ENTRY, max_size=4))
+def test_added_tokens_shortcut_is_the_field_by_field_check(entries):
+    """``check_added_tokens``' shortcut for plain entries gives the same entries, and
+    the same error for any other, as checking every field."""
+    import pytest
+
+    from fastbpe.formats._hfjson import check_added_tokens
+
+    try:
+        want = _added_tokens_field_by_field(entries, "f.json")
+    except ValueError as e:
+        with pytest.raises(ValueError) as got:
+            check_added_tokens({"added_tokens": entries}, "f.json")
+        assert str(got.value) == str(e)
+    else:
+        got = check_added_tokens({"added_tokens": entries}, "f.json")
+        assert got == want and [type(v) for e in got for v in e.values()] == [type(v) for e in want for v in e.values()]

@@ -66,6 +66,34 @@ def test_class_table_matches_regex_for_every_code_point(all_code_points):
         )
 
 
+#: regex's general categories, in the order of the compiled table's names
+GENERAL_CATEGORIES = "Lu Ll Lt Lm Lo Mn Mc Me Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So Zs Zl Zp Cc Cf Cs Co Cn".split()
+
+
+def test_general_category_table_matches_regex_for_every_code_point(all_code_points):
+    """The general-category table the split programs build their properties from at load
+    (``_split_program.table_primitive``): every category, every one-letter class and
+    ``\\s`` equal ``regex``'s on every code point; anything else is left to ``regex``."""
+    SP = pytest.importorskip("fastbpe._split_program")
+    gc1, gc_blocks, space1, space_blocks, names = SP.category_table()
+    assert list(names) == GENERAL_CATEGORIES
+    cps = np.arange(N_CODE_POINTS)
+    gc = gc_blocks[gc1[cps >> 7], cps & 127]
+    assert (space_blocks[space1[cps >> 7], cps & 127] == regex_members(r"\s", all_code_points)).all()
+    classes = [rf"\p{{{name}}}" for name in GENERAL_CATEGORIES + sorted({n[0] for n in GENERAL_CATEGORIES})]
+    for cls in classes + [r"\s"]:
+        theirs = regex_members(cls, all_code_points)
+        ours = SP.table_primitive(cls)
+        diff = np.flatnonzero(ours != theirs)
+        assert diff.size == 0, (
+            f"{cls} differs from regex {regex.__version__} at {[hex(c) for c in diff[:10]]}; "
+            "regenerate with tools/gen_unicode_tables.py")
+        if cls[3:-1] in GENERAL_CATEGORIES:
+            assert (ours == (gc == GENERAL_CATEGORIES.index(cls[3:-1]))).all(), cls
+    for other in [r"\p{Han}", r"\p{Lc}", r"\p{lu}", r"\p{X}", r"\S", "[a]", r"\d", r"\p{Letter}"]:
+        assert SP.table_primitive(other) is None, other
+
+
 def tiktoken_members(cls: str) -> np.ndarray:
     """The code points tiktoken's own regex engine puts in ``cls``: encode every code
     point with ``cls`` as the split pattern (unmatched text is dropped) and decode."""

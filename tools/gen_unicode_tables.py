@@ -46,6 +46,15 @@ FLAG_CLASSES = [
     ("CRLF", r"[\r\n]"),
 ]
 
+# Every general category, in this order (index = the value of fbpe_gc_of). They
+# partition the code points (``render`` checks it), and each one-letter class of regex
+# (``\p{L}``, ``\p{P}``, ...) is the union of its two-letter ones (checked too), so the
+# split programs build any of these properties from this table at load
+# (``_split_program.category_table``) instead of scanning every code point with regex.
+GENERAL_CATEGORIES = (
+    "Lu Ll Lt Lm Lo Mn Mc Me Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So Zs Zl Zp Cc Cf Cs Co Cn"
+).split()
+
 # Letters of the contractions in tiktoken's patterns; under (?i) other code points can
 # match them (e.g. U+017F LATIN SMALL LETTER LONG S matches "s").
 CONTRACTION_LETTERS = "sdmtlvre"
@@ -68,6 +77,26 @@ def class_flags(text: str) -> np.ndarray:
         members = [m.start() for m in regex.finditer(cls, text)]
         flags[np.array(members, dtype=np.int64)] |= np.uint16(1 << bit)
     return flags
+
+
+def general_categories(text: str) -> np.ndarray:
+    """Each code point's index in GENERAL_CATEGORIES, as regex classifies it."""
+    gc = np.full(N_CODE_POINTS, 0xFF, dtype=np.uint8)
+    for k, name in enumerate(GENERAL_CATEGORIES):
+        for m in regex.finditer(rf"\p{{{name}}}+", text):
+            if (gc[m.start():m.end()] != 0xFF).any():
+                raise SystemExit(f"regex puts a code point in two categories (one is {name})")
+            gc[m.start():m.end()] = k
+    if (gc == 0xFF).any():
+        raise SystemExit(f"U+{int(np.flatnonzero(gc == 0xFF)[0]):04X} is in no general category")
+    for major in sorted({name[0] for name in GENERAL_CATEGORIES}):
+        members = np.zeros(N_CODE_POINTS, dtype=bool)
+        for m in regex.finditer(rf"\p{{{major}}}+", text):
+            members[m.start():m.end()] = True
+        union = np.isin(gc, [k for k, name in enumerate(GENERAL_CATEGORIES) if name[0] == major])
+        if (members != union).any():
+            raise SystemExit(f"regex's \\p{{{major}}} is not the union of its categories")
+    return gc
 
 
 def case_folds(text: str) -> dict[int, str]:
@@ -93,6 +122,7 @@ def unicode_version() -> str:
 
 
 def two_stage(flags: np.ndarray) -> tuple[list[int], list[bytes]]:
+    """(stage1, the distinct blocks): block stage1[cp >> 7] holds cp's value."""
     blocks: dict[bytes, int] = {}
     stage1 = []
     for start in range(0, N_CODE_POINTS, BLOCK):
@@ -157,8 +187,34 @@ def render() -> str:
     out.append("    if (cp < 128u) return fbpe_fold_ascii[cp];\n    switch (cp) {\n")
     for cp, letter in wide_fold:
         out.append(f"    case 0x{cp:X}u: return '{letter}';\n")
-    out.append("    default: return 0;\n    }\n}\n\n#endif\n")
+    out.append("    default: return 0;\n    }\n}\n\n")
+    out.append(render_categories(general_categories(text)))
+    out.append("#endif\n")
     return "".join(out)
+
+
+def render_categories(gc: np.ndarray) -> str:
+    """The general-category table: read at load by the split programs only."""
+    stage1, blocks = two_stage(gc)
+    if len(blocks) > 0xFFFF:
+        raise SystemExit("too many distinct category blocks for a uint16 stage-1 table")
+    names = ", ".join(f'"{name}"' for name in GENERAL_CATEGORIES)
+    return "".join([
+        f"/* General category of every code point (index into fbpe_gc_names), as regex\n"
+        f" * classifies it; {len(blocks)} distinct blocks. A one-letter class (\\p{{P}}) is the\n"
+        " * union of the categories whose name starts with it (checked when generated). */\n",
+        f"#define FBPE_N_GC {len(GENERAL_CATEGORIES)}\n",
+        f"static const char* const fbpe_gc_names[FBPE_N_GC] = {{{names}}};\n\n",
+        c_array("uint16_t", "fbpe_gc_stage1", stage1),
+        "\n",
+        c_array("uint8_t", "fbpe_gc_stage2", np.frombuffer(b"".join(blocks), dtype=np.uint8).tolist()),
+        "\n",
+        "static inline uint8_t fbpe_gc_of(uint32_t cp) {\n"
+        "    if (cp >= 0x110000u) return FBPE_N_GC - 1;  /* Cn */\n"
+        "    return fbpe_gc_stage2[((uint32_t)fbpe_gc_stage1[cp >> FBPE_BLOCK_SHIFT] << FBPE_BLOCK_SHIFT)\n"
+        f"                          | (cp & {BLOCK - 1}u)];\n"
+        "}\n\n",
+    ])
 
 
 def main() -> int:

@@ -181,17 +181,36 @@ def check_added_tokens(data: dict, source: str) -> list[dict]:
     entries = field(data, "added_tokens", (list, None), "", source, default=None) or []
     out = []
     for n, entry in enumerate(entries):
-        where = f"added_tokens[{n}]"
-        expect(entry, dict, where, source)
-        idx = check_id(field(entry, "id", int, where, source), f"{where}.id", source)
-        content = field(entry, "content", str, where, source)
-        if not content:
-            raise ValueError(f"{source}: {where}.content is empty")
-        flags = {flag: field(entry, flag, bool, where, source, default=False) for flag in ADDED_TOKEN_FLAGS}
+        if not _plain_added_token(entry):   # checked field by field, naming what is wrong
+            where = f"added_tokens[{n}]"
+            expect(entry, dict, where, source)
+            check_id(field(entry, "id", int, where, source), f"{where}.id", source)
+            if not field(entry, "content", str, where, source):
+                raise ValueError(f"{source}: {where}.content is empty")
+            for flag in ADDED_TOKEN_FLAGS:
+                field(entry, flag, bool, where, source, default=False)
+        flags = {flag: bool(entry.get(flag, False)) for flag in ADDED_TOKEN_FLAGS}
         if "normalized" not in entry:
             flags["normalized"] = not flags["special"]
-        out.append({"id": idx, "content": content, **flags})
+        out.append({"id": int(entry["id"]), "content": entry["content"], **flags})
     return out
+
+
+def _plain_added_token(entry) -> bool:
+    """Is an ``added_tokens`` entry of exactly the types ``json`` gives a valid one (an
+    id in range, non-empty content, bool flags)? Then ``check_added_tokens`` takes it
+    without the field-by-field checks, whose paths (``added_tokens[7].lstrip``) cost
+    ~20 us an entry: DeepSeek V4 has 1,283. Anything else goes through those checks,
+    which accept the same and name the rest.
+
+    >>> _plain_added_token({"id": 5, "content": "<s>", "special": True}), _plain_added_token({"id": 5, "content": ""})
+    (True, False)
+    """
+    if type(entry) is not dict:
+        return False
+    idx, content = entry.get("id"), entry.get("content")
+    return (type(idx) is int and 0 <= idx <= MAX_ID and type(content) is str and content != ""
+            and all(type(entry.get(flag, False)) is bool for flag in ADDED_TOKEN_FLAGS))
 
 
 def added_token_ids(added: list[dict], vocab: dict[str, int], source: str) -> list[int]:

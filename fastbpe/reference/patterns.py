@@ -3,7 +3,8 @@
 Decision (Unicode version): character classes such as ``\\p{L}`` are those of the
 ``regex`` module at Unicode 16.0, the Unicode version of tiktoken's own regex engine,
 so that ids equal tiktoken's on every character. The native pre-tokenizers' tables were
-generated from regex 2025.9.18 (Unicode 16.0) by ``tools/gen_unicode_tables.py``; the
+generated from regex 2025.9.18 (Unicode 16.0) by ``tools/gen_unicode_tables.py`` (so are
+the general categories the split programs build ``\\p{..}`` and ``\\s`` from at load); the
 test extra pins that release, and tests check the tables against both ``regex`` and
 tiktoken for every code point. With a newer ``regex`` (Unicode 17: e.g. U+18D80 became
 a letter) this reference differs from tiktoken and the native code on newly assigned

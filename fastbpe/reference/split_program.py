@@ -34,7 +34,12 @@ Corollary 1 (class exactness). An atom's members are computed by ``regex`` itsel
 runs of ``atom+`` over a string holding every code point 0..0x10FFFF (lone surrogates
 included). So a code point is in an atom iff ``regex`` matches it there; there is no
 second Unicode table to drift. (Case-insensitive atoms use ``regex``'s default, simple
-case folding, which maps one code point to one: ``(?i:s)`` is {s, S, U+017F}.)
+case folding, which maps one code point to one: ``(?i:s)`` is {s, S, U+017F}.) The
+native programs take the *primitives* (``\\s``, a general category ``\\p{Lu}`` or a
+one-letter class ``\\p{P}``) from the compiled tables instead (``primitive`` below:
+``_split_program.table_primitive``), which ``tools/gen_unicode_tables.py`` reads out of
+``regex`` and tests compare with it on every code point: the same Unicode version as
+the hand-written splitters, decided once in ``reference.patterns``.
 
 Corollary 2 (leftmost-first). For a sequence of items, ``regex``'s backtracking tries,
 depth first: for a greedy RUN{lo,hi}, counts from the longest available down to lo; for
@@ -394,8 +399,9 @@ def _covers(items: tuple, class_atoms: int) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def compile_program(pattern: str) -> Program:
+def compile_program(pattern: str, primitive=None) -> Program:
     """The program of a split pattern, or ``Unsupported`` naming what is outside it.
+    ``primitive``: where the atoms' primitives come from (``_atom_bits``).
 
     >>> [len(b) for b in compile_program(r"(?i:'s|'t)|\\p{L}+").branches]
     [2, 2, 1]
@@ -417,7 +423,7 @@ def compile_program(pattern: str) -> Program:
         compiled.append(tuple(items))
     if len(compiled) > MAX_BRANCHES:
         raise Unsupported(f"split pattern {pattern!r}: more than {MAX_BRANCHES} branches")
-    _, _, class_atoms, _ = class_tables(tuple(atoms.texts))
+    _, _, class_atoms, _ = class_tables(tuple(atoms.texts), primitive)
     tiles = all(any(_covers(b, int(m)) for b in compiled) for m in class_atoms)
     return Program(pattern, tuple(atoms.texts), tuple(compiled), tiles)
 
@@ -427,16 +433,33 @@ def _every_code_point() -> str:
     return np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
 
 
+#: the primitives: the atoms ``_set_members`` composes the others of
+_PRIMITIVE = regex.compile(r"\\s|\\p\{[A-Za-z]\w*\}")
+
+
 @functools.lru_cache(maxsize=256)
-def _atom_bits(text: str) -> np.ndarray:
+def _atom_bits(text: str, primitive=None) -> np.ndarray:
     """The code points one atom matches (by ``regex``, over all of them: Corollary 1),
     packed 8 a byte. Kept per atom, not per atom tuple: one load builds the tables of
     several programs and pairs that share atoms (DeepSeek V4's three Splits: 20 atom
     scans of 0x110000 code points became 11). A set of literal characters, ranges and
     properties is composed from its parts (``_set_members``): ``regex`` spends 10-50 ms
     on a scan of ``[A-Za-z]`` or ``[^\\r\\n\\p{L}\\p{P}\\p{S}]``, and the properties'
-    own scans are shared by every atom that names them."""
-    members = _set_members(text)
+    own scans are shared by every atom that names them.
+
+    ``primitive`` (None: ``regex``) gives a primitive's members, or None for one it
+    does not hold (then ``regex`` scans it): the native programs pass the compiled
+    tables' (``_split_program.table_primitive``), which spares a load the scans.
+
+    >>> table = lambda text: np.arange(0x110000) < 3 if text == r"\\p{L}" else None
+    >>> np.flatnonzero(_atom_members(r"[\\p{L}x]", table)).tolist()
+    [0, 1, 2, 120]
+    """
+    members = None
+    if primitive is not None and _PRIMITIVE.fullmatch(text):
+        members = primitive(text)
+    if members is None:
+        members = _set_members(text, primitive)
     if members is None:
         members = np.zeros(0x110000, dtype=bool)
         for m in regex.finditer(f"(?:{text})+", _every_code_point()):
@@ -448,14 +471,14 @@ def _atom_bits(text: str) -> np.ndarray:
 _ONE_CHAR_ESCAPES = {"r": "\r", "n": "\n", "t": "\t", "f": "\f", "v": "\v"}
 
 
-def _set_members(text: str) -> np.ndarray | None:
+def _set_members(text: str, primitive=None) -> np.ndarray | None:
     r"""The code points of an atom that is a property (``\\p{L}``), ``\\s``, ``\\S``,
     one literal or escaped character, or a set (``[...]``, ``[^...]``) of literal or
     escaped characters, ranges of them, properties and ``\\s``: the union of its
-    parts (each property and ``\\s`` scanned by ``regex`` once, as an atom of its own),
-    complemented over every code point for ``^`` / ``\\S``; None for any other form
-    (case-insensitive groups, other escapes, nested sets, set operations), which the
-    caller scans whole. ``tests/test_hf_load_path.py`` checks it against ``regex`` on
+    parts (each property and ``\\s`` an atom of its own, from ``primitive`` or scanned
+    by ``regex`` once), complemented over every code point for ``^`` / ``\\S``; None
+    for any other form (case-insensitive groups, other escapes, nested sets, set
+    operations), which the caller scans whole. ``tests/test_hf_load_path.py`` checks it against ``regex`` on
     every code point.
 
     >>> m = _set_members("[^a-c\\p{N}]"); bool(m[ord("b")]), bool(m[ord("1")]), bool(m[ord("d")])
@@ -464,9 +487,9 @@ def _set_members(text: str) -> np.ndarray | None:
     True
     """
     if text == "\\S":
-        return ~_atom_members("\\s")
+        return ~_atom_members("\\s", primitive)
     if text == "\\s" or text.startswith("\\p{"):
-        return None           # a primitive: scanned by regex
+        return None           # a primitive: from the caller's source, else regex
     if not (text.startswith("[") and text.endswith("]")):
         char = _one_char(text)
         if char is None:
@@ -491,11 +514,11 @@ def _set_members(text: str) -> np.ndarray | None:
                 name = body[i + 3:end] if end > 0 else ""
                 if not name.isalnum():
                     return None
-                members |= _primitive(body[i:end + 1])
+                members |= _atom_members(body[i:end + 1], primitive)
                 i = end + 1
                 continue
             if body.startswith("\\s", i):
-                members |= _primitive("\\s")
+                members |= _atom_members("\\s", primitive)
                 i += 2
                 continue
             char = _one_char(body[i:i + 2])
@@ -533,44 +556,51 @@ def _one_char(text: str) -> str | None:
     return None
 
 
-def _primitive(text: str) -> np.ndarray:
-    """A property or ``\\s``, scanned by ``regex`` (as an atom: cached)."""
-    return _atom_members(text)
-
-
-def _atom_members(text: str) -> np.ndarray:
+def _atom_members(text: str, primitive=None) -> np.ndarray:
     """``_atom_bits`` unpacked: a bool per code point."""
-    return np.unpackbits(_atom_bits(text)).view(bool)
+    return np.unpackbits(_atom_bits(text, primitive)).view(bool)
 
 
 @functools.lru_cache(maxsize=64)
-def class_tables(atoms: tuple) -> tuple:
+def class_tables(atoms: tuple, primitive=None) -> tuple:
     """Every code point's atom set, as (stage1, stage2, class_atoms, ascii_atoms).
 
     ``class_atoms[stage2[stage1[cp >> 7] * 128 + (cp & 127)]]`` is the bit set of the
     atoms cp is in (Corollary 1: computed by ``regex``); ``ascii_atoms`` is the same for
     0..127, one lookup. stage1 is uint16, stage2 uint8, the others uint32.
+    ``primitive``: as in ``_atom_bits``.
 
     >>> s1, s2, cls, asc = class_tables((r"\\p{L}", r"\\s"))
     >>> int(asc[ord("a")]), int(asc[ord(" ")]), int(asc[ord("1")])
     (1, 2, 0)
     """
-    sets = np.zeros(0x110000, dtype=np.uint32)
-    for k, text in enumerate(atoms):
-        sets |= _atom_members(text).astype(np.uint32) << np.uint32(k)
-    # Distinct blocks first (a dict of their bytes: np.unique over rows is ~50x slower),
-    # then the distinct atom sets among those few blocks.
-    rows = sets.reshape(-1, BLOCK)
+    # Each block of 128 code points as its atoms' packed bits side by side (16 bytes an
+    # atom): distinct rows are distinct blocks of atom sets, so the blocks are found
+    # without an array of every code point's set (9 such passes over 4.4 MB were ~20 ms
+    # of DeepSeek V4's load). Numbered in order of first appearance, by a dict of their
+    # bytes (np.unique over rows is ~50x slower), looked up only for a block unlike the
+    # one before it (most repeat their neighbour: ~300 of 8,704); then the distinct atom
+    # sets among those few blocks, sorted (not np.unique either: its first call imports
+    # numpy.ma, ~20 ms of a fresh process's load).
+    packed = np.stack([_atom_bits(text, primitive).reshape(-1, BLOCK // 8) for text in atoms], axis=1) \
+        if atoms else np.zeros((0x110000 // BLOCK, 0, BLOCK // 8), dtype=np.uint8)
+    rows = packed.reshape(len(packed), -1)
+    changed = np.flatnonzero(np.concatenate(([True], (rows[1:] != rows[:-1]).any(axis=1))))
     seen: dict = {}
-    stage1 = np.array([seen.setdefault(row.tobytes(), i) for i, row in enumerate(rows)])
-    firsts = np.unique(stage1)
-    stage1 = np.searchsorted(firsts, stage1).astype(np.uint16)
-    blocks = rows[firsts]
-    class_atoms = np.unique(blocks)
+    firsts = []
+    ids = [seen.setdefault(rows[i].tobytes(), len(seen)) for i in changed.tolist()]
+    for i, idx in zip(changed.tolist(), ids):
+        if idx == len(firsts):
+            firsts.append(i)
+    stage1 = np.repeat(np.array(ids, dtype=np.uint16), np.diff(changed, append=len(rows)))
+    bits = np.unpackbits(packed[firsts], axis=2).astype(np.uint32)     # (block, atom, code point)
+    blocks = np.bitwise_or.reduce(bits << np.arange(len(atoms), dtype=np.uint32)[:, None], axis=1)
+    values = np.sort(blocks, axis=None)
+    class_atoms = values[np.concatenate(([True], values[1:] != values[:-1]))]
     if len(class_atoms) > MAX_CLASSES:
         raise Unsupported(f"more than {MAX_CLASSES} distinct combinations of classes")
     stage2 = np.searchsorted(class_atoms, blocks).astype(np.uint8).reshape(-1)
-    return stage1, stage2, class_atoms.astype(np.uint32), np.ascontiguousarray(sets[:128])
+    return stage1, stage2, class_atoms.astype(np.uint32), np.ascontiguousarray(blocks[stage1[0]])
 
 
 # ---------------------------------------------------------------------------------------
@@ -697,7 +727,7 @@ def outer_level(prog: Program) -> tuple[int, int]:
                       "sequence must be one run X+ or X{1,k}")
 
 
-def _never_inside(outer: Program, inner: Program) -> bool:
+def _never_inside(outer: Program, inner: Program, primitive=None) -> bool:
     """Can no branch of inner match inside a string of outer's run atom? (each branch
     needs a char of an atom that shares no code point with it)"""
     x = outer.atoms[0]
@@ -705,13 +735,13 @@ def _never_inside(outer: Program, inner: Program) -> bool:
         needed = [inner.atoms[it.atom] for it in items if it.kind == RUN and it.lo >= 1]
         # disjoint: no code point in both (what class_tables((x, a)) would show as a
         # class with both bits)
-        if not any(not (_atom_bits(x) & _atom_bits(a)).any() for a in needed):
+        if not any(not (_atom_bits(x, primitive) & _atom_bits(a, primitive)).any() for a in needed):
             return False
     return True
 
 
 @functools.lru_cache(maxsize=64)
-def compile_sequence(patterns: tuple) -> tuple:
+def compile_sequence(patterns: tuple, primitive=None) -> tuple:
     """The programs of a sequence of Isolated splits that runs natively from any chunk
     start alone, or ``Unsupported``.
 
@@ -730,10 +760,10 @@ def compile_sequence(patterns: tuple) -> tuple:
     if not isinstance(patterns, tuple) or not patterns or \
             not all(isinstance(p, str) for p in patterns):
         raise TypeError("patterns must be a non-empty tuple of str")
-    progs = tuple(compile_program(p) for p in patterns)
+    progs = tuple(compile_program(p, primitive) for p in patterns)
     for k, prog in enumerate(progs[:-1]):
         _, hi = outer_level(prog)
-        if hi not in (1, UNBOUNDED) and not all(_never_inside(prog, q) for q in progs[k + 1:]):
+        if hi not in (1, UNBOUNDED) and not all(_never_inside(prog, q, primitive) for q in progs[k + 1:]):
             raise Unsupported(f"split pattern {prog.pattern!r}: a later split may match "
                               "inside its groups")
     return progs

@@ -382,6 +382,84 @@ cdef Py_ssize_t program_chunk_end_scan(int slot, const unsigned char* text, Py_s
 # ---------------------------------------------------------------------------------------
 # Registration (with the GIL).
 
+cdef extern from "_unicode_tables.h" nogil:
+    enum:
+        FBPE_WS
+        FBPE_N_GC
+        FBPE_BLOCK_SHIFT
+    const char* fbpe_gc_names[]
+    const uint16_t fbpe_stage1[]
+    const uint16_t fbpe_stage2[]
+    const uint16_t fbpe_gc_stage1[]
+    const uint8_t fbpe_gc_stage2[]
+
+#: category_table's answer, read once
+_categories = None
+
+
+cdef _stage_copy(const void* data, Py_ssize_t n, dtype):
+    """A numpy copy of n items of a compiled table."""
+    out = np.empty(n, dtype=dtype)
+    cdef cnp.ndarray a = out
+    memcpy(a.data, data, n * a.itemsize)
+    return out
+
+
+def category_table():
+    """The compiled tables' two stages, as (gc_stage1, gc_blocks, space_stage1,
+    space_blocks, names): code point cp's general category is
+    ``names[gc_blocks[gc_stage1[cp >> 7], cp & 127]]``, and it is in ``\\s`` iff
+    ``space_blocks[space_stage1[cp >> 7], cp & 127]``. From ``_unicode_tables.h`` (read
+    out of ``regex`` by ``tools/gen_unicode_tables.py``; tests compare every code point).
+    Blocks, not a value per code point: a primitive's members are then one gather of
+    rows (``table_primitive``), a fresh process touches ~1 MB less.
+
+    >>> s1, blocks, _, _, names = category_table()
+    >>> names[blocks[s1[ord("!") >> 7], ord("!") & 127]]
+    'Po'
+    """
+    global _categories
+    cdef Py_ssize_t n1 = 0x110000 >> FBPE_BLOCK_SHIFT, block = 1 << FBPE_BLOCK_SHIFT
+    if _categories is None:
+        gc1 = _stage_copy(fbpe_gc_stage1, n1, np.uint16)
+        gc2 = _stage_copy(fbpe_gc_stage2, (int(gc1.max()) + 1) * block, np.uint8)
+        cls1 = _stage_copy(fbpe_stage1, n1, np.uint16)
+        cls2 = _stage_copy(fbpe_stage2, (int(cls1.max()) + 1) * block, np.uint16)
+        names = tuple(fbpe_gc_names[k].decode("ascii") for k in range(FBPE_N_GC))
+        _categories = (gc1, gc2.reshape(-1, block), cls1,
+                       ((cls2 & FBPE_WS) != 0).reshape(-1, block), names)
+    return _categories
+
+
+def table_primitive(str text):
+    """A primitive atom's code points from the compiled tables (bool per code point):
+    ``\\s``, a general category (``\\p{Lu}``) or a one-letter class, the union of its
+    categories (``\\p{P}``); None for any other (the reference scans it with
+    ``regex``). ``_ref._atom_bits`` calls it for the programs built here: a load reads
+    DeepSeek V4's \\p{N}, \\p{L}, \\p{P}, \\p{S}, \\p{M} and \\s from the tables
+    instead of six scans of every code point by ``regex``.
+
+    >>> bool(table_primitive(r"\\p{P}")[ord("!")]), table_primitive(r"\\p{Han}") is None
+    (True, True)
+    """
+    gc1, gc_blocks, space1, space_blocks, names = category_table()
+    if text == "\\s":
+        return space_blocks[space1].reshape(-1)
+    if not (text.startswith("\\p{") and text.endswith("}")):
+        return None
+    name = text[3:-1]
+    if name in names:
+        codes = [names.index(name)]
+    elif len(name) == 1:
+        codes = [k for k, n in enumerate(names) if n[0] == name]
+    else:
+        return None
+    if not codes:
+        return None
+    wanted = np.zeros(256, dtype=bool)
+    wanted[codes] = True
+    return wanted[gc_blocks][gc1].reshape(-1)
+
 cdef void* _copy(arr, Py_ssize_t itemsize) except NULL:
     cdef cnp.ndarray a = np.ascontiguousarray(arr)
     cdef Py_ssize_t size = a.shape[0] * itemsize
@@ -395,7 +473,7 @@ cdef void* _copy(arr, Py_ssize_t itemsize) except NULL:
 cdef Prog* _build(prog) except NULL:
     """The C form of a reference Program (never freed: a slot lives as long as the
     process)."""
-    stage1, stage2, class_atoms, ascii_atoms = _ref.class_tables(prog.atoms)
+    stage1, stage2, class_atoms, ascii_atoms = _ref.class_tables(prog.atoms, table_primitive)
     items, lits, lit_masks, branches = [], [], [], []
     for first, branch in zip(prog.first_masks(), prog.branches):
         branches.append((first, len(items), len(branch)))
@@ -448,9 +526,9 @@ cdef Prog* _build(prog) except NULL:
         g.first_branch[k], g.first_branch2[k] = starts[0], starts[1]
         _fill_shortcut(&g.shortcut[k], prog, branches, starts[0], atoms)
         _fill_shortcut(&g.shortcut2[k], prog, branches, starts[1], atoms)
+    class_of = {atoms: k for k, atoms in enumerate(class_atoms.tolist())}   # unique
     for k in range(128):
-        cls = int(np.searchsorted(class_atoms, ascii_atoms[k]))  # class_atoms: sorted, unique
-        assert class_atoms[cls] == ascii_atoms[k]
+        cls = class_of[int(ascii_atoms[k])]   # a dict, not 128 np.searchsorted calls (~5 ms)
         g.first_branch_ascii[k] = g.first_branch[cls]
         g.shortcut_ascii[k] = g.shortcut[cls]
         g.first_branch2_ascii[k] = g.first_branch2[cls]
@@ -551,7 +629,7 @@ def sequence_slot(tuple patterns):
     entry = _slots.get(patterns)
     if entry is None:
         try:
-            progs = _ref.compile_sequence(patterns)
+            progs = _ref.compile_sequence(patterns, table_primitive)
         except ValueError:
             entry = (-1, False)
         else:
@@ -585,7 +663,7 @@ def program_slot(str pattern, bint gaps=False):
     entry = _slots.get(pattern)
     if entry is None:
         try:
-            prog = _ref.compile_program(pattern)
+            prog = _ref.compile_program(pattern, table_primitive)
         except ValueError:  # Unsupported, or not a regex at all (callers' regex says why)
             entry = (-1, False)
         else:
