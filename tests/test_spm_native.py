@@ -347,3 +347,42 @@ def test_models_past_16_bit_ids_merge_by_text():
     assert not core.merges_on_ids and core._id_pairs() is None and len(tables.texts) > 0xFFFF
     sample = ["abcde fghij", "aaaaabbbbbjjjjj", "abcdefghijabcdefghij" * 3, "j a bb ccc dddd eeeee", "xyz abc"]
     assert [core.encode(t) for t in sample] == [R.encode(t, tables) for t in sample]
+
+
+# --------------------------------------------------------------------------- the fused scan
+#: ``scan``'s one pass: walls and one-character segments written at once, other
+#: segments held one turn with the ids found behind them (more than ``HELD`` = 64 of
+#: them flush early), user-defined pieces (v3's [INST] ...), characters outside the
+#: vocabulary (byte fallback), beyond the BMP, private use
+FUSED_GOLDEN = ["日本語のテキストとカタカナ、ひらがな。한국어 텍스트입니다. 中文和English混合mixed文本",
+                "▁ab" + "的" * 200 + " xy" + "。" * 64 + "zz" + "件" * 63 + "qq" + "文" * 65,
+                "的的的 的。 件,文\n\n用：\U0002A6D6\U0001F600\ue000 x\ue001\ue002中",
+                "[INST] 你好 [/INST] 世界[TOOL_CALLS]的[/INST]", "   中  ", "中", "x", "\u3000\u3001 ｈｅｌｌｏ ＡＢＣ",
+                "Çekoslovakyalılaştıramadıklarımızdan mı? ı ş ğ: 'x', %5."]
+FUSED_TEXT = st.lists(st.one_of([st.characters(min_codepoint=a, max_codepoint=b) for a, b in CJK_RANGES]
+                                + [st.characters(min_codepoint=0xE000, max_codepoint=0xE0FF),
+                                   st.sampled_from(["[INST]", "[/INST]", "ı", "ş", "ğ", "\n", " ", "ab", ",", "."])]),
+                      max_size=120).map("".join)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+def test_fused_scan_golden(vocab_file, name):
+    from spm_support import processor
+
+    data = vocab_file(name).read_bytes()
+    core, tables = _cores(data, name)
+    sp = processor(data)
+    for text in FUSED_GOLDEN:
+        assert core.encode(text) == sp.encode(text) == R.encode(text, tables), text[:40]
+    _check(data, FUSED_GOLDEN, name)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+@settings(max_examples=200)
+@given(text=FUSED_TEXT)
+def test_fused_scan_hypothesis(vocab_file, name, text):
+    from spm_support import processor
+
+    data = vocab_file(name).read_bytes()
+    core, tables = _cores(data, name)
+    assert core.encode(text) == processor(data).encode(text) == R.encode(text, tables)

@@ -37,9 +37,15 @@ characters below U+0600 or ``▁`` are one bit in ``pair_bits``; other pairs are
 point ``wall`` test (a character in no piece of two or more characters joins nothing),
 then a probe in ``pair_table``. Without ``byte_fallback`` a run of unknown symbols
 spanning segments still gives one unknown id: a segment's leading unknown id is dropped
-after one (an unknown id in the output comes only from an unknown symbol). A segment of
-one character in the BMP that is a piece (most CJK text, punctuation) takes its id from
-``char_ids``: no hash, no cache. On a cache miss, a segment that is exactly a piece
+after one (an unknown id in the output comes only from an unknown symbol). The segments are
+found and the one-character ones written in one pass over the normalized characters
+(``scan``; the dividing line is ``fastbpe.reference.sentencepiece.fused_scan``'s): a
+wall character (in no piece of two or more characters) is a segment by itself, so it
+needs no pair test, and with an id in ``char_ids`` (BMP, not unknown: most CJK text,
+punctuation, the newline) it is written at once, as is any other one-character
+segment that is a piece: each character decoded once, no segment record, no hash, no
+cache. Only the other segments wait (one turn, their cache set prefetched) for
+``encode_segment``, the one-character ids found meanwhile held behind them. On a cache miss, a segment that is exactly a piece
 whose text merges into itself (``Entry.whole``: most words of a fresh text) is one
 lookup, not a merge.
 
