@@ -386,3 +386,29 @@ def test_fused_scan_hypothesis(vocab_file, name, text):
     data = vocab_file(name).read_bytes()
     core, tables = _cores(data, name)
     assert core.encode(text) == processor(data).encode(text) == R.encode(text, tables)
+
+
+def test_first_level_cache_gives_the_same_ids(vocab_file):
+    """Short segments (up to 8 bytes, 3 ids) found in the cache's first level (16-byte
+    entries) or in its 64-byte slots, or merged, give the same ids: each text three
+    times (the later passes hit), with the first level on and off; and a model without
+    byte fallback, where a cached segment's leading unknown id joins a run."""
+    name = MISTRAL_FILES[0]
+    data = vocab_file(name).read_bytes()
+    tables = R.build_tables(parse_model(data, name), name)
+    texts = CORPUS + FUSED_GOLDEN + random_texts(14, 300, "ab ı ş,.中\n")
+    expected = [R.encode(t, tables) for t in texts]
+    old = _spm._set_near(1)
+    try:
+        for setting in (1, 0, 1):
+            _spm._set_near(setting)
+            core = _spm.SpmCore(tables)
+            for _ in range(3):
+                assert [core.encode(t) for t in texts] == expected, setting
+    finally:
+        _spm._set_near(old)
+    pieces = [Piece("<unk>", 0.0, UNKNOWN), Piece("a", -1.0), Piece("b", -1.0), Piece("ab", -0.5), Piece("▁", -2.0)]
+    t = R.build_tables(SpmModel(tuple(pieces), TrainerSpec(model_type=BPE)))
+    core = _spm.SpmCore(t)
+    for text in ["xy ab xy xyab", "ab xx ab xx", "yab ab yab xxxxxxxxx xxxxxxxxx"] * 3:
+        assert core.encode(text) == R.encode(text, t), text

@@ -11,7 +11,7 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 
 cimport numpy as cnp
 
-from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, table_alloc
+from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, fbe_word_padded, table_alloc
 from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._out cimport OutBuf, out_init
 from fastbpe._runner cimport Runner, run_jobs
@@ -628,9 +628,50 @@ cdef inline bint joinable(const Model* m, uint32_t a, uint32_t b) noexcept nogil
 
 
 cdef int slots_alloc(Scratch* s) noexcept nogil:
-    """Allocate s's segment cache (empty); -1 when memory runs out."""
-    s.slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64 + LONG_SLOTS * 128)
+    """Allocate s's segment cache (empty), and after it the first level of short
+    segments (``Near``); -1 when memory runs out."""
+    s.slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64 + LONG_SLOTS * 128 + NEAR_SLOTS * sizeof(Near))
     return 0 if s.slots != NULL else -1
+
+
+cdef struct Near:         # 16 bytes: a segment of up to 8 bytes and up to 3 ids (16 bits)
+    uint64_t word         # its bytes, zero-padded (fbe_word)
+    uint8_t len           # 0: empty
+    uint8_t n_ids
+    uint16_t ids[3]
+
+
+cdef enum:
+    # the first level of the segment cache: a segment of up to NEAR_KEY bytes with up to
+    # NEAR_IDS ids (most of Turkish's and Chinese's multi-character segments, English's
+    # short words) is looked up first in a direct-mapped table of 16-byte entries, four
+    # to a cache line, 256 KiB (stays in L2 beside the pairs on ids), then in its 64-byte
+    # slot of the 4 MiB cache (prefetched too: the first level misses often enough that
+    # not prefetching it measured slower); a segment found either way is kept in both
+    NEAR_KEY = 8
+    NEAR_IDS = 3
+    NEAR_SLOTS = 16384
+
+
+#: 1: the first level is used (0: not; a tuning hook for ``benchmarks/spm_ab.py``)
+cdef int near_on = 1
+
+
+def _set_near(Py_ssize_t n):
+    """Tuning hook (``benchmarks/spm_ab.py OLD --set-old near=0``): 0 turns the first
+    level of the segment cache off, 1 on; returns the previous setting."""
+    global near_on
+    old = near_on
+    near_on = 1 if n else 0
+    return old
+
+
+cdef inline Near* near_entry(const Model* m, Scratch* s, Py_ssize_t n, uint64_t h) noexcept nogil:
+    """The first-level entry of a segment of n bytes hashing to h, or NULL (not kept
+    there: longer, ids past 16 bits, or no cache)."""
+    if n > NEAR_KEY or not near_on or m.pairs == NULL or s.slots == NULL:
+        return NULL
+    return <Near*>(s.slots + SHORT_SLOTS * 64 + LONG_SLOTS * 128) + ((h >> 40) & (NEAR_SLOTS - 1))
 
 
 cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noexcept nogil:
@@ -647,7 +688,10 @@ cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noex
 
 cdef inline bint slot_has(unsigned char* slot, const unsigned char* base, Py_ssize_t n, uint64_t h) noexcept nogil:
     cdef SlotHead* head = <SlotHead*>slot
-    return head.tag == <uint32_t>h and head.key_len == n and memcmp(slot + sizeof(SlotHead), base, n) == 0
+    if head.tag != <uint32_t>h or head.key_len != n:
+        return False
+    return memcmp(slot + sizeof(SlotHead), base, n) == 0
+
 
 
 cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, Py_ssize_t n,
@@ -662,6 +706,15 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
     cdef unsigned char* hit = NULL
     cdef int32_t* ids
     cdef const Entry* whole
+    cdef Near* near = near_entry(m, s, n, h)
+    cdef uint64_t word = 0
+    if near != NULL:
+        word = fbe_word_padded(base, n)     # norm has 8 readable bytes past any segment
+        if near.len == n and near.word == word:
+            for k in range(near.n_ids):
+                if i32_push(out, near.ids[k], OUT_FIRST) < 0:
+                    return -1
+            return drop_fused_unk(m, out, first, after_unk)
     if slot != NULL:
         if slot_has(slot, base, n, h):
             hit = slot
@@ -672,6 +725,7 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
             for k in range((<SlotHead*>hit).n_ids):
                 if i32_push(out, ids[k], OUT_FIRST) < 0:
                     return -1
+            near_keep(near, word, n, out, first)
             return drop_fused_unk(m, out, first, after_unk)
     whole = lookup_at(m, base, <uint32_t>n, h & m.mask) if n <= m.max_whole else NULL
     if whole != NULL and whole.whole:
@@ -687,7 +741,21 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
         (<SlotHead*>slot).n_ids = <uint16_t>made
         memcpy(slot + sizeof(SlotHead), base, n)
         memcpy(slot + ids_at, out.data + first, made * sizeof(int32_t))
+    near_keep(near, word, n, out, first)
     return drop_fused_unk(m, out, first, after_unk)
+
+
+cdef inline void near_keep(Near* near, uint64_t word, Py_ssize_t n, const I32Vec* out, Py_ssize_t first) noexcept nogil:
+    """Keep the segment's ids (out.data[first:], before an unknown run's fusing) in its
+    first-level entry when they fit (NULL: none)."""
+    cdef Py_ssize_t made = out.size - first, k
+    if near == NULL or made > NEAR_IDS:
+        return
+    near.word = word
+    near.len = <uint8_t>n
+    near.n_ids = <uint8_t>made
+    for k in range(made):
+        near.ids[k] = <uint16_t>out.data[first + k]
 
 
 cdef inline int drop_fused_unk(const Model* m, I32Vec* out, Py_ssize_t first, bint after_unk) noexcept nogil:
@@ -827,8 +895,12 @@ cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char
     its cache set is returned (NULL: not cached) and prefetched, with the piece table's
     slot of its text."""
     cdef unsigned char* slot
+    cdef Near* near
     h[0] = fbe_hash(p, n)
     slot = cache_slot(s, n, h[0])
+    near = near_entry(m, s, n, h[0])
+    if near != NULL:
+        fbe_prefetch(near)
     if n <= m.max_whole:    # where a cache miss looks first (Entry.whole)
         fbe_prefetch(&m.table[h[0] & m.mask])
     if slot != NULL:
