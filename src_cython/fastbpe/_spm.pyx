@@ -814,24 +814,17 @@ cdef int scan(const Model* m, Scratch* s, Py_ssize_t n, I32Vec* out) noexcept no
     cdef const unsigned char* norm = s.norm
     cdef Py_ssize_t pos = 0, start, p_start = 0, p_len = 0, n_held = 0
     cdef uint32_t c, size, first, first_size, prev
-    cdef uint16_t one
-    cdef uint64_t h, p_h = 0
+    cdef uint64_t p_h = 0
     cdef unsigned char* p_slot = NULL
     cdef int32_t held[HELD]
     c = code_point(norm, &size)
     while True:         # c, size: the character at pos (pos < n)
         if is_wall(m, c) and c < DIRECT_CHARS and m.char_ids[c] != NO_SID:
-            one = m.char_ids[c]
-            if p_len == 0:
-                out.data[out.size] = one
+            if p_len == 0:              # nothing waits: written at once
+                out.data[out.size] = m.char_ids[c]
                 out.size += 1
-            else:
-                held[n_held] = one
-                n_held += 1
-                if n_held == HELD:
-                    if flush(m, s, p_start, p_len, p_h, p_slot, held, n_held, out) < 0:
-                        return -1
-                    p_len = n_held = 0
+            elif hold(m, s, m.char_ids[c], p_start, &p_len, p_h, p_slot, held, &n_held, out) < 0:
+                return -1
             pos += size
             if pos >= n:
                 break
@@ -853,17 +846,11 @@ cdef int scan(const Model* m, Scratch* s, Py_ssize_t n, I32Vec* out) noexcept no
         elif pos < n:
             c = code_point(norm + pos, &size)
         if pos - start == first_size and first < DIRECT_CHARS and m.char_ids[first] != NO_SID:
-            one = m.char_ids[first]     # a one-character segment that is a piece
-            if p_len == 0:
-                out.data[out.size] = one
+            if p_len == 0:              # a one-character segment that is a piece
+                out.data[out.size] = m.char_ids[first]
                 out.size += 1
-            else:
-                held[n_held] = one
-                n_held += 1
-                if n_held == HELD:
-                    if flush(m, s, p_start, p_len, p_h, p_slot, held, n_held, out) < 0:
-                        return -1
-                    p_len = n_held = 0
+            elif hold(m, s, m.char_ids[first], p_start, &p_len, p_h, p_slot, held, &n_held, out) < 0:
+                return -1
         else:
             if p_len and flush(m, s, p_start, p_len, p_h, p_slot, held, n_held, out) < 0:
                 return -1
@@ -875,6 +862,20 @@ cdef int scan(const Model* m, Scratch* s, Py_ssize_t n, I32Vec* out) noexcept no
             break
     if p_len and flush(m, s, p_start, p_len, p_h, p_slot, held, n_held, out) < 0:
         return -1
+    return 0
+
+
+cdef inline int hold(const Model* m, Scratch* s, int32_t one, Py_ssize_t p_start, Py_ssize_t* p_len,
+                     uint64_t p_h, unsigned char* p_slot, int32_t* held, Py_ssize_t* n_held, I32Vec* out) noexcept nogil:
+    """A one-character id found while a segment waits: held behind it; when ``HELD`` are
+    held, the segment and they are written (and nothing waits)."""
+    held[n_held[0]] = one
+    n_held[0] += 1
+    if n_held[0] == HELD:
+        if flush(m, s, p_start, p_len[0], p_h, p_slot, held, n_held[0], out) < 0:
+            return -1
+        p_len[0] = 0
+        n_held[0] = 0
     return 0
 
 
