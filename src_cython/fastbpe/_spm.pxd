@@ -30,7 +30,9 @@ vocabularies cut before every ``▁`` that follows another character, around the
 digits and most CJK characters, and inside words at pairs no piece holds. Each segment
 is merged on its own, and one of up to ``LONG_KEY`` bytes keeps its ids in a two-way
 set-associative cache per thread (``SlotHead``: 64-byte slots for short segments,
-128-byte ones for longer), so a segment seen before costs a hash and a compare; the
+128-byte ones for longer), so a segment seen before costs a hash and a compare (one of up to 8 bytes and 3 ids is
+looked up first in a 256 KiB first level of 16-byte entries that stays in L2: ``Near``
+in ``_spm.pyx``); the
 next segment's set is prefetched while one is looked up (a set is a miss to L3 or DRAM:
 the tables are megabytes). Pairs of
 characters below U+0600 or ``▁`` are one bit in ``pair_bits``; other pairs are a code
