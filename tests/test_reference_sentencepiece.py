@@ -189,6 +189,75 @@ def test_bucket_queue_refuses_unused_pieces():
         R.bucket_queue([("a", False), ("b", False)], t)
 
 
+# --------------------------------------------------------------------------- the fused scan
+@functools.lru_cache(maxsize=4)
+def _scan_tables(path: str):
+    t = R.build_tables(read_model(path), path)
+    return t, R.joinable_pairs(t), R.joining_chars(t)
+
+
+def _fused_matches(text: str, t: R.SpmTables, pairs=None, joining=None) -> None:
+    """``fused_scan`` is ``segments`` with the one-character ids written in, and
+    ``encode_fused`` is ``encode``."""
+    pairs = R.joinable_pairs(t) if pairs is None else pairs
+    normalized = R.normalize(text, t)
+    items = R.fused_scan(normalized, t, pairs, joining)
+    segs = R.segments(normalized, pairs)
+    assert len(items) == len(segs), text
+    for item, seg in zip(items, segs):
+        assert item == (seg if len(seg) > 1 or R.one_char_id(seg, t) is None else R.one_char_id(seg, t)), text
+    assert R.encode_fused(text, t, pairs, joining) == R.encode(text, t), text
+
+
+#: what the fused scan cuts: CJK Unified (and extension A, B beyond the BMP), kana,
+#: Hangul syllables and jamo, CJK punctuation, full-width forms, with Latin, spaces,
+#: digits, newlines, emoji and characters outside any vocabulary around them
+FUSED_RANGES = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x3040, 0x30FF), (0xAC00, 0xD7A3),
+                (0x1100, 0x11FF), (0x3000, 0x303F), (0xFF00, 0xFFEF), (0x1F600, 0x1F64F), (0xE000, 0xE0FF)]
+FUSED_TEXT = st.text(st.one_of([st.characters(min_codepoint=a, max_codepoint=b) for a, b in FUSED_RANGES]
+                               + [st.sampled_from(list("abçğı  ,.\n12[]INST/"))]), max_size=60)
+FUSED_GOLDEN = ["日本語のテキストとカタカナ、ひらがな。한국어 텍스트입니다. 中文和English混合mixed文本",
+                "的的的 的。 件,文\n\n用：𪛖😀\ue000 x", "Çekoslovakyalılaştıramadıklarımızdan mı?",
+                "[INST] 你好 [/INST] 世界[TOOL_CALLS]", "   中  ", "", "\u3000\u3001 ｈｅｌｌｏ ＡＢＣ"]
+
+
+def test_fused_scan_examples():
+    t = R.build_tables(_model([Piece("▁a", -1.0), Piece("中", -2.0), Piece("a", -3.0), Piece("▁", -4.0),
+                               Piece("b", -5.0), Piece("ab", -6.0), Piece("<x>", 0.0, USER_DEFINED)]))
+    # 中 is a wall (written without a look at its neighbours); "b" before "中" is a
+    # one-character segment; "ab" merges; "<x>" (user-defined) and "z" (no piece) take
+    # the general path
+    assert R.fused_scan("▁a中b中ab<x>z", t) == ["▁a", 4, 7, 4, "ab", "<x>", "z"]
+    for text in ["a中b", "中中 中", "<x>中", "zz中zz", "ab ab中"]:
+        _fused_matches(text, t)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+def test_fused_scan_on_mistral(vocab_file, name):
+    t, pairs, joining = _scan_tables(str(vocab_file(name)))
+    for text in FUSED_GOLDEN + CORPUS:
+        _fused_matches(text, t, pairs, joining)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+@settings(max_examples=150)
+@given(text=FUSED_TEXT)
+def test_fused_scan_on_mistral_hypothesis(vocab_file, name, text):
+    _fused_matches(text, *_scan_tables(str(vocab_file(name))))
+
+
+@settings(max_examples=300)
+@given(model=hand_made(), texts=st.lists(st.text(st.sampled_from(list("ab▁c中 d\n")), max_size=30), max_size=5))
+def test_fused_scan_on_hand_made_models(model, texts):
+    """The corollary on random pieces (walls and joining characters of every kind,
+    user-defined pieces, unknown runs without byte fallback)."""
+    t = R.build_tables(model)
+    if any(kind == UNUSED for kind in t.types):
+        return
+    for text in texts:
+        _fused_matches(text, t)
+
+
 def test_unused_pieces_are_split_back():
     model = _model([Piece("a", -1.0), Piece("b", -1.0), Piece("ab", -0.5, UNUSED), Piece("abb", -0.25),
                     Piece("▁", -3.0)])

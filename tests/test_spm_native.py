@@ -374,11 +374,16 @@ CJK_TEXT = st.text(st.one_of([st.characters(min_codepoint=a, max_codepoint=b) fo
 @settings(max_examples=300)
 @given(text=CJK_TEXT)
 def test_mistral_cjk_hypothesis(vocab_file, name, text):
+    _against_sentencepiece(vocab_file, name, text)
+
+
+def _against_sentencepiece(vocab_file, name: str, text: str) -> None:
+    """The core's ids for text are sentencepiece's and the reference's."""
     from spm_support import processor
 
     data = vocab_file(name).read_bytes()
     core, tables = _cores(data, name)
-    assert core.encode(text) == processor(data).encode(text)
+    assert core.encode(text) == processor(data).encode(text) == R.encode(text, tables)
 
 
 def test_models_past_16_bit_ids_merge_by_text():
@@ -394,3 +399,59 @@ def test_models_past_16_bit_ids_merge_by_text():
     assert not core.merges_on_ids and core._id_pairs() is None and len(tables.texts) > 0xFFFF
     sample = ["abcde fghij", "aaaaabbbbbjjjjj", "abcdefghijabcdefghij" * 3, "j a bb ccc dddd eeeee", "xyz abc"]
     assert [core.encode(t) for t in sample] == [R.encode(t, tables) for t in sample]
+
+
+# --------------------------------------------------------------------------- the fused scan
+#: ``scan``'s one pass: walls and one-character segments written at once, other
+#: segments held one turn with the ids found behind them (more than ``HELD`` = 64 of
+#: them flush early), user-defined pieces (v3's [INST] ...), characters outside the
+#: vocabulary (byte fallback), beyond the BMP, private use
+FUSED_GOLDEN = ["日本語のテキストとカタカナ、ひらがな。한국어 텍스트입니다. 中文和English混合mixed文本",
+                "▁ab" + "的" * 200 + " xy" + "。" * 64 + "zz" + "件" * 63 + "qq" + "文" * 65,
+                "的的的 的。 件,文\n\n用：\U0002A6D6\U0001F600\ue000 x\ue001\ue002中",
+                "[INST] 你好 [/INST] 世界[TOOL_CALLS]的[/INST]", "   中  ", "中", "x", "\u3000\u3001 ｈｅｌｌｏ ＡＢＣ",
+                "Çekoslovakyalılaştıramadıklarımızdan mı? ı ş ğ: 'x', %5."]
+FUSED_TEXT = st.lists(st.one_of([st.characters(min_codepoint=a, max_codepoint=b) for a, b in CJK_RANGES]
+                                + [st.characters(min_codepoint=0xE000, max_codepoint=0xE0FF),
+                                   st.sampled_from(["[INST]", "[/INST]", "ı", "ş", "ğ", "\n", " ", "ab", ",", "."])]),
+                      max_size=120).map("".join)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+def test_fused_scan_golden(vocab_file, name):
+    for text in FUSED_GOLDEN:
+        _against_sentencepiece(vocab_file, name, text)
+    _check(vocab_file(name).read_bytes(), FUSED_GOLDEN, name)
+
+
+@pytest.mark.parametrize("name", MISTRAL_FILES)
+@settings(max_examples=200)
+@given(text=FUSED_TEXT)
+def test_fused_scan_hypothesis(vocab_file, name, text):
+    _against_sentencepiece(vocab_file, name, text)
+
+
+def test_first_level_cache_gives_the_same_ids(vocab_file):
+    """Short segments (up to 8 bytes, 3 ids) found in the cache's first level (16-byte
+    entries) or in its 64-byte slots, or merged, give the same ids: each text three
+    times (the later passes hit), with the first level on and off; and a model without
+    byte fallback, where a cached segment's leading unknown id joins a run."""
+    name = MISTRAL_FILES[0]
+    data = vocab_file(name).read_bytes()
+    tables = R.build_tables(parse_model(data, name), name)
+    texts = CORPUS + FUSED_GOLDEN + random_texts(14, 300, "ab ı ş,.中\n")
+    expected = [R.encode(t, tables) for t in texts]
+    old = _spm._set_near(1)
+    try:
+        for setting in (1, 0, 1):
+            _spm._set_near(setting)
+            core = _spm.SpmCore(tables)
+            for _ in range(3):
+                assert [core.encode(t) for t in texts] == expected, setting
+    finally:
+        _spm._set_near(old)
+    pieces = [Piece("<unk>", 0.0, UNKNOWN), Piece("a", -1.0), Piece("b", -1.0), Piece("ab", -0.5), Piece("▁", -2.0)]
+    t = R.build_tables(SpmModel(tuple(pieces), TrainerSpec(model_type=BPE)))
+    core = _spm.SpmCore(t)
+    for text in ["xy ab xy xyab", "ab xx ab xx", "yab ab yab xxxxxxxxx xxxxxxxxx"] * 3:
+        assert core.encode(text) == R.encode(text, t), text

@@ -566,6 +566,100 @@ def segments(normalized: str, pairs: frozenset[str]) -> list[str]:
     return out
 
 
+def joining_chars(t: SpmTables) -> frozenset[str]:
+    """The characters inside some piece of two or more characters that merges may make.
+    Any other character is a *wall*: every pair it stands in is outside ``joinable_pairs``
+    (a pair holding it would be inside such a piece), so it is a segment by itself
+    whatever its neighbours (``fused_scan``).
+
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("c", -2)), TrainerSpec(model_type=2)))
+    >>> sorted(joining_chars(t))
+    ['a', 'b']
+    """
+    return frozenset(ch for piece in t.pieces if len(piece) > 1 for ch in piece)
+
+
+#: the ids a native one-character table holds (16 bits, 0xFFFF meaning "none")
+ONE_CHAR_IDS = 0xFFFF
+
+
+def one_char_id(ch: str, t: SpmTables) -> int | None:
+    """The id ``fused_scan`` writes for the one-character segment ``ch`` straight away,
+    or None (the segment takes the general path: cache, merge, byte fallback). Written
+    straight: a character of the Basic Multilingual Plane (not a surrogate) whose id
+    (``piece_id``) is not the unknown id and fits the native 16-bit table. That id is
+    what ``encode`` gives the segment: ``bpe`` of one symbol is that symbol, and a known
+    id neither comes from nor joins a run of unknown symbols.
+
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("中", -1), Piece("😀", -2)), TrainerSpec(model_type=2)))
+    >>> one_char_id("中", t), one_char_id("😀", t), one_char_id("x", t)
+    (1, None, None)
+    """
+    if ord(ch) >= 0x10000 or 0xD800 <= ord(ch) < 0xE000:
+        return None
+    pid = piece_id(ch, t)
+    return pid if pid != t.unk_id and pid < ONE_CHAR_IDS else None
+
+
+def fused_scan(normalized: str, t: SpmTables, pairs: frozenset[str] | None = None,
+               joining: frozenset[str] | None = None) -> list[int | str]:
+    """``segments(normalized)`` in the order and form the native encoder's one pass
+    over the characters makes them (``_spm.pyx`` ``scan``): each one-character segment
+    with a ``one_char_id`` as that id (an int), every other segment as its text.
+
+    The dividing line: a wall character (not in ``joining_chars``) is a segment by
+    itself, found without looking at its neighbours (no pair test, no segment end);
+    with a ``one_char_id`` it is written at once. Any other character starts a segment
+    that runs to the first pair outside ``pairs``; if that segment is one character with
+    a ``one_char_id``, it is written at once too. Everything else (multi-character
+    segments, unknown characters, characters beyond the BMP) goes to the cache and merge
+    path. Corollary (for a model without unused pieces, as ``segments``): the ids are
+    ``encode``'s, an int item standing for the one piece ``bpe`` leaves of its segment
+    (``encode_fused`` joins them so; the tests hold it to ``encode``).
+
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("▁a", -1), Piece("中", -2), Piece("a", -3),
+    ...                            Piece("▁", -4), Piece("b", -5)), TrainerSpec(model_type=2)))
+    >>> fused_scan("▁a中中b▁x", t)     # 中 is a wall; b is a one-character segment; x no piece
+    ['▁a', 2, 2, 5, 4, 'x']
+    """
+    pairs = joinable_pairs(t) if pairs is None else pairs
+    joining = joining_chars(t) if joining is None else joining
+    out: list[int | str] = []
+    pos, n = 0, len(normalized)
+    while pos < n:
+        start, pos = pos, pos + 1
+        if normalized[start] in joining:
+            while pos < n and normalized[pos - 1:pos + 1] in pairs:
+                pos += 1
+        one = one_char_id(normalized[start], t) if pos == start + 1 else None
+        out.append(normalized[start:pos] if one is None else one)
+    return out
+
+
+def encode_fused(text: str, t: SpmTables, pairs: frozenset[str] | None = None,
+                 joining: frozenset[str] | None = None) -> list[int]:
+    """``encode`` by ``fused_scan``: an int item is its id, a text item its segment's
+    ``bpe`` pieces' ids; without ``byte_fallback`` a segment's leading unknown id is
+    dropped after an unknown id (a run of unknown symbols across a cut is one id).
+
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("中", -1)), TrainerSpec(model_type=2)))
+    >>> fused_scan(normalize("中xy中", t), t)
+    ['▁', 1, 'x', 'y', 1]
+    >>> encode_fused("中xy中", t) == encode("中xy中", t) == [0, 1, 0, 1]   # x, y: one unknown id
+    True
+    """
+    ids: list[int] = []
+    for item in fused_scan(normalize(text, t), t, pairs, joining):
+        if isinstance(item, int):
+            ids.append(item)
+            continue
+        part = pieces_to_ids(bpe(initial_symbols(item, t.user_defined), t), t)
+        if part and ids and not t.byte_fallback and ids[-1] == t.unk_id and part[0] == t.unk_id:
+            part = part[1:]
+        ids.extend(part)
+    return ids
+
+
 def piece_id(piece: str, t: SpmTables) -> int:
     """The id of a piece's text (module docstring, "Ids")."""
     pid = t.reserved.get(piece)

@@ -32,16 +32,24 @@ vocabularies cut before every ``▁`` that follows another character, around the
 digits and most CJK characters, and inside words at pairs no piece holds. Each segment
 is merged on its own, and one of up to ``LONG_KEY`` bytes keeps its ids in a two-way
 set-associative cache per thread (``SlotHead``: 64-byte slots for short segments,
-128-byte ones for longer), so a segment seen before costs a hash and a compare; the
+128-byte ones for longer), so a segment seen before costs a hash and a compare (one of up to 8 bytes and 3 ids is
+looked up first in a 256 KiB first level of 16-byte entries that stays in L2: ``Near``
+in ``_spm.pyx``); the
 next segment's set is prefetched while one is looked up (a set is a miss to L3 or DRAM:
 the tables are megabytes). Pairs of
 characters below U+0600 or ``▁`` are one bit in ``pair_bits``; other pairs are a code
 point ``wall`` test (a character in no piece of two or more characters joins nothing),
 then a probe in ``pair_table``. Without ``byte_fallback`` a run of unknown symbols
 spanning segments still gives one unknown id: a segment's leading unknown id is dropped
-after one (an unknown id in the output comes only from an unknown symbol). A segment of
-one character in the BMP that is a piece (most CJK text, punctuation) takes its id from
-``char_ids``: no hash, no cache. On a cache miss, a segment that is exactly a piece
+after one (an unknown id in the output comes only from an unknown symbol). The segments are
+found and the one-character ones written in one pass over the normalized characters
+(``scan``; the dividing line is ``fastbpe.reference.sentencepiece.fused_scan``'s): a
+wall character (in no piece of two or more characters) is a segment by itself, so it
+needs no pair test, and with an id in ``char_ids`` (BMP, not unknown: most CJK text,
+punctuation, the newline) it is written at once, as is any other one-character
+segment that is a piece: each character decoded once, no segment record, no hash, no
+cache. Only the other segments wait (one turn, their cache set prefetched) for
+``encode_segment``, the one-character ids found meanwhile held behind them. On a cache miss, a segment that is exactly a piece
 whose text merges into itself (``Entry.whole``: most words of a fresh text) is one
 lookup, not a merge.
 

@@ -13,7 +13,7 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 
 cimport numpy as cnp
 
-from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, table_alloc
+from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, fbe_word_padded, table_alloc
 from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._out cimport OutBuf, out_init
 from fastbpe._runner cimport Runner, run_jobs
@@ -890,24 +890,51 @@ cdef inline bint joinable(const Model* m, uint32_t a, uint32_t b) noexcept nogil
     return False
 
 
-cdef Py_ssize_t segment_end(const Model* m, const unsigned char* norm, Py_ssize_t pos, Py_ssize_t n) noexcept nogil:
-    """The end of the segment starting at pos: the first place after it between two
-    characters that are not joinable (or n)."""
-    cdef uint32_t size, prev = code_point(norm + pos, &size), c
-    pos += size
-    while pos < n:
-        c = code_point(norm + pos, &size)
-        if not joinable(m, prev, c):
-            return pos
-        prev = c
-        pos += size
-    return n
-
-
 cdef int slots_alloc(Scratch* s) noexcept nogil:
-    """Allocate s's segment cache (empty); -1 when memory runs out."""
-    s.slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64 + LONG_SLOTS * 128)
+    """Allocate s's segment cache (empty), and after it the first level of short
+    segments (``Near``); -1 when memory runs out."""
+    s.slots = <unsigned char*>table_alloc(SHORT_SLOTS * 64 + LONG_SLOTS * 128 + NEAR_SLOTS * sizeof(Near))
     return 0 if s.slots != NULL else -1
+
+
+cdef struct Near:         # 16 bytes: a segment of up to 8 bytes and up to 3 ids (16 bits)
+    uint64_t word         # its bytes, zero-padded (fbe_word)
+    uint8_t len           # 0: empty
+    uint8_t n_ids
+    uint16_t ids[3]
+
+
+cdef enum:
+    # the first level of the segment cache: a segment of up to NEAR_KEY bytes with up to
+    # NEAR_IDS ids (most of Turkish's and Chinese's multi-character segments, English's
+    # short words) is looked up first in a direct-mapped table of 16-byte entries, four
+    # to a cache line, 256 KiB (stays in L2 beside the pairs on ids), then in its 64-byte
+    # slot of the 4 MiB cache (prefetched too: the first level misses often enough that
+    # not prefetching it measured slower); a segment found either way is kept in both
+    NEAR_KEY = 8
+    NEAR_IDS = 3
+    NEAR_SLOTS = 16384
+
+
+#: 1: the first level is used (0: not; a tuning hook for ``benchmarks/spm_ab.py``)
+cdef int near_on = 1
+
+
+def _set_near(Py_ssize_t n):
+    """Tuning hook (``benchmarks/spm_ab.py OLD --set-old near=0``): 0 turns the first
+    level of the segment cache off, 1 on; returns the previous setting."""
+    global near_on
+    old = near_on
+    near_on = 1 if n else 0
+    return old
+
+
+cdef inline Near* near_entry(const Model* m, Scratch* s, Py_ssize_t n, uint64_t h) noexcept nogil:
+    """The first-level entry of a segment of n bytes hashing to h, or NULL (not kept
+    there: longer, ids past 16 bits, or no cache)."""
+    if n > NEAR_KEY or not near_on or m.pairs == NULL or s.slots == NULL:
+        return NULL
+    return <Near*>(s.slots + SHORT_SLOTS * 64 + LONG_SLOTS * 128) + ((h >> 40) & (NEAR_SLOTS - 1))
 
 
 cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noexcept nogil:
@@ -924,7 +951,10 @@ cdef inline unsigned char* cache_slot(Scratch* s, Py_ssize_t n, uint64_t h) noex
 
 cdef inline bint slot_has(unsigned char* slot, const unsigned char* base, Py_ssize_t n, uint64_t h) noexcept nogil:
     cdef SlotHead* head = <SlotHead*>slot
-    return head.tag == <uint32_t>h and head.key_len == n and memcmp(slot + sizeof(SlotHead), base, n) == 0
+    if head.tag != <uint32_t>h or head.key_len != n:
+        return False
+    return memcmp(slot + sizeof(SlotHead), base, n) == 0
+
 
 
 cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, Py_ssize_t n,
@@ -939,6 +969,15 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
     cdef unsigned char* hit = NULL
     cdef int32_t* ids
     cdef const Entry* whole
+    cdef Near* near = near_entry(m, s, n, h)
+    cdef uint64_t word = 0
+    if near != NULL:
+        word = fbe_word_padded(base, n)     # norm has 8 readable bytes past any segment
+        if near.len == n and near.word == word:
+            for k in range(near.n_ids):
+                if i32_push(out, near.ids[k], OUT_FIRST) < 0:
+                    return -1
+            return drop_fused_unk(m, out, first, after_unk)
     if slot != NULL:
         if slot_has(slot, base, n, h):
             hit = slot
@@ -949,6 +988,7 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
             for k in range((<SlotHead*>hit).n_ids):
                 if i32_push(out, ids[k], OUT_FIRST) < 0:
                     return -1
+            near_keep(near, word, n, out, first)
             return drop_fused_unk(m, out, first, after_unk)
     whole = lookup_at(m, base, <uint32_t>n, h & m.mask) if n <= m.max_whole else NULL
     if whole != NULL and whole.whole:
@@ -964,7 +1004,21 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
         (<SlotHead*>slot).n_ids = <uint16_t>made
         memcpy(slot + sizeof(SlotHead), base, n)
         memcpy(slot + ids_at, out.data + first, made * sizeof(int32_t))
+    near_keep(near, word, n, out, first)
     return drop_fused_unk(m, out, first, after_unk)
+
+
+cdef inline void near_keep(Near* near, uint64_t word, Py_ssize_t n, const I32Vec* out, Py_ssize_t first) noexcept nogil:
+    """Keep the segment's ids (out.data[first:], before an unknown run's fusing) in its
+    first-level entry when they fit (NULL: none)."""
+    cdef Py_ssize_t made = out.size - first, k
+    if near == NULL or made > NEAR_IDS:
+        return
+    near.word = word
+    near.len = <uint8_t>n
+    near.n_ids = <uint8_t>made
+    for k in range(made):
+        near.ids[k] = <uint16_t>out.data[first + k]
 
 
 cdef inline int drop_fused_unk(const Model* m, I32Vec* out, Py_ssize_t first, bint after_unk) noexcept nogil:
@@ -977,11 +1031,7 @@ cdef inline int drop_fused_unk(const Model* m, I32Vec* out, Py_ssize_t first, bi
 
 cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ssize_t n,
                     I32Vec* out) noexcept nogil:
-    cdef Py_ssize_t norm_len, pos = 0, end, next_end
-    cdef uint64_t h, next_h
-    cdef unsigned char* slot
-    cdef unsigned char* next_slot
-    cdef int32_t direct, next_direct
+    cdef Py_ssize_t norm_len
     if n == 0:
         return 0
     if scratch_reserve(s, n) < 0:
@@ -989,39 +1039,133 @@ cdef int spm_encode(const Model* m, Scratch* s, const unsigned char* text, Py_ss
     norm_len = normalize(m, text, n, s.norm)
     if norm_len == 0:
         return 0
-    # one segment ahead: its cache slot is prefetched while the current one is looked up
-    end = segment_end(m, s.norm, 0, norm_len)
-    slot = ahead(m, s, s.norm, 0, end, &h, &direct)
-    while pos < norm_len:
-        next_end = segment_end(m, s.norm, end, norm_len) if end < norm_len else end
-        next_slot = ahead(m, s, s.norm, end, next_end, &next_h, &next_direct)
-        if direct >= 0:
-            if i32_push(out, direct, OUT_FIRST) < 0:
-                return -1
-        elif encode_segment(m, s, s.norm + pos, end - pos, h, slot, out) < 0:
-            return -1
-        pos, end, h, slot, direct = end, next_end, next_h, next_slot, next_direct
+    # room for every id now: a text gives at most one id per normalized byte (a piece
+    # covers a byte or more, byte fallback one id per byte), so the one-character ids
+    # of ``scan`` are plain stores
+    if out.cap - out.size < norm_len and i32_reserve(out, out.size + norm_len) < 0:
+        return -1
+    return scan(m, s, norm_len, out)
+
+
+cdef inline int i32_reserve(I32Vec* v, Py_ssize_t cap) noexcept nogil:
+    """Grow v's room to at least cap ids; -1 (v unchanged) when memory runs out."""
+    cdef int32_t* p = <int32_t*>realloc(v.data, cap * sizeof(int32_t))
+    if p == NULL:
+        return -1
+    v.data = p
+    v.cap = cap
     return 0
 
 
-cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char* norm, Py_ssize_t pos,
-                                 Py_ssize_t end, uint64_t* h, int32_t* direct) noexcept nogil:
-    """Look at the segment norm[pos:end] before its turn: a single character that is a
-    piece (BMP) sets *direct to its id (from char_ids: no hash, no cache); else *direct
-    is -1, *h its hash, and its cache set is returned (NULL: not cached) and prefetched,
-    with the piece table's slot of its text."""
+cdef inline bint is_wall(const Model* m, uint32_t c) noexcept nogil:
+    return (m.wall[c >> 3] >> (c & 7)) & 1
+
+
+cdef enum:
+    HELD = 64             # one-character ids held back while a segment waits (``scan``)
+
+
+cdef int scan(const Model* m, Scratch* s, Py_ssize_t n, I32Vec* out) noexcept nogil:
+    """The ids of s.norm[:n], segment by segment, in one pass over its characters
+    (``fastbpe.reference.sentencepiece.fused_scan``): each character is decoded once; a
+    wall character (in no piece of two or more characters: a segment by itself, whatever
+    its neighbours) or any other one-character segment with an id in ``char_ids`` is
+    written out at once, no segment record, no hash; the other segments wait one turn
+    in ``pending`` (their cache set prefetched) and go to ``encode_segment`` when the
+    next one is found, the one-character ids found meanwhile held in ``held`` behind it
+    (out's room is reserved by the caller: one id per byte)."""
+    cdef const unsigned char* norm = s.norm
+    cdef Py_ssize_t pos = 0, start, p_start = 0, p_len = 0, n_held = 0
+    cdef uint32_t c, size, first, first_size, prev
+    cdef uint64_t p_h = 0
+    cdef unsigned char* p_slot = NULL
+    cdef int32_t held[HELD]
+    c = code_point(norm, &size)
+    while True:         # c, size: the character at pos (pos < n)
+        if is_wall(m, c) and c < DIRECT_CHARS and m.char_ids[c] != NO_SID:
+            if p_len == 0:              # nothing waits: written at once
+                out.data[out.size] = m.char_ids[c]
+                out.size += 1
+            elif hold(m, s, m.char_ids[c], p_start, &p_len, p_h, p_slot, held, &n_held, out) < 0:
+                return -1
+            pos += size
+            if pos >= n:
+                break
+            c = code_point(norm + pos, &size)
+            continue
+        # a segment from pos: up to the first two characters that do not join
+        start = pos
+        first = c
+        first_size = size
+        prev = c
+        pos += size
+        if not is_wall(m, c):
+            while pos < n:
+                c = code_point(norm + pos, &size)
+                if not joinable(m, prev, c):
+                    break
+                prev = c
+                pos += size
+        elif pos < n:
+            c = code_point(norm + pos, &size)
+        if pos - start == first_size and first < DIRECT_CHARS and m.char_ids[first] != NO_SID:
+            if p_len == 0:              # a one-character segment that is a piece
+                out.data[out.size] = m.char_ids[first]
+                out.size += 1
+            elif hold(m, s, m.char_ids[first], p_start, &p_len, p_h, p_slot, held, &n_held, out) < 0:
+                return -1
+        else:
+            if p_len and flush(m, s, p_start, p_len, p_h, p_slot, held, n_held, out) < 0:
+                return -1
+            n_held = 0
+            p_start = start
+            p_len = pos - start
+            p_slot = ahead(m, s, norm + start, p_len, &p_h)
+        if pos >= n:
+            break
+    if p_len and flush(m, s, p_start, p_len, p_h, p_slot, held, n_held, out) < 0:
+        return -1
+    return 0
+
+
+cdef inline int hold(const Model* m, Scratch* s, int32_t one, Py_ssize_t p_start, Py_ssize_t* p_len,
+                     uint64_t p_h, unsigned char* p_slot, int32_t* held, Py_ssize_t* n_held, I32Vec* out) noexcept nogil:
+    """A one-character id found while a segment waits: held behind it; when ``HELD`` are
+    held, the segment and they are written (and nothing waits)."""
+    held[n_held[0]] = one
+    n_held[0] += 1
+    if n_held[0] == HELD:
+        if flush(m, s, p_start, p_len[0], p_h, p_slot, held, n_held[0], out) < 0:
+            return -1
+        p_len[0] = 0
+        n_held[0] = 0
+    return 0
+
+
+cdef inline int flush(const Model* m, Scratch* s, Py_ssize_t start, Py_ssize_t length, uint64_t h,
+                      unsigned char* slot, const int32_t* held, Py_ssize_t n_held, I32Vec* out) noexcept nogil:
+    """The pending segment's ids, then the one-character ids held behind it."""
+    if encode_segment(m, s, s.norm + start, length, h, slot, out) < 0:
+        return -1
+    if n_held:
+        memcpy(out.data + out.size, held, n_held * sizeof(int32_t))
+        out.size += n_held
+    return 0
+
+
+cdef inline unsigned char* ahead(const Model* m, Scratch* s, const unsigned char* p, Py_ssize_t n,
+                                 uint64_t* h) noexcept nogil:
+    """Look at the segment p[:n] (no one-character piece) before its turn: *h its hash;
+    its cache set is returned (NULL: not cached) and prefetched, with the piece table's
+    slot of its text."""
     cdef unsigned char* slot
-    cdef uint32_t size, c
-    direct[0] = -1
-    if pos == end:
-        return NULL
-    c = code_point(norm + pos, &size)
-    if end - pos == size and c < DIRECT_CHARS and m.char_ids[c] != NO_SID:
-        direct[0] = m.char_ids[c]
-        return NULL
-    h[0] = fbe_hash(norm + pos, end - pos)
-    slot = cache_slot(s, end - pos, h[0])
-    if end - pos <= m.max_whole:    # where a cache miss looks first (Entry.whole)
+    cdef Near* near
+    h[0] = fbe_hash(p, n)
+    slot = cache_slot(s, n, h[0])
+    near = near_entry(m, s, n, h[0])
+    if near != NULL:
+        fbe_prefetch(near)
+    if n <= m.max_whole:    # where a cache miss looks first (Entry.whole)
         fbe_prefetch(&m.table[h[0] & m.mask])
     if slot != NULL:
         fbe_prefetch(slot)          # both ways of a short set (the first of a long one)
