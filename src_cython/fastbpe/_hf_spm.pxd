@@ -1,0 +1,58 @@
+"""Native BPE of a sentencepiece-style tokenizer.json: the declarations of ``fastbpe._hf_spm``.
+
+The rules are ``fastbpe.reference.hf_spm``'s (the specification: ``initial_symbols``,
+``merge_symbols``, ``segments``); ``_hf_spm.pyx`` makes ``bpe_word`` fast. The added-token
+cut and the normalizer / pre-tokenizer stay in Python (``reference.hf_spm.pre_tokenize``):
+one word is encoded by ``HFSpmKernel`` in three linear steps:
+
+1. **symbols**: each code point's id (``HFTables.bmp``, a dense array for U+0000-U+FFFF,
+   else the open-addressing ``HFTables.astral``), else its UTF-8 bytes' ``<0xXX>`` ids
+   with ``byte_fallback`` when every byte has one, else the unknown id (a run fused with
+   ``fuse_unk``), else dropped (no ``unk_token``);
+2. **segments**: a cut between two symbols whose junction pair (last code point of the
+   left one's text, first of the right one's: ``HFTables.first`` / ``last``) is no
+   merge's (``HFTables.joins``): no merge ever crosses it (the corollary in
+   ``reference.hf_spm.segments``), so each segment merges alone;
+3. **merge** per segment: the lowest (rank, position) pair of ``HFTables.merges``
+   (keyed by ``left id << 32 | right id``) first: up to ``scan_max`` symbols by a scan
+   of the pairs' ranks, longer ones by a binary min-heap of ``rank << 32 | position``
+   with stale entries skipped when popped (O(n log n), no quadratic case).
+"""
+from libc.stdint cimport int32_t, uint32_t, uint64_t
+
+
+cdef struct Slot:
+    # an open-addressing slot: key EMPTY_KEY when free
+    uint64_t key
+    int32_t rank      # merges: the pair's rank; joins: unused; astral: the id
+    int32_t merged    # merges: the merged id
+
+
+cdef struct Table:
+    Slot* slots
+    uint64_t mask
+
+
+cdef struct HFTables:
+    int32_t* bmp          # code point < 0x10000 -> id, -1 when none
+    Table astral          # code point (>= 0x10000) -> id (in Slot.rank)
+    int32_t byte_ids[256]  # <0xXX> -> id, -1 when none
+    int32_t unk_id        # -1 when the model has none (unknown characters dropped)
+    bint byte_fallback
+    bint fuse_unk
+    bint cut              # False when reference.hf_spm.junctions is None (no cut is safe)
+    Table merges          # (left << 32 | right) -> (rank, merged id)
+    Table joins           # (last code point << 32 | first code point) of every merge's junction
+    uint32_t* first       # id -> first code point of its text
+    uint32_t* last        # id -> last code point of its text
+    int32_t n_ids
+
+
+cdef struct Scratch:
+    # per-word buffers, grown as needed (the kernel holds the GIL per call)
+    int32_t* ids
+    int32_t* nxt
+    int32_t* prv
+    int32_t* rank    # scan: rank of the pair (i, next); heap: merged id scratch
+    uint64_t* heap
+    Py_ssize_t cap

@@ -1,0 +1,420 @@
+"""Native BPE of a sentencepiece-style tokenizer.json (HF's BPE by merge rank): the twin
+of ``fastbpe.reference.hf_spm.bpe_word``; the steps are in ``_hf_spm.pxd``.
+
+``HFSpmKernel(spec)`` builds its tables once from an ``HFSpmSpec``; ``bpe(word)`` gives
+one word's ids, ``encode_words(words)`` the ids of a list of words (a text's
+``pre_tokenize`` words, one call per text). Both hold the GIL (the scratch buffers are
+the kernel's own).
+"""
+from libc.stdint cimport int32_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memmove
+
+from fastbpe._hf_spm cimport HFTables, Scratch, Slot, Table
+
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object text)
+    void* PyUnicode_DATA(object text)
+    uint32_t PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
+    Py_ssize_t PyUnicode_GET_LENGTH(object text)
+
+cdef enum:
+    NO_RANK = 0x7FFFFFFF
+
+cdef uint64_t EMPTY_KEY = 0xFFFFFFFFFFFFFFFFULL
+
+
+# --------------------------------------------------------------------------- tables
+cdef inline uint64_t slot_of(const Table* t, uint64_t key) noexcept nogil:
+    key *= 0x9E3779B97F4A7C15ULL
+    return (key ^ (key >> 29)) & t.mask
+
+
+cdef int table_init(Table* t, Py_ssize_t n) except -1:
+    cdef uint64_t cap = 16
+    cdef uint64_t i
+    while cap < <uint64_t>(2 * n + 2):
+        cap <<= 1
+    t.slots = <Slot*>malloc(cap * sizeof(Slot))
+    if t.slots == NULL:
+        raise MemoryError()
+    t.mask = cap - 1
+    for i in range(cap):
+        t.slots[i].key = EMPTY_KEY
+    return 0
+
+
+cdef void table_put(Table* t, uint64_t key, int32_t rank, int32_t merged) noexcept nogil:
+    """Insert key (the first value stays when it is there: the callers insert each key once)."""
+    cdef uint64_t i = slot_of(t, key)
+    while t.slots[i].key != EMPTY_KEY:
+        if t.slots[i].key == key:
+            return
+        i = (i + 1) & t.mask
+    t.slots[i].key = key
+    t.slots[i].rank = rank
+    t.slots[i].merged = merged
+
+
+cdef inline const Slot* table_get(const Table* t, uint64_t key) noexcept nogil:
+    cdef uint64_t i = slot_of(t, key)
+    while True:
+        if t.slots[i].key == key:
+            return &t.slots[i]
+        if t.slots[i].key == EMPTY_KEY:
+            return NULL
+        i = (i + 1) & t.mask
+
+
+cdef inline uint64_t pair_key(int32_t left, int32_t right) noexcept nogil:
+    return (<uint64_t><uint32_t>left << 32) | <uint32_t>right
+
+
+# --------------------------------------------------------------------------- heap
+cdef inline void heap_push(uint64_t* heap, Py_ssize_t* size, uint64_t item) noexcept nogil:
+    cdef Py_ssize_t i = size[0]
+    cdef Py_ssize_t parent
+    size[0] = i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if heap[parent] <= item:
+            break
+        heap[i] = heap[parent]
+        i = parent
+    heap[i] = item
+
+
+cdef inline uint64_t heap_pop(uint64_t* heap, Py_ssize_t* size) noexcept nogil:
+    cdef uint64_t top = heap[0]
+    cdef Py_ssize_t n = size[0] - 1
+    cdef uint64_t item = heap[n]
+    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t child
+    size[0] = n
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and heap[child + 1] < heap[child]:
+            child += 1
+        if item <= heap[child]:
+            break
+        heap[i] = heap[child]
+        i = child
+    if n > 0:
+        heap[i] = item
+    return top
+
+
+# --------------------------------------------------------------------------- kernel
+cdef class HFSpmKernel:
+    """The native ``bpe_word`` of one ``HFSpmSpec`` (``scan_max``: the longest segment
+    merged by a scan; longer ones use the heap; tests set it to 0 or large to check both)."""
+
+    cdef HFTables t
+    cdef Scratch s
+    cdef int32_t* out
+    cdef Py_ssize_t out_len, out_cap
+    cdef readonly int scan_max
+    cdef bint ignore_merges
+    cdef object vocab
+
+    def __cinit__(self):
+        self.t.bmp = NULL
+        self.t.astral.slots = NULL
+        self.t.merges.slots = NULL
+        self.t.joins.slots = NULL
+        self.t.first = NULL
+        self.t.last = NULL
+        self.s.ids = self.s.nxt = self.s.prv = self.s.rank = NULL
+        self.s.heap = NULL
+        self.s.cap = 0
+        self.out = NULL
+        self.out_len = self.out_cap = 0
+
+    def __init__(self, spec, int scan_max=16):
+        from fastbpe.reference.hf_spm import junctions
+
+        cdef int32_t i
+        cdef Py_ssize_t k
+        self.scan_max = scan_max
+        self.ignore_merges = spec.ignore_merges
+        self.vocab = spec.vocab
+        n_ids = max(list(spec.vocab.values()) + [-1]) + 1
+        self.t.n_ids = n_ids
+        self.t.bmp = <int32_t*>malloc(0x10000 * sizeof(int32_t))
+        self.t.first = <uint32_t*>calloc(n_ids + 1, sizeof(uint32_t))
+        self.t.last = <uint32_t*>calloc(n_ids + 1, sizeof(uint32_t))
+        if self.t.bmp == NULL or self.t.first == NULL or self.t.last == NULL:
+            raise MemoryError()
+        for k in range(0x10000):
+            self.t.bmp[k] = -1
+        for k in range(256):
+            self.t.byte_ids[k] = -1
+        astral = {}
+        for text, tid in spec.vocab.items():
+            if text:
+                self.t.first[tid] = ord(text[0])
+                self.t.last[tid] = ord(text[len(text) - 1])
+            if len(text) == 1:
+                if ord(text) < 0x10000:
+                    self.t.bmp[ord(text)] = tid
+                else:
+                    astral[ord(text)] = tid
+            elif len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
+                try:
+                    byte = int(text[3:5], 16)
+                except ValueError:
+                    byte = -1
+                if 0 <= byte < 256 and text == f"<0x{byte:02X}>":   # the form initial_symbols looks up
+                    self.t.byte_ids[byte] = tid
+        table_init(&self.t.astral, len(astral))
+        for cp, tid in astral.items():
+            table_put(&self.t.astral, cp, tid, 0)
+        self.t.unk_id = -1 if spec.unk_id is None else spec.unk_id
+        self.t.byte_fallback = spec.byte_fallback
+        self.t.fuse_unk = spec.fuse_unk
+        table_init(&self.t.merges, len(spec.merges))
+        for (left, right), (rank, merged) in spec.merges.items():
+            table_put(&self.t.merges, pair_key(left, right), rank, merged)
+        joins = junctions(spec)
+        self.t.cut = joins is not None
+        table_init(&self.t.joins, len(joins or ()))
+        for a, b in joins or ():
+            table_put(&self.t.joins, pair_key(ord(a), ord(b)), 0, 0)
+
+    def __dealloc__(self):
+        free(self.t.bmp)
+        free(self.t.astral.slots)
+        free(self.t.merges.slots)
+        free(self.t.joins.slots)
+        free(self.t.first)
+        free(self.t.last)
+        free(self.s.ids)
+        free(self.s.nxt)
+        free(self.s.prv)
+        free(self.s.rank)
+        free(self.s.heap)
+        free(self.out)
+
+    # ------------------------------------------------------------------ buffers
+    cdef int reserve(self, Py_ssize_t n) except -1:
+        """Scratch for a word of n symbols at most, and room for n more output ids."""
+        cdef Py_ssize_t cap
+        if n > self.s.cap:
+            cap = max(n, 2 * self.s.cap, 64)
+            self.s.ids = <int32_t*>realloc(self.s.ids, cap * sizeof(int32_t))
+            self.s.nxt = <int32_t*>realloc(self.s.nxt, cap * sizeof(int32_t))
+            self.s.prv = <int32_t*>realloc(self.s.prv, cap * sizeof(int32_t))
+            self.s.rank = <int32_t*>realloc(self.s.rank, cap * sizeof(int32_t))
+            self.s.heap = <uint64_t*>realloc(self.s.heap, 3 * cap * sizeof(uint64_t))
+            if self.s.ids == NULL or self.s.nxt == NULL or self.s.prv == NULL or self.s.rank == NULL \
+                    or self.s.heap == NULL:
+                raise MemoryError()
+            self.s.cap = cap
+        if self.out_len + n > self.out_cap:
+            cap = max(self.out_len + n, 2 * self.out_cap, 256)
+            self.out = <int32_t*>realloc(self.out, cap * sizeof(int32_t))
+            if self.out == NULL:
+                raise MemoryError()
+            self.out_cap = cap
+        return 0
+
+    # ------------------------------------------------------------------ steps
+    cdef Py_ssize_t symbols(self, str word) noexcept:
+        """Step 1 (``initial_symbols``): the word's symbol ids into s.ids; their count."""
+        cdef int kind = PyUnicode_KIND(word)
+        cdef void* data = PyUnicode_DATA(word)
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(word)
+        cdef Py_ssize_t k, m = 0
+        cdef uint32_t cp
+        cdef int32_t tid
+        cdef const Slot* slot
+        cdef unsigned char b[4]
+        cdef int nb, j
+        cdef bint prev_unk = False, ok
+        cdef int32_t* ids = self.s.ids
+        for k in range(n):
+            cp = PyUnicode_READ(kind, data, k)
+            if cp < 0x10000:
+                tid = self.t.bmp[cp]
+            else:
+                slot = table_get(&self.t.astral, cp)
+                tid = slot.rank if slot != NULL else -1
+            if tid >= 0:
+                ids[m] = tid
+                m += 1
+                prev_unk = False
+                continue
+            if self.t.byte_fallback:
+                if cp < 0x80:
+                    b[0] = cp
+                    nb = 1
+                elif cp < 0x800:
+                    b[0] = 0xC0 | (cp >> 6)
+                    b[1] = 0x80 | (cp & 0x3F)
+                    nb = 2
+                elif cp < 0x10000:
+                    b[0] = 0xE0 | (cp >> 12)
+                    b[1] = 0x80 | ((cp >> 6) & 0x3F)
+                    b[2] = 0x80 | (cp & 0x3F)
+                    nb = 3
+                else:
+                    b[0] = 0xF0 | (cp >> 18)
+                    b[1] = 0x80 | ((cp >> 12) & 0x3F)
+                    b[2] = 0x80 | ((cp >> 6) & 0x3F)
+                    b[3] = 0x80 | (cp & 0x3F)
+                    nb = 4
+                ok = True
+                for j in range(nb):
+                    if self.t.byte_ids[b[j]] < 0:
+                        ok = False
+                if ok:
+                    for j in range(nb):
+                        ids[m] = self.t.byte_ids[b[j]]
+                        m += 1
+                    prev_unk = False
+                    continue
+            if self.t.unk_id < 0:
+                continue           # dropped (no unk_token)
+            if not (self.t.fuse_unk and prev_unk):
+                ids[m] = self.t.unk_id
+                m += 1
+            prev_unk = True
+        return m
+
+    cdef inline int32_t rank_of(self, int32_t left, int32_t right, int32_t* merged) noexcept nogil:
+        cdef const Slot* slot = table_get(&self.t.merges, pair_key(left, right))
+        if slot == NULL:
+            return NO_RANK
+        merged[0] = slot.merged
+        return slot.rank
+
+    cdef void merge_scan(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        """Step 3 for a short segment s.ids[a:b]: rank[i] is the rank of pair (i, i + 1),
+        nxt[i] its merged id; each merge takes the lowest rank (strict <: the leftmost),
+        then drops the right symbol and refreshes the two pairs around it."""
+        cdef int32_t* ids = self.s.ids
+        cdef int32_t* rank = self.s.rank
+        cdef int32_t* merged = self.s.nxt
+        cdef Py_ssize_t m = b - a, i, best_i
+        cdef int32_t best
+        for i in range(a, b - 1):
+            rank[i] = self.rank_of(ids[i], ids[i + 1], &merged[i])
+        while m > 1:
+            best = NO_RANK
+            best_i = -1
+            for i in range(a, a + m - 1):
+                if rank[i] < best:
+                    best = rank[i]
+                    best_i = i
+            if best_i < 0:
+                break
+            ids[best_i] = merged[best_i]
+            i = a + m - best_i - 2          # symbols after the dropped one
+            memmove(&ids[best_i + 1], &ids[best_i + 2], i * sizeof(int32_t))
+            memmove(&rank[best_i + 1], &rank[best_i + 2], i * sizeof(int32_t))
+            memmove(&merged[best_i + 1], &merged[best_i + 2], i * sizeof(int32_t))
+            m -= 1
+            if best_i > a:
+                rank[best_i - 1] = self.rank_of(ids[best_i - 1], ids[best_i], &merged[best_i - 1])
+            if best_i < a + m - 1:
+                rank[best_i] = self.rank_of(ids[best_i], ids[best_i + 1], &merged[best_i])
+        for i in range(a, a + m):
+            self.out[self.out_len] = ids[i]
+            self.out_len += 1
+
+    cdef inline void push_pair(self, Py_ssize_t left, uint64_t* heap, Py_ssize_t* size) noexcept nogil:
+        cdef int32_t merged
+        cdef int32_t rank
+        if left < 0 or self.s.nxt[left] < 0:
+            return
+        rank = self.rank_of(self.s.ids[left], self.s.ids[self.s.nxt[left]], &merged)
+        if rank != NO_RANK:
+            heap_push(heap, size, (<uint64_t>rank << 32) | <uint64_t>left)
+
+    cdef void merge_heap(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        """Step 3 for a long segment s.ids[a:b]: a linked list of symbols and a heap of
+        ``rank << 32 | left position``; a popped pair whose left symbol is gone, has no
+        right neighbour or another rank now is stale and skipped (ranks are distinct per
+        pair, so an equal rank is the same pair)."""
+        cdef int32_t* ids = self.s.ids
+        cdef int32_t* nxt = self.s.nxt
+        cdef int32_t* prv = self.s.prv
+        cdef uint64_t* heap = self.s.heap
+        cdef Py_ssize_t size = 0, i, left, right
+        cdef uint64_t item
+        cdef int32_t rank, merged = 0
+        for i in range(a, b):
+            nxt[i] = i + 1 if i + 1 < b else -1
+            prv[i] = i - 1 if i > a else -1
+        for i in range(a, b - 1):
+            self.push_pair(i, heap, &size)
+        while size > 0:
+            item = heap_pop(heap, &size)
+            left = <Py_ssize_t>(item & 0xFFFFFFFFULL)
+            if ids[left] < 0 or nxt[left] < 0:
+                continue
+            right = nxt[left]
+            rank = self.rank_of(ids[left], ids[right], &merged)
+            if <uint64_t>rank != (item >> 32):
+                continue                          # stale: the pair changed since the push
+            ids[left] = merged
+            ids[right] = -1
+            nxt[left] = nxt[right]
+            if nxt[right] >= 0:
+                prv[nxt[right]] = left
+            self.push_pair(prv[left], heap, &size)
+            self.push_pair(left, heap, &size)
+        i = a
+        while i >= 0:
+            self.out[self.out_len] = ids[i]
+            self.out_len += 1
+            i = nxt[i]
+
+    cdef int word(self, str word) except -1:
+        """All three steps for one word, its ids appended to ``out``."""
+        cdef Py_ssize_t m, k, start = 0
+        cdef const int32_t* ids
+        if self.ignore_merges and word in self.vocab:
+            self.reserve(1)
+            self.out[self.out_len] = self.vocab[word]
+            self.out_len += 1
+            return 0
+        self.reserve(4 * PyUnicode_GET_LENGTH(word) + 1)
+        m = self.symbols(word)
+        ids = self.s.ids
+        with nogil:
+            for k in range(1, m + 1):
+                if k < m and (not self.t.cut or table_get(
+                        &self.t.joins, pair_key(self.t.last[ids[k - 1]], self.t.first[ids[k]])) != NULL):
+                    continue
+                if k - start == 1:
+                    self.out[self.out_len] = ids[start]
+                    self.out_len += 1
+                elif k - start <= self.scan_max:
+                    self.merge_scan(start, k)
+                else:
+                    self.merge_heap(start, k)
+                start = k
+        return 0
+
+    cdef list take(self):
+        cdef Py_ssize_t i
+        out = [self.out[i] for i in range(self.out_len)]
+        self.out_len = 0
+        return out
+
+    # ------------------------------------------------------------------ API
+    def bpe(self, str word) -> list:
+        """The ids of ``reference.hf_spm.bpe_word(word, spec)``."""
+        self.out_len = 0
+        self.word(word)
+        return self.take()
+
+    def encode_words(self, list words) -> list:
+        """The ids of every word of ``words`` (str), in order."""
+        self.out_len = 0
+        for w in words:
+            self.word(w)
+        return self.take()
