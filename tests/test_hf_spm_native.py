@@ -2,7 +2,8 @@
 specification ``fastbpe.reference.hf_spm`` (``bpe_word``), and the reference's corollary
 that words merge segment by segment (``segments``). HF ``tokenizers`` judges the whole
 path in ``tests/test_spm_hf.py`` (which now runs on the kernel); here the kernel is
-checked with both merge loops (``scan_max`` 0: the heap only; 10**6: the scan only).
+checked with both merge loops (``scan_max`` 0: the heap only; 10**6: the scan only) and
+both junction tables (``dense``).
 """
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def reference_ids(word: str, spec: HFSpmSpec) -> list[int]:
 
 
 def kernels(spec: HFSpmSpec):
-    return [native.HFSpmKernel(spec), native.HFSpmKernel(spec, scan_max=0), native.HFSpmKernel(spec, scan_max=10**6)]
+    return [native.HFSpmKernel(spec), native.HFSpmKernel(spec, scan_max=0, dense=False),
+            native.HFSpmKernel(spec, scan_max=10**6)]
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

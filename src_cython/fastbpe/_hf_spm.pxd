@@ -11,14 +11,21 @@ one word is encoded by ``HFSpmKernel`` in three linear steps:
    ``fuse_unk``), else dropped (no ``unk_token``);
 2. **segments**: a cut between two symbols whose junction pair (last code point of the
    left one's text, first of the right one's: ``HFTables.first`` / ``last``) is no
-   merge's (``HFTables.joins``): no merge ever crosses it (the corollary in
+   merge's (``HFTables.joins``, or its dense bit matrix ``HFTables.bits`` when the
+   junctions' characters are few): no merge ever crosses it (the corollary in
    ``reference.hf_spm.segments``), so each segment merges alone;
 3. **merge** per segment: the lowest (rank, position) pair of ``HFTables.merges``
    (keyed by ``left id << 32 | right id``) first: up to ``scan_max`` symbols by a scan
    of the pairs' ranks, longer ones by a binary min-heap of ``rank << 32 | position``
    with stale entries skipped when popped (O(n log n), no quadratic case).
+
+**The segment cache.** A segment of 2 to ``CACHE_SYMS`` symbols merges to the same ids
+wherever it occurs (the corollary), so its result is kept in a direct-mapped table of
+``CACHE_SLOTS`` ``CacheEntry``s keyed by its symbol ids (an entry is overwritten by the
+next segment hashing to its slot; the key is compared whole, so a hit is exact). Words
+repeat in text: most segments are found there, not merged.
 """
-from libc.stdint cimport int32_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 
 cdef struct Slot:
@@ -31,6 +38,7 @@ cdef struct Slot:
 cdef struct Table:
     Slot* slots
     uint64_t mask
+    int shift         # 64 - log2(slots): a key's slot is the top bits of key * odd constant
 
 
 cdef struct HFTables:
@@ -45,7 +53,28 @@ cdef struct HFTables:
     Table joins           # (last code point << 32 | first code point) of every merge's junction
     uint32_t* first       # id -> first code point of its text
     uint32_t* last        # id -> last code point of its text
+    # the junctions as a dense bit matrix when small (Mistral: 206 left x 246 right
+    # characters, 6 KiB): id -> 1 + row of its last character (0: in no junction), id ->
+    # 1 + column of its first character; bit row * n_cols + column set for a junction
+    bint dense
+    uint16_t* row
+    uint16_t* col
+    uint8_t* bits
+    uint32_t n_cols
     int32_t n_ids
+
+
+cdef enum:
+    CACHE_SYMS = 14           # the longest segment cached (symbols)
+    CACHE_BITS = 15
+    CACHE_SLOTS = 1 << CACHE_BITS   # 3.75 MiB of 120-byte entries (pages touched as used)
+
+
+cdef struct CacheEntry:
+    uint32_t n_in             # symbols of the key; 0 when the slot is free
+    uint32_t n_out            # ids of the result
+    int32_t key[CACHE_SYMS]
+    int32_t ids[CACHE_SYMS]
 
 
 cdef struct Scratch:

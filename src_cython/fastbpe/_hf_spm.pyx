@@ -6,11 +6,11 @@ one word's ids, ``encode_words(words)`` the ids of a list of words (a text's
 ``pre_tokenize`` words, one call per text). Both hold the GIL (the scratch buffers are
 the kernel's own).
 """
-from libc.stdint cimport int32_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memmove
+from libc.string cimport memcmp, memcpy, memmove
 
-from fastbpe._hf_spm cimport HFTables, Scratch, Slot, Table
+from fastbpe._hf_spm cimport CACHE_BITS, CACHE_SLOTS, CACHE_SYMS, CacheEntry, HFTables, Scratch, Slot, Table
 
 cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
@@ -20,14 +20,16 @@ cdef extern from "Python.h":
 
 cdef enum:
     NO_RANK = 0x7FFFFFFF
+    DENSE_MAX_BITS = 1 << 23    # the largest junction bit matrix (1 MiB); past it, the hash table
 
 cdef uint64_t EMPTY_KEY = 0xFFFFFFFFFFFFFFFFULL
 
 
 # --------------------------------------------------------------------------- tables
 cdef inline uint64_t slot_of(const Table* t, uint64_t key) noexcept nogil:
-    key *= 0x9E3779B97F4A7C15ULL
-    return (key ^ (key >> 29)) & t.mask
+    # Fibonacci hashing: the top bits of the product depend on every bit of the key
+    # (both ids of a pair), where its low bits would see only the right one
+    return (key * 0x9E3779B97F4A7C15ULL) >> t.shift
 
 
 cdef int table_init(Table* t, Py_ssize_t n) except -1:
@@ -39,6 +41,11 @@ cdef int table_init(Table* t, Py_ssize_t n) except -1:
     if t.slots == NULL:
         raise MemoryError()
     t.mask = cap - 1
+    t.shift = 64
+    i = cap
+    while i > 1:
+        i >>= 1
+        t.shift -= 1
     for i in range(cap):
         t.slots[i].key = EMPTY_KEY
     return 0
@@ -108,11 +115,13 @@ cdef inline uint64_t heap_pop(uint64_t* heap, Py_ssize_t* size) noexcept nogil:
 
 # --------------------------------------------------------------------------- kernel
 cdef class HFSpmKernel:
-    """The native ``bpe_word`` of one ``HFSpmSpec`` (``scan_max``: the longest segment
-    merged by a scan; longer ones use the heap; tests set it to 0 or large to check both)."""
+    """The native ``bpe_word`` of one ``HFSpmSpec``. ``scan_max``: the longest segment
+    merged by a scan, longer ones by the heap; ``dense``: the junctions' bit matrix when
+    small, else their hash table (tests set both to check every path)."""
 
     cdef HFTables t
     cdef Scratch s
+    cdef CacheEntry* cache
     cdef int32_t* out
     cdef Py_ssize_t out_len, out_cap
     cdef readonly int scan_max
@@ -126,13 +135,19 @@ cdef class HFSpmKernel:
         self.t.joins.slots = NULL
         self.t.first = NULL
         self.t.last = NULL
+        self.t.row = self.t.col = NULL
+        self.t.bits = NULL
+        self.t.dense = False
         self.s.ids = self.s.nxt = self.s.prv = self.s.rank = NULL
         self.s.heap = NULL
         self.s.cap = 0
         self.out = NULL
         self.out_len = self.out_cap = 0
+        self.cache = <CacheEntry*>calloc(CACHE_SLOTS, sizeof(CacheEntry))
+        if self.cache == NULL:
+            raise MemoryError()
 
-    def __init__(self, spec, int scan_max=16):
+    def __init__(self, spec, int scan_max=16, bint dense=True):
         from fastbpe.reference.hf_spm import junctions
 
         cdef int32_t i
@@ -182,6 +197,45 @@ cdef class HFSpmKernel:
         table_init(&self.t.joins, len(joins or ()))
         for a, b in joins or ():
             table_put(&self.t.joins, pair_key(ord(a), ord(b)), 0, 0)
+        if dense:
+            self.dense_joins(joins or frozenset(), spec.vocab)
+
+    cdef int dense_joins(self, joins, dict vocab) except -1:
+        """``HFTables.bits`` (see ``_hf_spm.pxd``) when the matrix is small."""
+        cdef Py_ssize_t bit
+        rows = {a: r for r, a in enumerate(sorted({a for a, _ in joins}))}
+        cols = {b: c for c, b in enumerate(sorted({b for _, b in joins}))}
+        if len(rows) * len(cols) > DENSE_MAX_BITS or len(rows) >= 0xFFFF or len(cols) >= 0xFFFF:
+            return 0
+        self.t.row = <uint16_t*>calloc(self.t.n_ids + 1, sizeof(uint16_t))
+        self.t.col = <uint16_t*>calloc(self.t.n_ids + 1, sizeof(uint16_t))
+        self.t.bits = <uint8_t*>calloc(len(rows) * len(cols) // 8 + 1, 1)
+        if self.t.row == NULL or self.t.col == NULL or self.t.bits == NULL:
+            raise MemoryError()
+        self.t.n_cols = len(cols)
+        for text, tid in vocab.items():
+            if text:
+                self.t.row[tid] = rows.get(text[len(text) - 1], -1) + 1
+                self.t.col[tid] = cols.get(text[0], -1) + 1
+        for a, b in joins:
+            bit = rows[a] * len(cols) + cols[b]
+            self.t.bits[bit >> 3] |= 1 << (bit & 7)
+        self.t.dense = True
+        return 0
+
+    cdef inline bint joinable(self, int32_t left, int32_t right) noexcept nogil:
+        """Whether a merge may ever cross between symbols ``left`` and ``right`` (step 2)."""
+        cdef uint32_t r, c, bit
+        if not self.t.cut:
+            return True
+        if self.t.dense:
+            r = self.t.row[left]
+            c = self.t.col[right]
+            if r == 0 or c == 0:
+                return False
+            bit = (r - 1) * self.t.n_cols + (c - 1)
+            return (self.t.bits[bit >> 3] >> (bit & 7)) & 1
+        return table_get(&self.t.joins, pair_key(self.t.last[left], self.t.first[right])) != NULL
 
     def __dealloc__(self):
         free(self.t.bmp)
@@ -190,12 +244,16 @@ cdef class HFSpmKernel:
         free(self.t.joins.slots)
         free(self.t.first)
         free(self.t.last)
+        free(self.t.row)
+        free(self.t.col)
+        free(self.t.bits)
         free(self.s.ids)
         free(self.s.nxt)
         free(self.s.prv)
         free(self.s.rank)
         free(self.s.heap)
         free(self.out)
+        free(self.cache)
 
     # ------------------------------------------------------------------ buffers
     cdef int reserve(self, Py_ssize_t n) except -1:
@@ -372,6 +430,39 @@ cdef class HFSpmKernel:
             self.out_len += 1
             i = nxt[i]
 
+    cdef void merge_cached(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        """Step 3 through the segment cache (``_hf_spm.pxd``): a hit copies the ids, a
+        miss merges (scan or heap as for any segment) and stores the result."""
+        cdef const int32_t* key = self.s.ids + a
+        cdef uint32_t n = <uint32_t>(b - a)
+        cdef uint64_t h = 0xCBF29CE484222325ULL
+        cdef uint32_t i
+        cdef Py_ssize_t before
+        cdef CacheEntry* e
+        for i in range(n):
+            h = (h ^ <uint32_t>key[i]) * 0x100000001B3ULL
+        h ^= h >> 29
+        h *= 0xBF58476D1CE4E5B9ULL
+        e = &self.cache[h >> (64 - CACHE_BITS)]
+        if e.n_in == n:
+            i = 0
+            while i < n and e.key[i] == key[i]:
+                i += 1
+            if i == n:
+                for i in range(e.n_out):
+                    self.out[self.out_len + i] = e.ids[i]
+                self.out_len += e.n_out
+                return
+        e.n_in = n
+        memcpy(e.key, key, n * sizeof(int32_t))   # before merging: the merge rewrites s.ids
+        before = self.out_len
+        if n <= <uint32_t>self.scan_max:
+            self.merge_scan(a, b)
+        else:
+            self.merge_heap(a, b)
+        e.n_out = <uint32_t>(self.out_len - before)
+        memcpy(e.ids, self.out + before, e.n_out * sizeof(int32_t))
+
     cdef int word(self, str word) except -1:
         """All three steps for one word, its ids appended to ``out``."""
         cdef Py_ssize_t m, k, start = 0
@@ -386,12 +477,13 @@ cdef class HFSpmKernel:
         ids = self.s.ids
         with nogil:
             for k in range(1, m + 1):
-                if k < m and (not self.t.cut or table_get(
-                        &self.t.joins, pair_key(self.t.last[ids[k - 1]], self.t.first[ids[k]])) != NULL):
+                if k < m and self.joinable(ids[k - 1], ids[k]):
                     continue
                 if k - start == 1:
                     self.out[self.out_len] = ids[start]
                     self.out_len += 1
+                elif k - start <= CACHE_SYMS:
+                    self.merge_cached(start, k)
                 elif k - start <= self.scan_max:
                     self.merge_scan(start, k)
                 else:
