@@ -162,3 +162,30 @@ def test_mistral_native_equals_reference(mistral_specs):
                     if isinstance(part, list):
                         assert kernel.encode_words(part) == [i for w in part for i in reference_ids(w, spec)], (
                             key, text[:30], kernel.scan_max)
+
+
+def test_no_cut_when_a_merge_side_has_empty_text():
+    """``junctions`` is None when a merge has a side with empty text: the kernel then
+    merges each word whole (no segments), still equal to the reference."""
+    vocab = {"<unk>": 0, "": 1, "a": 2, "b": 3, "ab": 4}
+    spec = spec_of(vocab, [("", "a"), ("a", "b")], byte_fallback=False)
+    assert H.junctions(spec) is None
+    for kernel in kernels(spec):
+        for word in ["", "ab", "abab", "ba", "xab"]:
+            assert kernel.bpe(word) == reference_ids(word, spec)
+
+
+def test_model_encodes_through_the_kernel(mistral_specs):
+    """``HFSentencePieceBPE`` runs the kernel (``native_reason`` None) and gives the
+    reference's ids, lone surrogates as U+FFFD, special tokens allowed or not."""
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = mistral_specs[(MISTRAL_FILES[0], "spm_proto")]
+    tok = HFSentencePieceBPE(spec)
+    assert tok.native_reason is None and tok._core.kernel is not None
+    for text in CORPUS[:5] + ["a\ud800b", "x<s>y</s>", "=" * 300, ""]:
+        fixed = text.replace("\ud800", "\ufffd")
+        assert tok.encode_ordinary(text) == H.encode(fixed, spec)
+        assert tok.encode(text, allowed_special="all") == H.encode(fixed, spec, frozenset(spec.special))
+    assert tok.encode_batch(["a b", "<s>c"], allowed_special="all") == [
+        H.encode("a b", spec), H.encode("<s>c", spec, frozenset(spec.special))]
