@@ -504,8 +504,11 @@ class _HFCore(ReferenceCore):
         text.encode("utf-8")
         if self.kernel is None:
             return self.hf.encode(text, self.spec, allowed)
+        parts = self.hf.parts(text, self.spec, allowed)
+        if len(parts) == 1 and isinstance(parts[0], list):   # no added token: the list as made
+            return self.kernel.encode_words(parts[0])
         out = []
-        for part in self.hf.parts(text, self.spec, allowed):
+        for part in parts:
             if isinstance(part, int):
                 out.append(part)
             else:

@@ -10,6 +10,9 @@ from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove
 
+from fastbpe._idlists cimport outbuf_to_list, shared_id_ints
+from fastbpe._out cimport OutBuf, out_init
+
 from fastbpe._hf_spm cimport CACHE_BITS, CACHE_SLOTS, CACHE_SYMS, CacheEntry, HFTables, Scratch, Slot, Table
 
 cdef extern from "Python.h":
@@ -125,6 +128,7 @@ cdef class HFSpmKernel:
     cdef int32_t* out
     cdef Py_ssize_t out_len, out_cap
     cdef readonly int scan_max
+    cdef Py_ssize_t n_shared
     cdef bint ignore_merges
     cdef object vocab
 
@@ -157,6 +161,7 @@ cdef class HFSpmKernel:
         self.vocab = spec.vocab
         n_ids = max(list(spec.vocab.values()) + [-1]) + 1
         self.t.n_ids = n_ids
+        self.n_shared = shared_id_ints(n_ids)
         self.t.bmp = <int32_t*>malloc(0x10000 * sizeof(int32_t))
         self.t.first = <uint32_t*>calloc(n_ids + 1, sizeof(uint32_t))
         self.t.last = <uint32_t*>calloc(n_ids + 1, sizeof(uint32_t))
@@ -492,10 +497,13 @@ cdef class HFSpmKernel:
         return 0
 
     cdef list take(self):
-        cdef Py_ssize_t i
-        out = [self.out[i] for i in range(self.out_len)]
+        """The ids in ``out`` as a list of the process's shared int objects
+        (``fastbpe._idlists``: no int made per id)."""
+        cdef OutBuf view
+        out_init(&view, <uint32_t*>self.out, self.out_cap)   # ids are >= 0: the same bits as uint32
+        view.size = self.out_len
         self.out_len = 0
-        return out
+        return outbuf_to_list(&view, self.n_shared)
 
     # ------------------------------------------------------------------ API
     def bpe(self, str word) -> list:
