@@ -60,7 +60,8 @@ SPECS = {
     "ignore_merges": spec_of(*small_vocab(True), ignore_merges=True),
 }
 GOLDEN = ["", "a", "abab", "abcabc", SPACE * 500, "=" * 500, "=" * 501, "😀a😀😀a", "中中a中", "x\U000e0100y",
-          "é中😀", "aé", "ab" * 300, SPACE + "a" * 40 + "b" * 40, "c" * 33, "abcabcabc" * 7, "\x00", "中" * 50]
+          "é中😀", "aé", "ab" * 300, SPACE + "a" * 40 + "b" * 40, "c" * 33, "abcabcabc" * 7, "\x00", "中" * 50,
+          "中\U000e0100a" * 700]   # byte fallback: 8 symbols per 3 characters, the symbol buffer grows mid-word
 WORDS = st.text(st.sampled_from(list("abc=😀é中x" + SPACE) + ["\U000e0100", "\x00"]), max_size=80)
 
 

@@ -78,10 +78,12 @@ cdef struct CacheEntry:
 
 
 cdef struct Scratch:
-    # per-word buffers, grown as needed (the kernel holds the GIL per call)
+    # per-word buffers, grown as needed (the kernel holds the GIL per call): memory is
+    # O(symbols of the longest word), not 4x its characters
     int32_t* ids
     int32_t* nxt
     int32_t* prv
     int32_t* rank    # scan: rank of the pair (i, next); heap: merged id scratch
     uint64_t* heap
-    Py_ssize_t cap
+    Py_ssize_t cap       # of nxt, prv, rank (symbols of a word) and heap (3 per symbol)
+    Py_ssize_t ids_cap   # of ids, grown while the symbols are made (a character may give 4)

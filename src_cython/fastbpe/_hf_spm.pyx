@@ -144,7 +144,7 @@ cdef class HFSpmKernel:
         self.t.dense = False
         self.s.ids = self.s.nxt = self.s.prv = self.s.rank = NULL
         self.s.heap = NULL
-        self.s.cap = 0
+        self.s.cap = self.s.ids_cap = 0
         self.out = NULL
         self.out_len = self.out_cap = 0
         self.cache = <CacheEntry*>calloc(CACHE_SLOTS, sizeof(CacheEntry))
@@ -262,17 +262,15 @@ cdef class HFSpmKernel:
 
     # ------------------------------------------------------------------ buffers
     cdef int reserve(self, Py_ssize_t n) except -1:
-        """Scratch for a word of n symbols at most, and room for n more output ids."""
+        """Scratch for a word of n symbols, and room for n more output ids."""
         cdef Py_ssize_t cap
         if n > self.s.cap:
             cap = max(n, 2 * self.s.cap, 64)
-            self.s.ids = <int32_t*>realloc(self.s.ids, cap * sizeof(int32_t))
             self.s.nxt = <int32_t*>realloc(self.s.nxt, cap * sizeof(int32_t))
             self.s.prv = <int32_t*>realloc(self.s.prv, cap * sizeof(int32_t))
             self.s.rank = <int32_t*>realloc(self.s.rank, cap * sizeof(int32_t))
             self.s.heap = <uint64_t*>realloc(self.s.heap, 3 * cap * sizeof(uint64_t))
-            if self.s.ids == NULL or self.s.nxt == NULL or self.s.prv == NULL or self.s.rank == NULL \
-                    or self.s.heap == NULL:
+            if self.s.nxt == NULL or self.s.prv == NULL or self.s.rank == NULL or self.s.heap == NULL:
                 raise MemoryError()
             self.s.cap = cap
         if self.out_len + n > self.out_cap:
@@ -283,8 +281,19 @@ cdef class HFSpmKernel:
             self.out_cap = cap
         return 0
 
+    cdef int grow_ids(self, Py_ssize_t n) except -1:
+        """Room for n symbol ids."""
+        cdef Py_ssize_t cap
+        if n > self.s.ids_cap:
+            cap = max(n, 2 * self.s.ids_cap, 64)
+            self.s.ids = <int32_t*>realloc(self.s.ids, cap * sizeof(int32_t))
+            if self.s.ids == NULL:
+                raise MemoryError()
+            self.s.ids_cap = cap
+        return 0
+
     # ------------------------------------------------------------------ steps
-    cdef Py_ssize_t symbols(self, str word) noexcept:
+    cdef Py_ssize_t symbols(self, str word) except -1:
         """Step 1 (``initial_symbols``): the word's symbol ids into s.ids; their count."""
         cdef int kind = PyUnicode_KIND(word)
         cdef void* data = PyUnicode_DATA(word)
@@ -296,8 +305,13 @@ cdef class HFSpmKernel:
         cdef unsigned char b[4]
         cdef int nb, j
         cdef bint prev_unk = False, ok
-        cdef int32_t* ids = self.s.ids
+        cdef int32_t* ids
+        self.grow_ids(n + 4)
+        ids = self.s.ids
         for k in range(n):
+            if m + 4 > self.s.ids_cap:     # byte fallback made more symbols than characters
+                self.grow_ids(m + 4 + (n - k))
+                ids = self.s.ids
             cp = PyUnicode_READ(kind, data, k)
             if cp < 0x10000:
                 tid = self.t.bmp[cp]
@@ -477,8 +491,8 @@ cdef class HFSpmKernel:
             self.out[self.out_len] = self.vocab[word]
             self.out_len += 1
             return 0
-        self.reserve(4 * PyUnicode_GET_LENGTH(word) + 1)
         m = self.symbols(word)
+        self.reserve(m + 1)
         ids = self.s.ids
         with nogil:
             for k in range(1, m + 1):
