@@ -190,3 +190,72 @@ def test_model_encodes_through_the_kernel(mistral_specs):
         assert tok.encode(text, allowed_special="all") == H.encode(fixed, spec, frozenset(spec.special))
     assert tok.encode_batch(["a b", "<s>c"], allowed_special="all") == [
         H.encode("a b", spec), H.encode("<s>c", spec, frozenset(spec.special))]
+
+
+def _normalizer_variants():
+    """Each SPECS model under each normalizer layout ``formats.hf_spm`` reads: Prepend +
+    Replace (legacy), Metaspace ``always`` / ``first`` with and without ``split``, and a
+    model without ``▁`` in its vocabulary (unknown, fused: a word's run is its own)."""
+    from dataclasses import replace
+
+    out = {}
+    for name, spec in SPECS.items():
+        if spec.ignore_merges:
+            continue
+        out[(name, "legacy")] = spec
+        for scheme in ("always", "first", "never"):
+            for split in (False, True):
+                out[(name, scheme, split)] = replace(spec, prepend=False, prepend_scheme=scheme, split=split)
+    vocab = {t: i for i, t in enumerate(["<unk>", "a", "b", "ab"])}
+    out[("no_space_piece", "split")] = replace(spec_of(vocab, [("a", "b")], byte_fallback=False, fuse_unk=True),
+                                               prepend=False, prepend_scheme="always", split=True)
+    return out
+
+
+VARIANTS = _normalizer_variants()
+TEXTS = st.lists(st.sampled_from(list("abc=😀é中x  " + SPACE) + ["\U000e0100", "<s>"]), max_size=60).map("".join)
+
+
+def _reference_encode(text, spec, allowed=frozenset()):
+    return [i for p in H.parts(text, spec, allowed) for i in ([p] if isinstance(p, int) else
+                                                               [j for w in p for j in reference_ids(w, spec)])]
+
+
+@pytest.mark.parametrize("key", sorted(VARIANTS, key=str))
+def test_pieces_golden(key):
+    """``encode_pieces`` (the normalizer made on the fly) equals the reference's words."""
+    from dataclasses import replace
+
+    spec = replace(VARIANTS[key], special={"<s>": 900})
+    texts = GOLDEN + ["a b", " a", "a  b ", SPACE + "a" + SPACE, "中 中", "x<s> y<s>", "<s>", "  ", "a\U000e0100 b"]
+    for kernel in kernels(spec):
+        for text in texts:
+            assert H.encode(text, spec, frozenset({"<s>"})) == _reference_encode(text, spec, frozenset({"<s>"}))
+            assert kernel.encode_pieces(H.pieces(text, spec, frozenset({"<s>"}))) == H.encode(
+                text, spec, frozenset({"<s>"})), (key, text[:30], kernel.scan_max)
+
+
+@pytest.mark.parametrize("key", sorted(VARIANTS, key=str))
+@settings(max_examples=80, deadline=None)
+@given(text=TEXTS)
+def test_pieces_hypothesis(key, text):
+    from dataclasses import replace
+
+    spec = replace(VARIANTS[key], special={"<s>": 900})
+    for allowed in (frozenset(), frozenset({"<s>"})):
+        expected = H.encode(text, spec, allowed)
+        for kernel in kernels(spec):
+            assert kernel.encode_pieces(H.pieces(text, spec, allowed)) == expected
+
+
+def test_ignore_merges_takes_the_words_path():
+    """With ``ignore_merges`` a word in the vocabulary is one token: the model sends
+    words to ``encode_words`` (which looks each up whole); ``encode_pieces`` refuses."""
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = SPECS["ignore_merges"]
+    tok = HFSentencePieceBPE(spec)
+    for text in ["abc abc", "ab", "c c", "", "中a"]:
+        assert tok.encode_ordinary(text) == H.encode(text, spec)
+    with pytest.raises(ValueError, match="ignore_merges"):
+        native.HFSpmKernel(spec).encode_pieces(H.pieces("ab", spec))

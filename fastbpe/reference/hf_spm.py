@@ -65,30 +65,54 @@ class HFSpmSpec:
 
 
 def pre_tokenize(piece: str, offset: int, spec: HFSpmSpec) -> list[str]:
-    """The words of a piece between added tokens (normalizer, then pre-tokenizer).
+    """The words of a piece between added tokens (normalizer, then pre-tokenizer) that
+    starts at ``offset`` in the text.
 
     >>> spec = HFSpmSpec({}, {}, None, False, False, False, False, True, "first", False, {}, {}, ())
     >>> pre_tokenize("a b", 0, spec), pre_tokenize("a b", 3, spec)
     (['▁a▁b'], ['a▁b'])
     """
-    if not piece:
-        return []
+    return words(piece, prefix(piece, offset, spec), spec) if piece else []
+
+
+def prefix(piece: str, offset: int, spec: HFSpmSpec) -> bool:
+    """Whether a ``▁`` goes in front of a non-empty piece: ``Prepend`` always; Metaspace's
+    ``prepend_scheme`` (``always``, or ``first`` for the piece at the text's start) when
+    the piece, spaces escaped, does not start with ``▁`` already.
+
+    >>> spec = HFSpmSpec({}, {}, None, False, False, False, False, True, "always", False, {}, {}, ())
+    >>> prefix("a", 5, spec), prefix(" a", 0, spec), prefix("▁a", 0, spec)
+    (True, False, False)
+    """
     if spec.prepend:
+        return True
+    if spec.prepend_scheme == "always" or (spec.prepend_scheme == "first" and offset == 0):
+        return not (piece[0] == SPACE or (spec.replace_space and piece[0] == " "))
+    return False
+
+
+def words(piece: str, lead: bool, spec: HFSpmSpec) -> list[str]:
+    """A non-empty piece's words: ``▁`` in front when ``lead`` (``prefix``), spaces
+    escaped as ``▁`` (``Replace`` or Metaspace), cut before every ``▁`` but the first
+    character when Metaspace's ``split``.
+
+    >>> spec = HFSpmSpec({}, {}, None, False, False, False, False, True, "always", True, {}, {}, ())
+    >>> words("a b▁c", True, spec)
+    ['▁a', '▁b', '▁c']
+    """
+    if lead:
         piece = SPACE + piece
     if spec.replace_space:
         piece = piece.replace(" ", SPACE)
-    if spec.prepend_scheme == "always" or (spec.prepend_scheme == "first" and offset == 0):
-        if not piece.startswith(SPACE):
-            piece = SPACE + piece
     if not spec.split:
         return [piece]
-    words, start = [], 0
+    out, start = [], 0
     for i in range(1, len(piece)):
         if piece[i] == SPACE:
-            words.append(piece[start:i])
+            out.append(piece[start:i])
             start = i
-    words.append(piece[start:])
-    return words
+    out.append(piece[start:])
+    return out
 
 
 def initial_symbols(word: str, spec: HFSpmSpec) -> list[tuple[int, int, int]]:
@@ -250,14 +274,15 @@ def encode(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozens
     return [i for i, _ in encode_with_offsets(text, spec, allowed_special)]
 
 
-def parts(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozenset()) -> list[int | list[str]]:
-    """``encode``'s steps before BPE, in order: an added token's id, or the words
-    (``pre_tokenize``) of a piece between added tokens. ``encode`` is each id, and
-    ``bpe_word`` of each word (the step a native kernel takes over).
+def pieces(text: str, spec: HFSpmSpec,
+           allowed_special: frozenset[str] = frozenset()) -> list[int | tuple[str, bool]]:
+    """The text cut at added tokens (module docstring, "Added tokens"), in order: an
+    added token's id, or a piece between them with whether a ``▁`` goes in front of it
+    (``prefix``).
 
     >>> spec = HFSpmSpec({}, {}, None, False, False, False, True, True, "never", False, {}, {"<s>": 3}, ())
-    >>> parts("a b<s>c", spec, frozenset({"<s>"})), parts("", spec)
-    ([['▁a▁b'], 3, ['▁c']], [])
+    >>> pieces("a b<s>c", spec, frozenset({"<s>"})), pieces("", spec)
+    ([('a b', True), 3, ('c', True)], [])
     """
     tokens = dict(spec.added)
     tokens.update({s: i for s, i in spec.special.items() if s in allowed_special})
@@ -267,9 +292,21 @@ def parts(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozense
             out.append(tokens[part[0]])
             offset += len(part[0])
         else:
-            out.append(pre_tokenize(part, offset, spec))
+            out.append((part, prefix(part, offset, spec)))
             offset += len(part)
     return out
+
+
+def parts(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozenset()) -> list[int | list[str]]:
+    """``encode``'s steps before BPE, in order: an added token's id, or the words
+    (``words``) of a piece between added tokens. ``encode`` is each id, and
+    ``bpe_word`` of each word (the step a native kernel takes over).
+
+    >>> spec = HFSpmSpec({}, {}, None, False, False, False, True, True, "never", False, {}, {"<s>": 3}, ())
+    >>> parts("a b<s>c", spec, frozenset({"<s>"})), parts("", spec)
+    ([['▁a▁b'], 3, ['▁c']], [])
+    """
+    return [p if isinstance(p, int) else words(p[0], p[1], spec) for p in pieces(text, spec, allowed_special)]
 
 
 def encode_with_offsets(text: str, spec: HFSpmSpec,

@@ -488,10 +488,10 @@ class HFSentencePieceBPE(SentencePieceBPE):
 
 
 class _HFCore(ReferenceCore):
-    """HF's BPE of a tokenizer.json as a core: the added-token cut and the normalizer in
-    Python (``reference.hf_spm.parts``), each word's BPE by the native
-    ``fastbpe._hf_spm.HFSpmKernel`` (the twin of ``reference.hf_spm.bpe_word``) when it is
-    built, else by the reference. ``allowed``: the special tokens matched (none for
+    """HF's BPE of a tokenizer.json as a core: the added-token cut in Python
+    (``reference.hf_spm.pieces``), each piece's normalizer and BPE by the native
+    ``fastbpe._hf_spm.HFSpmKernel`` (the twin of ``reference.hf_spm.words`` and
+    ``bpe_word``) when it is built, else by the reference. ``allowed``: the special tokens matched (none for
     ``encode_ordinary``)."""
 
     def __init__(self, spec):
@@ -504,13 +504,7 @@ class _HFCore(ReferenceCore):
         text.encode("utf-8")
         if self.kernel is None:
             return self.hf.encode(text, self.spec, allowed)
-        parts = self.hf.parts(text, self.spec, allowed)
-        if len(parts) == 1 and isinstance(parts[0], list):   # no added token: the list as made
-            return self.kernel.encode_words(parts[0])
-        out = []
-        for part in parts:
-            if isinstance(part, int):
-                out.append(part)
-            else:
-                out.extend(self.kernel.encode_words(part))
-        return out
+        if self.spec.ignore_merges:   # each word is looked up whole first: the words' path
+            return [i for p in self.hf.parts(text, self.spec, allowed)
+                    for i in ([p] if isinstance(p, int) else self.kernel.encode_words(p))]
+        return self.kernel.encode_pieces(self.hf.pieces(text, self.spec, allowed))

@@ -3,7 +3,9 @@
 The rules are ``fastbpe.reference.hf_spm``'s (the specification: ``initial_symbols``,
 ``merge_symbols``, ``segments``); ``_hf_spm.pyx`` makes ``bpe_word`` fast. The added-token
 cut and the normalizer / pre-tokenizer stay in Python (``reference.hf_spm.pre_tokenize``):
-one word is encoded by ``HFSpmKernel`` in three linear steps:
+a piece between added tokens is encoded by ``HFSpmKernel`` in three linear steps (its
+``▁`` in front, spaces escaped and Metaspace's word starts made on the fly: the twin of
+``reference.hf_spm.words``):
 
 1. **symbols**: each code point's id (``HFTables.bmp``, a dense array for U+0000-U+FFFF,
    else the open-addressing ``HFTables.astral``), else its UTF-8 bytes' ``<0xXX>`` ids
@@ -48,6 +50,8 @@ cdef struct HFTables:
     int32_t unk_id        # -1 when the model has none (unknown characters dropped)
     bint byte_fallback
     bint fuse_unk
+    bint escape           # Replace(" ", "▁") or Metaspace: a space is ▁
+    bint split            # Metaspace split: a word starts at every ▁ but the first character
     bint cut              # False when reference.hf_spm.junctions is None (no cut is safe)
     Table merges          # (left << 32 | right) -> (rank, merged id)
     Table joins           # (last code point << 32 | first code point) of every merge's junction
@@ -87,3 +91,5 @@ cdef struct Scratch:
     uint64_t* heap
     Py_ssize_t cap       # of nxt, prv, rank (symbols of a word) and heap (3 per symbol)
     Py_ssize_t ids_cap   # of ids, grown while the symbols are made (a character may give 4)
+    int32_t* cuts        # Metaspace split: the symbol positions where a word starts (cut there)
+    Py_ssize_t cuts_cap

@@ -129,6 +129,7 @@ cdef class HFSpmKernel:
     cdef Py_ssize_t out_len, out_cap
     cdef readonly int scan_max
     cdef Py_ssize_t n_shared
+    cdef Py_ssize_t n_cuts
     cdef bint ignore_merges
     cdef object vocab
 
@@ -144,7 +145,8 @@ cdef class HFSpmKernel:
         self.t.dense = False
         self.s.ids = self.s.nxt = self.s.prv = self.s.rank = NULL
         self.s.heap = NULL
-        self.s.cap = self.s.ids_cap = 0
+        self.s.cuts = NULL
+        self.s.cap = self.s.ids_cap = self.s.cuts_cap = 0
         self.out = NULL
         self.out_len = self.out_cap = 0
         self.cache = <CacheEntry*>calloc(CACHE_SLOTS, sizeof(CacheEntry))
@@ -194,6 +196,8 @@ cdef class HFSpmKernel:
         self.t.unk_id = -1 if spec.unk_id is None else spec.unk_id
         self.t.byte_fallback = spec.byte_fallback
         self.t.fuse_unk = spec.fuse_unk
+        self.t.escape = spec.replace_space
+        self.t.split = spec.split
         table_init(&self.t.merges, len(spec.merges))
         for (left, right), (rank, merged) in spec.merges.items():
             table_put(&self.t.merges, pair_key(left, right), rank, merged)
@@ -257,6 +261,7 @@ cdef class HFSpmKernel:
         free(self.s.prv)
         free(self.s.rank)
         free(self.s.heap)
+        free(self.s.cuts)
         free(self.out)
         free(self.cache)
 
@@ -293,8 +298,11 @@ cdef class HFSpmKernel:
         return 0
 
     # ------------------------------------------------------------------ steps
-    cdef Py_ssize_t symbols(self, str word) except -1:
-        """Step 1 (``initial_symbols``): the word's symbol ids into s.ids; their count."""
+    cdef Py_ssize_t symbols(self, str word, bint lead, bint escape, bint split) except -1:
+        """Step 1 (``initial_symbols``): the symbol ids of ``word`` into s.ids; their
+        count. For a piece (``reference.hf_spm.words``): a ``▁`` first when ``lead``,
+        spaces as ``▁`` when ``escape``, and when ``split`` the position of each word's
+        first symbol into s.cuts (``n_cuts``; a word's unknown run is its own)."""
         cdef int kind = PyUnicode_KIND(word)
         cdef void* data = PyUnicode_DATA(word)
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(word)
@@ -306,13 +314,25 @@ cdef class HFSpmKernel:
         cdef int nb, j
         cdef bint prev_unk = False, ok
         cdef int32_t* ids
-        self.grow_ids(n + 4)
+        self.n_cuts = 0
+        self.grow_ids(n + 8)
+        if split and n + 2 > self.s.cuts_cap:
+            self.s.cuts = <int32_t*>realloc(self.s.cuts, (n + 2) * sizeof(int32_t))
+            if self.s.cuts == NULL:
+                raise MemoryError()
+            self.s.cuts_cap = n + 2
         ids = self.s.ids
-        for k in range(n):
+        for k in range(-1 if lead else 0, n):
             if m + 4 > self.s.ids_cap:     # byte fallback made more symbols than characters
-                self.grow_ids(m + 4 + (n - k))
+                self.grow_ids(m + 8 + (n - k))
                 ids = self.s.ids
-            cp = PyUnicode_READ(kind, data, k)
+            cp = 0x2581 if k < 0 else PyUnicode_READ(kind, data, k)
+            if escape and cp == 0x20:
+                cp = 0x2581
+            if split and cp == 0x2581 and k > (-1 if lead else 0):
+                self.s.cuts[self.n_cuts] = <int32_t>m   # a word starts here
+                self.n_cuts += 1
+                prev_unk = False
             if cp < 0x10000:
                 tid = self.t.bmp[cp]
             else:
@@ -483,20 +503,29 @@ cdef class HFSpmKernel:
         memcpy(e.ids, self.out + before, e.n_out * sizeof(int32_t))
 
     cdef int word(self, str word) except -1:
-        """All three steps for one word, its ids appended to ``out``."""
-        cdef Py_ssize_t m, k, start = 0
-        cdef const int32_t* ids
+        """All three steps for one word (``bpe_word``), its ids appended to ``out``."""
         if self.ignore_merges and word in self.vocab:
             self.reserve(1)
             self.out[self.out_len] = self.vocab[word]
             self.out_len += 1
             return 0
-        m = self.symbols(word)
+        return self.run(word, False, False, False)
+
+    cdef int run(self, str text, bint lead, bint escape, bint split) except -1:
+        """All three steps for a word, or a piece (``symbols``), its ids appended to ``out``."""
+        cdef Py_ssize_t m, k, start = 0, ci = 0
+        cdef const int32_t* ids
+        cdef bint forced
+        m = self.symbols(text, lead, escape, split)
         self.reserve(m + 1)
         ids = self.s.ids
         with nogil:
             for k in range(1, m + 1):
-                if k < m and self.joinable(ids[k - 1], ids[k]):
+                forced = False
+                while ci < self.n_cuts and self.s.cuts[ci] <= k:
+                    forced = forced or self.s.cuts[ci] == k
+                    ci += 1
+                if k < m and not forced and self.joinable(ids[k - 1], ids[k]):
                     continue
                 if k - start == 1:
                     self.out[self.out_len] = ids[start]
@@ -524,6 +553,23 @@ cdef class HFSpmKernel:
         """The ids of ``reference.hf_spm.bpe_word(word, spec)``."""
         self.out_len = 0
         self.word(word)
+        return self.take()
+
+    def encode_pieces(self, list pieces) -> list:
+        """The ids of ``reference.hf_spm.pieces``' list: an int is an added token's id,
+        a ``(piece, lead)`` pair the ids of ``bpe_word`` of each of ``words(piece, lead,
+        spec)`` (the caller takes the words' path when ``ignore_merges``, which looks up
+        each word whole)."""
+        if self.ignore_merges:
+            raise ValueError("encode_pieces cannot run a model with ignore_merges: use encode_words")
+        self.out_len = 0
+        for p in pieces:
+            if isinstance(p, int):
+                self.reserve(1)
+                self.out[self.out_len] = p
+                self.out_len += 1
+            else:
+                self.run(p[0], p[1], self.t.escape, self.t.split)
         return self.take()
 
     def encode_words(self, list words) -> list:
