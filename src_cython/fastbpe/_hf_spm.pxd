@@ -1,11 +1,11 @@
 """Native BPE of a sentencepiece-style tokenizer.json: the declarations of ``fastbpe._hf_spm``.
 
-The rules are ``fastbpe.reference.hf_spm``'s (the specification: ``initial_symbols``,
-``merge_symbols``, ``segments``); ``_hf_spm.pyx`` makes ``bpe_word`` fast. The added-token
-cut and the normalizer / pre-tokenizer stay in Python (``reference.hf_spm.pre_tokenize``):
-a piece between added tokens is encoded by ``HFSpmKernel`` in three linear steps (its
-``▁`` in front, spaces escaped and Metaspace's word starts made on the fly: the twin of
-``reference.hf_spm.words``):
+The rules are ``fastbpe.reference.hf_spm``'s (the specification: ``words``,
+``initial_symbols``, ``merge_symbols``, ``segments``); ``_hf_spm.pyx`` makes ``words`` +
+``bpe_word`` fast. The added-token cut stays in Python (``reference.hf_spm.pieces``, which
+also says whether a ``▁`` goes in front of each piece); a piece between added tokens is
+encoded by ``HFSpmKernel`` in three linear steps (its ``▁`` in front, spaces escaped and
+Metaspace's word starts, as forced cuts, made on the fly while the symbols are):
 
 1. **symbols**: each code point's id (``HFTables.bmp``, a dense array for U+0000-U+FFFF,
    else the open-addressing ``HFTables.astral``), else its UTF-8 bytes' ``<0xXX>`` ids
@@ -23,9 +23,10 @@ a piece between added tokens is encoded by ``HFSpmKernel`` in three linear steps
 
 **The segment cache.** A segment of 2 to ``CACHE_SYMS`` symbols merges to the same ids
 wherever it occurs (the corollary), so its result is kept in a direct-mapped table of
-``CACHE_SLOTS`` ``CacheEntry``s keyed by its symbol ids (an entry is overwritten by the
-next segment hashing to its slot; the key is compared whole, so a hit is exact). Words
-repeat in text: most segments are found there, not merged.
+``CACHE_SLOTS`` ``CacheEntry``s (``HFSpmKernel.cache``) keyed by its symbol ids (an
+entry is overwritten by the next segment hashing to its slot; the key is compared
+whole, so a hit is exact). Words repeat in text: most segments are found there, not
+merged.
 """
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 

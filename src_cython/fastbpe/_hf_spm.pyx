@@ -1,10 +1,10 @@
 """Native BPE of a sentencepiece-style tokenizer.json (HF's BPE by merge rank): the twin
-of ``fastbpe.reference.hf_spm.bpe_word``; the steps are in ``_hf_spm.pxd``.
+of ``fastbpe.reference.hf_spm.words`` + ``bpe_word``; the steps are in ``_hf_spm.pxd``.
 
-``HFSpmKernel(spec)`` builds its tables once from an ``HFSpmSpec``; ``bpe(word)`` gives
-one word's ids, ``encode_words(words)`` the ids of a list of words (a text's
-``pre_tokenize`` words, one call per text). Both hold the GIL (the scratch buffers are
-the kernel's own).
+``HFSpmKernel(spec)`` builds its tables once from an ``HFSpmSpec``; ``encode_pieces``
+gives a text's ids from ``reference.hf_spm.pieces`` (one call per text: the model's
+path), ``encode_words`` those of a list of words (``ignore_merges`` models), ``bpe(word)``
+one word's. All hold the GIL (the scratch buffers and the cache are the kernel's own).
 """
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
