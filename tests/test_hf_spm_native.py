@@ -259,3 +259,18 @@ def test_ignore_merges_takes_the_words_path():
         assert tok.encode_ordinary(text) == H.encode(text, spec)
     with pytest.raises(ValueError, match="ignore_merges"):
         native.HFSpmKernel(spec).encode_pieces(H.pieces("ab", spec))
+
+
+def test_threads_share_one_tokenizer(mistral_specs):
+    """The kernel holds the GIL while it uses its own buffers and cache: Python threads
+    encoding on one tokenizer at once get the same ids as one thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = mistral_specs[(MISTRAL_FILES[0], "spm_proto")]
+    tok = HFSentencePieceBPE(spec)
+    texts = (CORPUS + random_texts(35, 60)) * 4
+    expected = [H.encode(t, spec) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(tok.encode_ordinary, texts)) == expected

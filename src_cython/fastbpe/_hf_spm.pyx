@@ -519,24 +519,25 @@ cdef class HFSpmKernel:
         m = self.symbols(text, lead, escape, split)
         self.reserve(m + 1)
         ids = self.s.ids
-        with nogil:
-            for k in range(1, m + 1):
-                forced = False
-                while ci < self.n_cuts and self.s.cuts[ci] <= k:
-                    forced = forced or self.s.cuts[ci] == k
-                    ci += 1
-                if k < m and not forced and self.joinable(ids[k - 1], ids[k]):
-                    continue
-                if k - start == 1:
-                    self.out[self.out_len] = ids[start]
-                    self.out_len += 1
-                elif k - start <= CACHE_SYMS:
-                    self.merge_cached(start, k)
-                elif k - start <= self.scan_max:
-                    self.merge_scan(start, k)
-                else:
-                    self.merge_heap(start, k)
-                start = k
+        # the GIL is held throughout: the scratch, output and cache are the kernel's
+        # own, so two Python threads on one tokenizer must not run this at once
+        for k in range(1, m + 1):
+            forced = False
+            while ci < self.n_cuts and self.s.cuts[ci] <= k:
+                forced = forced or self.s.cuts[ci] == k
+                ci += 1
+            if k < m and not forced and self.joinable(ids[k - 1], ids[k]):
+                continue
+            if k - start == 1:
+                self.out[self.out_len] = ids[start]
+                self.out_len += 1
+            elif k - start <= CACHE_SYMS:
+                self.merge_cached(start, k)
+            elif k - start <= self.scan_max:
+                self.merge_scan(start, k)
+            else:
+                self.merge_heap(start, k)
+            start = k
         return 0
 
     cdef list take(self):
