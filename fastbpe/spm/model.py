@@ -384,9 +384,10 @@ class HFSentencePieceBPE(SentencePieceBPE):
     """A sentencepiece-style tokenizer.json (Llama 2, Mistral as transformers converts
     them) with the same API; HF ``tokenizers`` is the judge (``fastbpe.reference.hf_spm``,
     whose decisions apply: merges by pair rank, added tokens cut first, ``legacy``
-    Prepend vs Metaspace ``prepend_scheme``). Each word's BPE runs on the native
+    Prepend vs Metaspace ``prepend_scheme``). The normalizer and BPE run on the native
     ``fastbpe._hf_spm`` kernel when it is built (``native_reason`` None), else on the
-    reference; the added-token cut and the normalizer stay in Python (``_HFCore``).
+    reference; the added-token cut stays in Python (``_HFCore``). Offsets
+    (``encode_with_offsets``) and ``decode`` run on the reference.
 
     ``encode(text, allowed_special="all")`` equals HF's ``encode(text,
     add_special_tokens=False).ids``; ``decode`` equals HF's ``decode(ids)`` (special tokens
@@ -491,8 +492,8 @@ class _HFCore(ReferenceCore):
     """HF's BPE of a tokenizer.json as a core: the added-token cut in Python
     (``reference.hf_spm.pieces``), each piece's normalizer and BPE by the native
     ``fastbpe._hf_spm.HFSpmKernel`` (the twin of ``reference.hf_spm.words`` and
-    ``bpe_word``) when it is built, else by the reference. ``allowed``: the special tokens matched (none for
-    ``encode_ordinary``)."""
+    ``bpe_word``) when it is built, else by the reference. ``allowed``: the special
+    tokens matched (none for ``encode_ordinary``)."""
 
     def __init__(self, spec):
         from ..reference import hf_spm
