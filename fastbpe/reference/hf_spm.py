@@ -65,30 +65,54 @@ class HFSpmSpec:
 
 
 def pre_tokenize(piece: str, offset: int, spec: HFSpmSpec) -> list[str]:
-    """The words of a piece between added tokens (normalizer, then pre-tokenizer).
+    """The words of a piece between added tokens (normalizer, then pre-tokenizer) that
+    starts at ``offset`` in the text.
 
     >>> spec = HFSpmSpec({}, {}, None, False, False, False, False, True, "first", False, {}, {}, ())
     >>> pre_tokenize("a b", 0, spec), pre_tokenize("a b", 3, spec)
     (['▁a▁b'], ['a▁b'])
     """
-    if not piece:
-        return []
+    return words(piece, prefix(piece, offset, spec), spec) if piece else []
+
+
+def prefix(piece: str, offset: int, spec: HFSpmSpec) -> bool:
+    """Whether a ``▁`` goes in front of a non-empty piece: ``Prepend`` always; Metaspace's
+    ``prepend_scheme`` (``always``, or ``first`` for the piece at the text's start) when
+    the piece, spaces escaped, does not start with ``▁`` already.
+
+    >>> spec = HFSpmSpec({}, {}, None, False, False, False, False, True, "always", False, {}, {}, ())
+    >>> prefix("a", 5, spec), prefix(" a", 0, spec), prefix("▁a", 0, spec)
+    (True, False, False)
+    """
     if spec.prepend:
+        return True
+    if spec.prepend_scheme == "always" or (spec.prepend_scheme == "first" and offset == 0):
+        return not (piece[0] == SPACE or (spec.replace_space and piece[0] == " "))
+    return False
+
+
+def words(piece: str, lead: bool, spec: HFSpmSpec) -> list[str]:
+    """A non-empty piece's words: ``▁`` in front when ``lead`` (``prefix``), spaces
+    escaped as ``▁`` (``Replace`` or Metaspace), cut before every ``▁`` but the first
+    character when Metaspace's ``split``.
+
+    >>> spec = HFSpmSpec({}, {}, None, False, False, False, False, True, "always", True, {}, {}, ())
+    >>> words("a b▁c", True, spec)
+    ['▁a', '▁b', '▁c']
+    """
+    if lead:
         piece = SPACE + piece
     if spec.replace_space:
         piece = piece.replace(" ", SPACE)
-    if spec.prepend_scheme == "always" or (spec.prepend_scheme == "first" and offset == 0):
-        if not piece.startswith(SPACE):
-            piece = SPACE + piece
     if not spec.split:
         return [piece]
-    words, start = [], 0
+    out, start = [], 0
     for i in range(1, len(piece)):
         if piece[i] == SPACE:
-            words.append(piece[start:i])
+            out.append(piece[start:i])
             start = i
-    words.append(piece[start:])
-    return words
+    out.append(piece[start:])
+    return out
 
 
 def initial_symbols(word: str, spec: HFSpmSpec) -> list[tuple[int, int, int]]:
@@ -135,7 +159,19 @@ def bpe_word(word: str, spec: HFSpmSpec) -> list[tuple[int, int, int]]:
     """
     if spec.ignore_merges and word in spec.vocab:
         return [(spec.vocab[word], 0, len(word))]
-    symbols = initial_symbols(word, spec)
+    return merge_symbols(initial_symbols(word, spec), spec)
+
+
+def merge_symbols(symbols: list[tuple[int, int, int]], spec: HFSpmSpec) -> list[tuple[int, int, int]]:
+    """Merge ``(id, start, end)`` symbols: the lowest-rank pair of ``merges`` first,
+    leftmost among equal ranks (a heap of candidate pairs, stale ones skipped when
+    popped: O(n log n)).
+
+    >>> spec = HFSpmSpec({"a": 0, "b": 1, "ab": 2, "ba": 3}, {(0, 1): (1, 2), (1, 0): (0, 3)}, None, False,
+    ...                  False, False, False, False, "never", False, {}, {}, ())
+    >>> merge_symbols([(0, 0, 1), (1, 1, 2), (0, 2, 3)], spec)     # "ba" ranks before "ab"
+    [(0, 0, 1), (3, 1, 3)]
+    """
     ids = [i for i, _, _ in symbols]
     ends = [e for _, _, e in symbols]
     nxt = list(range(1, len(ids) + 1))
@@ -175,6 +211,57 @@ def bpe_word(word: str, spec: HFSpmSpec) -> list[tuple[int, int, int]]:
     return out
 
 
+def junctions(spec: HFSpmSpec) -> frozenset[tuple[str, str]] | None:
+    """``(last character of left's text, first character of right's text)`` of every
+    merge ``(left, right)``: the only character pairs a merge can join across
+    (``segments``); None when a merge has a side with empty text (no cut is then safe).
+
+    >>> spec = HFSpmSpec({"a": 0, "b": 1, "ab": 2, "c": 3, "abc": 4}, {(0, 1): (0, 2), (2, 3): (1, 4)}, None,
+    ...                  False, False, False, False, False, "never", False, {}, {}, ())
+    >>> sorted(junctions(spec))
+    [('a', 'b'), ('b', 'c')]
+    """
+    text = {i: t for t, i in spec.vocab.items()}
+    if any(not text[i] for pair in spec.merges for i in pair):
+        return None
+    return frozenset((text[left][-1], text[right][0]) for left, right in spec.merges)
+
+
+def segments(symbols: list[tuple[int, int, int]], spec: HFSpmSpec,
+             joins: frozenset[tuple[str, str]] | None) -> list[list[tuple[int, int, int]]]:
+    """The initial symbols cut between every two adjacent ``a``, ``b`` whose pair
+    ``(last character of a's text, first character of b's text)`` is not in ``joins``
+    (``junctions``; no cut when it is None).
+
+    Corollary: ``merge_symbols`` of the whole gives the concatenation of
+    ``merge_symbols`` of each segment (what lets the native kernel merge short segments
+    by a scan and long ones by a heap). Proof: a merged token's text is its sides' texts
+    joined (``formats.hf_spm`` checks ``merges`` make ``vocab[left + right]``), so every
+    symbol's text is its initial symbols' texts joined. A merge across the cut between
+    ``a`` and ``b`` would join a symbol ending in ``a`` (its text ends with ``a``'s last
+    character) and one starting with ``b``: a merge whose junction is the pair, not in
+    ``joins``. So no pair across a cut is ever a candidate, a segment's candidates
+    depend on its own symbols only, and the lowest (rank, position) overall is the
+    lowest of its own segment: each segment goes through the same merges, in the same
+    order, as merged alone.
+
+    >>> spec = HFSpmSpec({"a": 0, "b": 1, "ab": 2}, {(0, 1): (0, 2)}, None, False, False, False, False, False,
+    ...                  "never", False, {}, {}, ())
+    >>> segments([(0, 0, 1), (1, 1, 2), (1, 2, 3), (0, 3, 4)], spec, junctions(spec))
+    [[(0, 0, 1), (1, 1, 2)], [(1, 2, 3)], [(0, 3, 4)]]
+    """
+    if not symbols:
+        return []
+    text = {i: t for t, i in spec.vocab.items()}
+    out, start = [], 0
+    for k in range(1, len(symbols)):
+        if joins is not None and (text[symbols[k - 1][0]][-1], text[symbols[k][0]][0]) not in joins:
+            out.append(symbols[start:k])
+            start = k
+    out.append(symbols[start:])
+    return out
+
+
 def encode(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozenset()) -> list[int]:
     """HF's ``encode(text, add_special_tokens=False).ids``, with only ``allowed_special``
     of the special tokens matched (module docstring, "Added tokens").
@@ -185,6 +272,41 @@ def encode(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozens
     ([2, 3, 2], [2, 1])
     """
     return [i for i, _ in encode_with_offsets(text, spec, allowed_special)]
+
+
+def pieces(text: str, spec: HFSpmSpec,
+           allowed_special: frozenset[str] = frozenset()) -> list[int | tuple[str, bool]]:
+    """The text cut at added tokens (module docstring, "Added tokens"), in order: an
+    added token's id, or a piece between them with whether a ``▁`` goes in front of it
+    (``prefix``).
+
+    >>> spec = HFSpmSpec({}, {}, None, False, False, False, True, True, "never", False, {}, {"<s>": 3}, ())
+    >>> pieces("a b<s>c", spec, frozenset({"<s>"})), pieces("", spec)
+    ([('a b', True), 3, ('c', True)], [])
+    """
+    tokens = dict(spec.added)
+    tokens.update({s: i for s, i in spec.special.items() if s in allowed_special})
+    out, offset = [], 0
+    for part in split_specials(text, frozenset(tokens)):
+        if isinstance(part, tuple):
+            out.append(tokens[part[0]])
+            offset += len(part[0])
+        else:
+            out.append((part, prefix(part, offset, spec)))
+            offset += len(part)
+    return out
+
+
+def parts(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozenset()) -> list[int | list[str]]:
+    """``encode``'s steps before BPE, in order: an added token's id, or the words
+    (``words``) of a piece between added tokens. ``encode`` is each id, and
+    ``bpe_word`` of each word (the step a native kernel takes over).
+
+    >>> spec = HFSpmSpec({}, {}, None, False, False, False, True, True, "never", False, {}, {"<s>": 3}, ())
+    >>> parts("a b<s>c", spec, frozenset({"<s>"})), parts("", spec)
+    ([['▁a▁b'], 3, ['▁c']], [])
+    """
+    return [p if isinstance(p, int) else words(p[0], p[1], spec) for p in pieces(text, spec, allowed_special)]
 
 
 def encode_with_offsets(text: str, spec: HFSpmSpec,

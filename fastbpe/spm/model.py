@@ -41,6 +41,10 @@ try:
     from .._spm import SpmCore as NativeCore
 except ImportError:  # pragma: no cover  (an unbuilt checkout: the reference serves)
     NativeCore = None
+try:
+    from .._hf_spm import HFSpmKernel
+except ImportError:  # pragma: no cover  (an unbuilt checkout: the reference serves)
+    HFSpmKernel = None
 
 
 def _check_text(text, what: str = "text") -> str:
@@ -380,8 +384,10 @@ class HFSentencePieceBPE(SentencePieceBPE):
     """A sentencepiece-style tokenizer.json (Llama 2, Mistral as transformers converts
     them) with the same API; HF ``tokenizers`` is the judge (``fastbpe.reference.hf_spm``,
     whose decisions apply: merges by pair rank, added tokens cut first, ``legacy``
-    Prepend vs Metaspace ``prepend_scheme``). Encoding runs on the reference (the native
-    twin is sentencepiece's algorithm, not HF's).
+    Prepend vs Metaspace ``prepend_scheme``). The normalizer and BPE run on the native
+    ``fastbpe._hf_spm`` kernel when it is built (``native_reason`` None), else on the
+    reference; the added-token cut stays in Python (``_HFCore``). Offsets
+    (``encode_with_offsets``) and ``decode`` run on the reference.
 
     ``encode(text, allowed_special="all")`` equals HF's ``encode(text,
     add_special_tokens=False).ids``; ``decode`` equals HF's ``decode(ids)`` (special tokens
@@ -400,8 +406,8 @@ class HFSentencePieceBPE(SentencePieceBPE):
         self._id_to_token.update({i: t for t, i in {**spec.added, **spec.special}.items()})
         self._special_tokens = dict(spec.special)
         self._specials = frozenset(spec.special)
-        self.native_reason = "a tokenizer.json runs HF's BPE (merge ranks), which has no native twin yet"
         self._core = _HFCore(spec)
+        self.native_reason = None if self._core.kernel is not None else "fastbpe._hf_spm is not built"
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, *, name: str | None = None) -> "HFSentencePieceBPE":
@@ -415,10 +421,13 @@ class HFSentencePieceBPE(SentencePieceBPE):
         return f"<HFSentencePieceBPE {self.name!r}>"
 
     def _encode_allowed(self, text: str, allowed: frozenset[str]) -> list[int]:
-        return self._hf.encode(text, self._spec, allowed)
+        try:
+            return self._core.encode(text, allowed)
+        except UnicodeEncodeError:   # lone surrogates (module docstring)
+            return self._core.encode(fix_surrogates(text), allowed)
 
     def _encode_batch_allowed(self, texts, allowed, num_threads):
-        return [self._hf.encode(t, self._spec, allowed) for t in texts]
+        return [self._encode_allowed(t, allowed) for t in texts]
 
     def _numpy_batch_allowed(self, texts, allowed, num_threads, dtype):
         return _rows_to_numpy(self._encode_batch_allowed(texts, allowed, num_threads), dtype)
@@ -480,13 +489,23 @@ class HFSentencePieceBPE(SentencePieceBPE):
 
 
 class _HFCore(ReferenceCore):
-    """``fastbpe.reference.hf_spm`` as a core (no special tokens: ``encode_ordinary``)."""
+    """HF's BPE of a tokenizer.json as a core: the added-token cut in Python
+    (``reference.hf_spm.pieces``), each piece's normalizer and BPE by the native
+    ``fastbpe._hf_spm.HFSpmKernel`` (the twin of ``reference.hf_spm.words`` and
+    ``bpe_word``) when it is built, else by the reference. ``allowed``: the special
+    tokens matched (none for ``encode_ordinary``)."""
 
     def __init__(self, spec):
         from ..reference import hf_spm
 
         self.spec, self.hf = spec, hf_spm
+        self.kernel = HFSpmKernel(spec) if HFSpmKernel is not None else None
 
-    def encode(self, text: str) -> list[int]:
+    def encode(self, text: str, allowed: frozenset[str] = frozenset()) -> list[int]:
         text.encode("utf-8")
-        return self.hf.encode(text, self.spec)
+        if self.kernel is None:
+            return self.hf.encode(text, self.spec, allowed)
+        if self.spec.ignore_merges:   # each word is looked up whole first: the words' path
+            return [i for p in self.hf.parts(text, self.spec, allowed)
+                    for i in ([p] if isinstance(p, int) else self.kernel.encode_words(p))]
+        return self.kernel.encode_pieces(self.hf.pieces(text, self.spec, allowed))

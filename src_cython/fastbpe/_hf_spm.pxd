@@ -1,0 +1,96 @@
+"""Native BPE of a sentencepiece-style tokenizer.json: the declarations of ``fastbpe._hf_spm``.
+
+The rules are ``fastbpe.reference.hf_spm``'s (the specification: ``words``,
+``initial_symbols``, ``merge_symbols``, ``segments``); ``_hf_spm.pyx`` makes ``words`` +
+``bpe_word`` fast. The added-token cut stays in Python (``reference.hf_spm.pieces``, which
+also says whether a ``▁`` goes in front of each piece); a piece between added tokens is
+encoded by ``HFSpmKernel`` in three linear steps (its ``▁`` in front, spaces escaped and
+Metaspace's word starts, as forced cuts, made on the fly while the symbols are):
+
+1. **symbols**: each code point's id (``HFTables.bmp``, a dense array for U+0000-U+FFFF,
+   else the open-addressing ``HFTables.astral``), else its UTF-8 bytes' ``<0xXX>`` ids
+   with ``byte_fallback`` when every byte has one, else the unknown id (a run fused with
+   ``fuse_unk``), else dropped (no ``unk_token``);
+2. **segments**: a cut between two symbols whose junction pair (last code point of the
+   left one's text, first of the right one's: ``HFTables.first`` / ``last``) is no
+   merge's (``HFTables.joins``, or its dense bit matrix ``HFTables.bits`` when the
+   junctions' characters are few): no merge ever crosses it (the corollary in
+   ``reference.hf_spm.segments``), so each segment merges alone;
+3. **merge** per segment: the lowest (rank, position) pair of ``HFTables.merges``
+   (keyed by ``left id << 32 | right id``) first: up to ``scan_max`` symbols by a scan
+   of the pairs' ranks, longer ones by a binary min-heap of ``rank << 32 | position``
+   with stale entries skipped when popped (O(n log n), no quadratic case).
+
+**The segment cache.** A segment of 2 to ``CACHE_SYMS`` symbols merges to the same ids
+wherever it occurs (the corollary), so its result is kept in a direct-mapped table of
+``CACHE_SLOTS`` ``CacheEntry``s (``HFSpmKernel.cache``) keyed by its symbol ids (an
+entry is overwritten by the next segment hashing to its slot; the key is compared
+whole, so a hit is exact). Words repeat in text: most segments are found there, not
+merged.
+"""
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+
+
+cdef struct Slot:
+    # an open-addressing slot: key EMPTY_KEY when free
+    uint64_t key
+    int32_t rank      # merges: the pair's rank; joins: unused; astral: the id
+    int32_t merged    # merges: the merged id
+
+
+cdef struct Table:
+    Slot* slots
+    uint64_t mask
+    int shift         # 64 - log2(slots): a key's slot is the top bits of key * odd constant
+
+
+cdef struct HFTables:
+    int32_t* bmp          # code point < 0x10000 -> id, -1 when none
+    Table astral          # code point (>= 0x10000) -> id (in Slot.rank)
+    int32_t byte_ids[256]  # <0xXX> -> id, -1 when none
+    int32_t unk_id        # -1 when the model has none (unknown characters dropped)
+    bint byte_fallback
+    bint fuse_unk
+    bint escape           # Replace(" ", "▁") or Metaspace: a space is ▁
+    bint split            # Metaspace split: a word starts at every ▁ but the first character
+    bint cut              # False when reference.hf_spm.junctions is None (no cut is safe)
+    Table merges          # (left << 32 | right) -> (rank, merged id)
+    Table joins           # (last code point << 32 | first code point) of every merge's junction
+    uint32_t* first       # id -> first code point of its text
+    uint32_t* last        # id -> last code point of its text
+    # the junctions as a dense bit matrix when small (Mistral: 206 left x 246 right
+    # characters, 6 KiB): id -> 1 + row of its last character (0: in no junction), id ->
+    # 1 + column of its first character; bit row * n_cols + column set for a junction
+    bint dense
+    uint16_t* row
+    uint16_t* col
+    uint8_t* bits
+    uint32_t n_cols
+    int32_t n_ids
+
+
+cdef enum:
+    CACHE_SYMS = 14           # the longest segment cached (symbols)
+    CACHE_BITS = 15
+    CACHE_SLOTS = 1 << CACHE_BITS   # 3.75 MiB of 120-byte entries (pages touched as used)
+
+
+cdef struct CacheEntry:
+    uint32_t n_in             # symbols of the key; 0 when the slot is free
+    uint32_t n_out            # ids of the result
+    int32_t key[CACHE_SYMS]
+    int32_t ids[CACHE_SYMS]
+
+
+cdef struct Scratch:
+    # per-word buffers, grown as needed (the kernel holds the GIL per call): memory is
+    # O(symbols of the longest word), not 4x its characters
+    int32_t* ids
+    int32_t* nxt
+    int32_t* prv
+    int32_t* rank    # scan: rank of the pair (i, next); heap: merged id scratch
+    uint64_t* heap
+    Py_ssize_t cap       # of nxt, prv, rank (symbols of a word) and heap (3 per symbol)
+    Py_ssize_t ids_cap   # of ids, grown while the symbols are made (a character may give 4)
+    int32_t* cuts        # Metaspace split: the symbol positions where a word starts (cut there)
+    Py_ssize_t cuts_cap
