@@ -1,0 +1,77 @@
+"""Issue 39's HF column: fastbpe against HF ``tokenizers`` on the same sentencepiece-style
+tokenizer.json (HF is the judge of that file; the ``.model`` files are ``spm_peers.py``'s).
+
+    python benchmarks/spm_json_speed.py [--model PATH ...] [--kind english ...] [--mb 1]
+
+For each Mistral ``.model`` (``$FASTBPE_TEST_VOCAB_DIR`` or ``../shared/vocab``, or
+``--model``), the tokenizer.json transformers' spm-proto conversion makes from it
+(``spm_peers.hf_from_model``) is saved to a temporary file; ``fastbpe.load`` reads that
+file and HF runs the same object. One core (pinned), ~2 KB documents of
+``benchmarks/corpus.py``'s kinds; ids are compared on every document first (a differing
+document is reported, and the kind gets no ratio). Times are CPU time, best of
+``--repeat``: **cold** is a fresh fastbpe tokenizer's first pass over text it never saw,
+**steady** the best of the passes after it.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if any((HERE.parent / "fastbpe").glob("_encode*.so")) and str(HERE.parent) not in sys.path:
+    sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import corpus  # noqa: E402
+import fastbpe  # noqa: E402
+from spm_peers import MODELS, VOCAB_DIR, hf_from_model, pin_one_core  # noqa: E402
+
+
+def documents(kind: str, mb: float) -> list[str]:
+    text = corpus.corpus(kind)[: int(mb * 1_000_000)]
+    return [text[i:i + 2000] for i in range(0, len(text), 2000)]
+
+
+def cpu_pass(encode, docs) -> float:
+    t0 = time.process_time()
+    for d in docs:
+        encode(d)
+    return time.process_time() - t0
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", nargs="*", type=Path, default=None)
+    ap.add_argument("--kind", nargs="*", default=list(corpus.LANGUAGES))
+    ap.add_argument("--mb", type=float, default=1.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+    pin_one_core()
+    paths = args.model or [VOCAB_DIR / m for m in MODELS]
+    for path in paths:
+        tok = hf_from_model(path)
+        if tok is None:
+            sys.exit("needs transformers and protobuf (the test extra) to convert the .model")
+        with tempfile.TemporaryDirectory() as tmp:
+            json_path = Path(tmp) / "tokenizer.json"
+            tok.save(str(json_path))
+            for kind in args.kind:
+                docs = documents(kind, args.mb)
+                mb = sum(len(d.encode("utf-8")) for d in docs) / 1e6
+                fresh = fastbpe.load(json_path)
+                cold = cpu_pass(fresh.encode_ordinary, docs)
+                steady = min(cpu_pass(fresh.encode_ordinary, docs) for _ in range(args.repeat))
+                hf = min(cpu_pass(lambda d: tok.encode(d, add_special_tokens=False).ids, docs)
+                         for _ in range(args.repeat))
+                differ = sum(fresh.encode_ordinary(d) != tok.encode(d, add_special_tokens=False).ids for d in docs)
+                ratio = (f"x HF {hf / cold:.1f} / {hf / steady:.1f}" if not differ
+                         else f"ids differ on {differ}/{len(docs)} documents")
+                print(f"{path.name:44} {kind:8} fastbpe cold {mb / cold:6.1f} steady {mb / steady:6.1f} MB/s"
+                      f" | HF {mb / hf:5.1f} MB/s | {ratio}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
