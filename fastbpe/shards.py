@@ -145,6 +145,9 @@ FORMAT = "fastbpe-shards"
 VERSION = 1
 MANIFEST = "manifest.json"
 DTYPES = {"uint16": np.dtype("<u2"), "uint32": np.dtype("<u4")}
+# tokenizer.kind: what made the ids ("bpe": tiktoken-style and byte-level tokenizer.json;
+# "sentencepiece": a .model file; "hf-sentencepiece": a sentencepiece-style tokenizer.json)
+KINDS = ("bpe", "wordpiece", "sentencepiece", "hf-sentencepiece")
 IDX_DTYPE = np.dtype("<u8")
 #: Text handed to the encoder per call: big enough for the native threads to share,
 #: small enough that a worker's memory stays flat.
@@ -582,8 +585,8 @@ def check_manifest(manifest, source: str) -> dict:
                          f"(format {_show(manifest.get('format'))}, version {_show(manifest.get('version'))})")
     tok = _field(manifest, "tokenizer", dict, "", source)
     _field(tok, "name", str, "tokenizer", source)
-    if _field(tok, "kind", str, "tokenizer", source) not in ("bpe", "wordpiece", "sentencepiece"):
-        raise ValueError(f"{source}: tokenizer.kind is {_show(tok['kind'])}, not \"bpe\", \"wordpiece\" or \"sentencepiece\"")
+    if _field(tok, "kind", str, "tokenizer", source) not in KINDS:
+        raise ValueError(f"{source}: tokenizer.kind is {_show(tok['kind'])}, not one of {', '.join(map(_show, KINDS))}")
     n_vocab = _count(tok, "n_vocab", "tokenizer", source)
     _digest(tok, "sha256", "tokenizer", source)
     dtype = _field(manifest, "dtype", str, "", source)

@@ -136,6 +136,25 @@ def test_special_rule_and_api(tmp_path_factory, tiny):
     assert again.encode_ordinary("hello world") == tok.encode_ordinary("hello world")
 
 
+def test_shards_and_cli(tmp_path, tmp_path_factory, tiny):
+    """The CLI's shards of a sentencepiece-style tokenizer.json open, verify and hold HF's
+    ids (the manifest's tokenizer.kind "hf-sentencepiece" is one shards accepts)."""
+    from fastbpe import shards
+    from fastbpe.cli import main
+
+    path = make_json(tiny, "non_legacy", tmp_path / "tok.json")
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    docs = ["hello world 12", "Türkçe\tx  y"]
+    f = tmp_path / "docs.txt"
+    f.write_text("\n".join(docs) + "\n", encoding="utf-8")
+    assert main(["encode", "-q", "-t", str(path), "--shards", str(tmp_path / "sh"), "--eot", "</s>",
+                 "--docs", "lines", str(f)]) == 0
+    ds = shards.open(tmp_path / "sh", fastbpe.load(path))
+    ds.verify()
+    assert ds.manifest["tokenizer"]["kind"] == "hf-sentencepiece"
+    assert ds.read().tolist() == [i for d in docs for i in hf.encode(d, add_special_tokens=False).ids + [2]]
+
+
 def test_refusals_name_the_json_path(tmp_path, tmp_path_factory, tiny):
     source = make_json(tiny, "legacy", tmp_path / "base.json")
     base = json.loads(source.read_text(encoding="utf-8"))
