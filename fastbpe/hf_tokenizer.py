@@ -126,8 +126,14 @@ class Tokenizer:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or path, not {type(path).__name__}")
         path = Path(path)
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            from .formats.sentencepiece_model import is_sentencepiece_file
+
+            hint = ("; it is a sentencepiece model, which fastbpe.load reads (tokenizer.json files are what "
+                    "fastbpe.Tokenizer reads)" if is_sentencepiece_file(path) else "")
+            raise ValueError(f"{path}: not a tokenizer.json: not UTF-8 text at byte {exc.start}{hint}") from None
         name = path.parent.name if path.name == "tokenizer.json" else path.stem
         return cls.from_str(text, config=config, name=name, source=str(path))
 
@@ -292,7 +298,7 @@ class Tokenizer:
     def _parts(self, texts: list[str], offsets: bool = True) -> list[tuple[list[int], list[tuple[int, int]] | str]]:
         """Each text's ids (special-token text matched, as HF) and offsets, before the
         post-processor."""
-        if not offsets and isinstance(self._enc, HFEncoding):
+        if not offsets and isinstance(self._enc, (HFEncoding, HFSentencePieceBPE)):
             return [(i, "offsets: not computed (encoded for ids only)")
                     for i in self._enc.encode_batch(texts, allowed_special="all")]
         if isinstance(self._enc, HFSentencePieceBPE):   # offsets through its ▁ escaping

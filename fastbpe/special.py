@@ -82,8 +82,37 @@ def resolve_special_sets(
 
 @functools.lru_cache(maxsize=128)
 def special_token_regex(tokens: frozenset[str]) -> regex.Pattern:
-    """One regex matching any of tokens, longest first (the leftmost-longest match)."""
-    return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
+    """One regex matching any of tokens, the longest where several start at a place (the
+    leftmost-longest match): the tokens as a trie (``_trie_pattern``), which compiles
+    and searches about twice as fast as an alternation of hundreds of tokens (Mistral
+    v3's 751 control tokens); an alternation sorted longest first for very long ones."""
+    if max(map(len, tokens), default=0) > 400:   # the trie's recursion is one level a character
+        return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
+    return regex.compile(_trie_pattern(tokens))
+
+
+def _trie_pattern(tokens: Iterable[str]) -> str:
+    """A regex of the (non-empty) tokens as a trie. At each node the longer continuations
+    are tried before ending there, so a match is the longest token at its start: the
+    tokens that match at one place are prefixes of one another, one path of the trie.
+
+    >>> _trie_pattern({"<s>", "</s>", "<"})
+    '<(?:/s>|s>|)'
+    """
+    root: dict = {}
+    for token in tokens:
+        node = root
+        for ch in token:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        parts = [regex.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if "" in node:
+            parts.append("")   # ending here: tried last
+        return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+    return emit(root)
 
 
 def find_disallowed(text: str, disallowed: frozenset[str]) -> tuple[str, int] | None:
@@ -92,6 +121,31 @@ def find_disallowed(text: str, disallowed: frozenset[str]) -> tuple[str, int] | 
         return None
     match = special_token_regex(disallowed).search(text)
     return (match.group(), match.start()) if match else None
+
+
+def split_on_specials(text: str, tokens: frozenset[str]) -> list[str | tuple[str]]:
+    """The text between the ``tokens`` and each token found (as a 1-tuple), in order: the
+    leftmost token first, the longest where several start there. The same list as the
+    reference's ``fastbpe.reference.sentencepiece.split_specials`` (its twin, tested),
+    in one regex search per token found instead of a loop over the characters: an
+    alternation sorted longest first matches the longest token at the leftmost place.
+
+    >>> split_on_specials("a<s>b</s>", frozenset({"<s>", "</s>"}))
+    ['a', ('<s>',), 'b', ('</s>',)]
+    >>> split_on_specials("[INST][INST]x", frozenset({"[INST]", "[INST][INST]"})), split_on_specials("", frozenset({"<s>"}))
+    ([('[INST][INST]',), 'x'], [])
+    """
+    if not tokens:
+        return [text] if text else []
+    out, start = [], 0
+    for match in special_token_regex(tokens).finditer(text):
+        if start < match.start():
+            out.append(text[start:match.start()])
+        out.append((match.group(),))
+        start = match.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
 
 
 def raise_disallowed_special_token(token: str, position: int, index: int | None = None):

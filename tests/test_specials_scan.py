@@ -173,3 +173,19 @@ def test_encoding_passes_the_core_the_same_sets_each_call():
     assert enc.encode("x</a<｜a｜><|s|>", allowed_special={"<|s|>"}) == [ord("x"), 303, 302, 300]
     with pytest.raises(ValueError, match="<|t|>"):
         enc.encode("</a<|t|>")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.text(st.sampled_from("<s/>[]IN"), min_size=1, max_size=5), max_size=6),
+       st.text(st.sampled_from("<s/>[]INx é"), max_size=40))
+def test_split_on_specials_is_the_reference_split(tokens, text):
+    """``fastbpe.special.split_on_specials`` (one regex) cuts as the reference's
+    ``split_specials`` (a loop over characters): leftmost, then longest."""
+    from fastbpe.reference.sentencepiece import split_specials
+    from fastbpe.special import split_on_specials
+
+    tokens = frozenset(tokens)
+    assert split_on_specials(text, tokens) == split_specials(text, tokens)
+    for token in tokens:   # text made of the tokens themselves: overlaps and prefixes
+        doubled = token + text + token
+        assert split_on_specials(doubled, tokens) == split_specials(doubled, tokens)

@@ -274,11 +274,12 @@ def encode(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozens
     return [i for i, _ in encode_with_offsets(text, spec, allowed_special)]
 
 
-def pieces(text: str, spec: HFSpmSpec,
-           allowed_special: frozenset[str] = frozenset()) -> list[int | tuple[str, bool]]:
+def pieces(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozenset(),
+           split=split_specials) -> list[int | tuple[str, bool]]:
     """The text cut at added tokens (module docstring, "Added tokens"), in order: an
     added token's id, or a piece between them with whether a ``▁`` goes in front of it
-    (``prefix``).
+    (``prefix``). ``split`` cuts (``split_specials``, the definition; the library passes
+    its faster twin ``fastbpe.special.split_on_specials``).
 
     >>> spec = HFSpmSpec({}, {}, None, False, False, False, True, True, "never", False, {}, {"<s>": 3}, ())
     >>> pieces("a b<s>c", spec, frozenset({"<s>"})), pieces("", spec)
@@ -287,7 +288,7 @@ def pieces(text: str, spec: HFSpmSpec,
     tokens = dict(spec.added)
     tokens.update({s: i for s, i in spec.special.items() if s in allowed_special})
     out, offset = [], 0
-    for part in split_specials(text, frozenset(tokens)):
+    for part in split(text, frozenset(tokens)):
         if isinstance(part, tuple):
             out.append(tokens[part[0]])
             offset += len(part[0])
@@ -297,7 +298,8 @@ def pieces(text: str, spec: HFSpmSpec,
     return out
 
 
-def parts(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozenset()) -> list[int | list[str]]:
+def parts(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozenset(),
+          split=split_specials) -> list[int | list[str]]:
     """``encode``'s steps before BPE, in order: an added token's id, or the words
     (``words``) of a piece between added tokens. ``encode`` is each id, and
     ``bpe_word`` of each word (the step a native kernel takes over).
@@ -306,7 +308,7 @@ def parts(text: str, spec: HFSpmSpec, allowed_special: frozenset[str] = frozense
     >>> parts("a b<s>c", spec, frozenset({"<s>"})), parts("", spec)
     ([['▁a▁b'], 3, ['▁c']], [])
     """
-    return [p if isinstance(p, int) else words(p[0], p[1], spec) for p in pieces(text, spec, allowed_special)]
+    return [p if isinstance(p, int) else words(p[0], p[1], spec) for p in pieces(text, spec, allowed_special, split)]
 
 
 def encode_with_offsets(text: str, spec: HFSpmSpec,

@@ -35,7 +35,7 @@ import numpy as np
 from ..checks import check_dtype, check_num_threads
 from ..reference import sentencepiece as R
 from ..reference.core import fix_surrogates
-from ..special import check_no_disallowed, resolve_special_sets
+from ..special import check_no_disallowed, resolve_special_sets, split_on_specials
 
 try:
     from .._spm import SpmCore as NativeCore
@@ -183,10 +183,10 @@ class SentencePieceBPE:
     def _encode_allowed(self, text: str, allowed: frozenset[str]) -> list[int]:
         """``encode`` with some special tokens allowed: the text between them encoded as
         texts of their own (``fastbpe.reference.sentencepiece``, "Special tokens")."""
-        return self._encode_parts(R.split_specials(text, allowed))
+        return self._encode_parts(split_on_specials(text, allowed))
 
     def _encode_batch_allowed(self, texts: list[str], allowed: frozenset[str], num_threads: int) -> list[list[int]]:
-        split = [R.split_specials(t, allowed) for t in texts]
+        split = [split_on_specials(t, allowed) for t in texts]
         plain = [p for parts in split for p in parts if not isinstance(p, tuple)]
         encoded = iter(self._encode_many(plain, num_threads))
         return [[i for p in parts for i in ([self._special_tokens[p[0]]] if isinstance(p, tuple) else next(encoded))]
@@ -212,7 +212,7 @@ class SentencePieceBPE:
         """``encode_batch_to_numpy`` with some special tokens allowed: the text between
         them as one flat batch of its own (``_encode_allowed``'s rule), then each text's
         runs of ids and special ids copied in order (a loop over parts, not over ids)."""
-        split = [R.split_specials(t, allowed) for t in texts]
+        split = [split_on_specials(t, allowed) for t in texts]
         plain = [p for parts in split for p in parts if not isinstance(p, tuple)]
         try:
             flat, starts = self._core.encode_batch_to_numpy(plain, num_threads, dtype)
@@ -506,6 +506,6 @@ class _HFCore(ReferenceCore):
         if self.kernel is None:
             return self.hf.encode(text, self.spec, allowed)
         if self.spec.ignore_merges:   # each word is looked up whole first: the words' path
-            return [i for p in self.hf.parts(text, self.spec, allowed)
+            return [i for p in self.hf.parts(text, self.spec, allowed, split_on_specials)
                     for i in ([p] if isinstance(p, int) else self.kernel.encode_words(p))]
-        return self.kernel.encode_pieces(self.hf.pieces(text, self.spec, allowed))
+        return self.kernel.encode_pieces(self.hf.pieces(text, self.spec, allowed, split_on_specials))
