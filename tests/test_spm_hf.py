@@ -206,3 +206,10 @@ def test_tokenizer_offsets_hypothesis(tmp_path_factory, tiny, kind, text):
     if key not in _FILES:
         _FILES[key] = make_json(tiny, kind, tmp_path_factory.mktemp("tok") / f"{kind}.json")
     _check_tokenizer(_FILES[key], [text])
+
+
+def test_tokenizer_names_a_model_file(tiny):
+    """``fastbpe.Tokenizer`` reads tokenizer.json files: a sentencepiece ``.model`` is a
+    ValueError naming the file and ``fastbpe.load``, not a UnicodeDecodeError."""
+    with pytest.raises(ValueError, match=r"tiny.model: not a tokenizer.json: .*sentencepiece model, which fastbpe.load"):
+        fastbpe.Tokenizer.from_file(tiny)
