@@ -355,14 +355,15 @@ class Tokenizer:
         else:
             ids = ids_a + (ids_b or [])
             types = [0] * len(ids_a) + [1] * len(ids_b or [])
-            special, where = [0] * len(ids), [(0, k) for k in range(len(ids_a))] + [(1, k) for k in range(len(ids_b or []))]
+            special, where = [0] * len(ids), [(0, len(ids_a))] + ([(1, len(ids_b))] if ids_b else [])
         offsets: list | str
         bad = next((o for o in (off_a, off_b) if isinstance(o, str)), None)
         if bad is not None:
             offsets = bad
         else:
-            parts = (off_a, off_b)
-            offsets = [(0, 0) if w is None else parts[w[0]][w[1]] for w in where]
+            parts, offsets = (off_a, off_b), []
+            for seq, n in where:   # runs: a sequence whole, in order, or n added tokens
+                offsets += [(0, 0)] * n if seq is None else parts[seq]
         return Encoded(ids=ids, tokens=[self._id_to_token[i] for i in ids], type_ids=types, special_tokens_mask=special,
                        attention_mask=[1] * len(ids), _offsets=offsets, _overflowing=overflow)
 
@@ -417,8 +418,8 @@ def byte_offsets(text: str, lengths: list[int]) -> list[tuple[int, int]] | None:
 
 def post_process_pair(spec: dict | None, a: list[int], b: list[int] | None):
     """HF's post-processor on one input and its pair: (ids, type_ids,
-    special_tokens_mask, where) with ``where[k]`` = (0 or 1, index) for a sequence's
-    token, None for one the processor adds.
+    special_tokens_mask, where) with ``where`` the ids in runs: ``(0 or 1, n)`` for a
+    sequence's n tokens (each sequence whole, once), ``(None, n)`` for n the processor adds.
 
     >>> t = {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
     ...      {"Sequence": {"id": "A", "type_id": 0}}], "pair": [{"Sequence": {"id": "A", "type_id": 0}},
@@ -460,12 +461,12 @@ def post_process_pair(spec: dict | None, a: list[int], b: list[int] | None):
     for kind, what, type_id in items:
         if kind == "seq":
             ids += seqs[what]
-            where += [(what, k) for k in range(len(seqs[what]))]
+            where.append((what, len(seqs[what])))
             special += [0] * len(seqs[what])
             types += [type_id] * len(seqs[what])
         else:
             ids += what
-            where += [None] * len(what)
+            where.append((None, len(what)))
             special += [1] * len(what)
             types += [type_id] * len(what)
     return ids, types, special, where

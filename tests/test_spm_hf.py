@@ -213,3 +213,31 @@ def test_tokenizer_names_a_model_file(tiny):
     ValueError naming the file and ``fastbpe.load``, not a UnicodeDecodeError."""
     with pytest.raises(ValueError, match=r"tiny.model: not a tokenizer.json: .*sentencepiece model, which fastbpe.load"):
         fastbpe.Tokenizer.from_file(tiny)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=80, deadline=None)
+@given(text=TEXT | SPACEY | st.sampled_from(EXTRA))
+def test_offsets_from_ids_equal_the_reference(tmp_path_factory, tiny, kind, text):
+    """``encode_with_offsets`` reads the spans off the kernel's ids (``_OffsetWalk``:
+    plain pieces in bulk, byte and unknown tokens one by one, the reference when it
+    cannot vouch): the same ids and spans as ``reference.hf_spm.encode_with_offsets``."""
+    from fastbpe.reference import hf_spm
+
+    _, tok = _pair(tmp_path_factory, tiny, kind)
+    if tok._core.kernel is None:
+        pytest.skip("fastbpe._hf_spm is not built")
+    want = hf_spm.encode_with_offsets(text, tok._spec, tok._specials)
+    assert tok.encode_with_offsets(text) == ([i for i, _ in want], [s for _, s in want])
+
+
+def test_offsets_walk_hands_back_what_it_cannot_vouch_for(tmp_path_factory, tiny):
+    """Characters a model without ``unk_token`` drops, and unknown tokens, leave the
+    bulk path; the result is still the reference's."""
+    from fastbpe.reference import hf_spm
+
+    _, tok = _pair(tmp_path_factory, tiny, "non_legacy")
+    walk_spec = tok._spec
+    for text in ["a\u0378b c", "\u0378\u0379 x", "x \U000e0001\U000e0002", "<s>a\u0378", ""]:
+        want = hf_spm.encode_with_offsets(text, walk_spec, tok._specials)
+        assert tok.encode_with_offsets(text) == ([i for i, _ in want], [s for _, s in want])

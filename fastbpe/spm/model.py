@@ -25,6 +25,7 @@ everywhere: lone surrogates become U+FFFD (``fastbpe.reference.core.fix_surrogat
 from __future__ import annotations
 
 import functools
+from itertools import accumulate
 import os
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -436,6 +437,9 @@ class HFSentencePieceBPE(SentencePieceBPE):
         """HF's ``encode(text, add_special_tokens=False)``: its ids and offsets (every
         special token matched, as HF does; ``fastbpe.Tokenizer`` reads these)."""
         text = fix_surrogates(_check_text(text))
+        found = self._core.encode_with_offsets(text, self._specials)
+        if found is not None:
+            return found
         pairs = self._hf.encode_with_offsets(text, self._spec, self._specials)
         return [i for i, _ in pairs], [span for _, span in pairs]
 
@@ -500,6 +504,21 @@ class _HFCore(ReferenceCore):
 
         self.spec, self.hf = spec, hf_spm
         self.kernel = HFSpmKernel(spec) if HFSpmKernel is not None else None
+        self.walk = None    # _OffsetWalk, made at the first encode_with_offsets
+
+    def encode_with_offsets(self, text: str, allowed: frozenset[str]) -> tuple[list[int], list[tuple[int, int]]] | None:
+        """``reference.hf_spm.encode_with_offsets`` from the kernel's ids: each id's
+        characters walked through the pieces (``_OffsetWalk``); None when the kernel is
+        not built or the walk cannot vouch for a text (the caller then runs the
+        reference)."""
+        if self.kernel is None or self.spec.ignore_merges:
+            return None
+        if self.walk is None:
+            self.walk = _OffsetWalk(self.spec)
+        if not self.walk.usable:
+            return None
+        ps = self.hf.pieces(text, self.spec, allowed, split_on_specials)
+        return self.walk.run(ps, self.kernel.encode_pieces)
 
     def encode(self, text: str, allowed: frozenset[str] = frozenset()) -> list[int]:
         text.encode("utf-8")
@@ -509,3 +528,132 @@ class _HFCore(ReferenceCore):
             return [i for p in self.hf.parts(text, self.spec, allowed, split_on_specials)
                     for i in ([p] if isinstance(p, int) else self.kernel.encode_words(p))]
         return self.kernel.encode_pieces(self.hf.pieces(text, self.spec, allowed, split_on_specials))
+
+
+class _OffsetWalk:
+    """HF's offsets of a sentencepiece-style tokenizer.json's ids, read off the ids: the
+    spans ``reference.hf_spm.encode_with_offsets`` defines (an added token spans its
+    text; a BPE token the characters of its symbols, in the piece's coordinates where a
+    ``▁`` put in front stands for the first character; a byte-fallback token its whole
+    character; an unknown token its character, or the run ``fuse_unk`` fused).
+
+    It walks each piece's characters (spaces escaped) beside its ids. A BPE token is its
+    text there, checked by comparing strings; byte and unknown tokens are checked
+    against the character's kind. Anything else (a token whose text is not there, a
+    character a model without ``unk_token`` drops, ids left over) makes ``run`` return
+    None, and the caller runs the reference: the walk never guesses. ``usable`` is False
+    for files whose merges join byte or unknown tokens (a token's text is then not its
+    characters)."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.text_of = {i: t for t, i in spec.vocab.items()}
+        self.added_len = {i: len(t) for t, i in {**spec.added, **spec.special}.items()}
+        self.byte_ids = {}
+        if spec.byte_fallback:
+            for b in range(256):
+                i = spec.vocab.get(f"<0x{b:02X}>")
+                if i is not None:
+                    self.byte_ids[b] = i
+        odd = set(self.byte_ids.values()) | ({spec.unk_id} if spec.unk_id is not None else set())
+        self.usable = not any(l in odd or r in odd for l, r in spec.merges)
+        self.kinds: dict[str, object] = {}   # character -> None (in vocab), its byte ids, or "unk"
+        # per id (plain): its UTF-8 (None: the unknown token, or no vocabulary token), the
+        # characters it adds (a byte token: 1 at an ASCII or lead byte) and spans
+        size = max(spec.vocab.values(), default=-1) + 1
+        self.token_bytes: list = [None] * size
+        self.starts_char, self.width = [0] * size, [0] * size
+        for t, i in spec.vocab.items():
+            self.token_bytes[i] = t.encode("utf-8")
+            self.starts_char[i] = self.width[i] = len(t)
+        for b, i in self.byte_ids.items():
+            self.token_bytes[i] = bytes([b])
+            self.starts_char[i], self.width[i] = int(b < 0x80 or b >= 0xC0), 1
+        if spec.unk_id is not None:
+            self.token_bytes[spec.unk_id] = None
+
+    def kind(self, ch: str):
+        try:
+            return self.kinds[ch]
+        except KeyError:
+            pass
+        if ch in self.spec.vocab:
+            k = None
+        else:
+            b = [self.byte_ids.get(x) for x in ch.encode("utf-8")] if self.spec.byte_fallback else [None]
+            k = b if None not in b else "unk"
+        self.kinds[ch] = k
+        return k
+
+    def run(self, pieces: list, encode) -> tuple[list[int], list[tuple[int, int]]] | None:
+        """The ids and offsets of a text's ``pieces`` (``reference.hf_spm.pieces``);
+        ``encode`` gives the ids of a list of pieces."""
+        out, spans, offset = [], [], 0
+        for p in pieces:
+            if isinstance(p, int):
+                out.append(p)
+                spans.append((offset, offset + self.added_len[p]))
+                offset += self.added_len[p]
+                continue
+            piece, lead = p
+            w = (R.SPACE if lead else "") + piece
+            if self.spec.replace_space:
+                w = w.replace(" ", R.SPACE)
+            ids = encode([p])
+            if not self.plain(w, lead, offset, ids, spans) and not self.walk(w, lead, offset, ids, spans):
+                return None
+            out += ids
+            offset += len(piece)
+        return out, spans
+
+    def plain(self, w: str, lead: int, offset: int, ids: list[int], out: list) -> bool:
+        """The common case in bulk: BPE and byte-fallback tokens whose bytes, joined, are
+        the piece's UTF-8 (no unknown token, no dropped character). A BPE token spans its
+        text's length; a byte token its character, which starts at an ASCII or lead byte
+        (merges never join byte tokens: ``usable``). False (nothing written) otherwise."""
+        tb, width, starts_char = self.token_bytes, self.width, self.starts_char
+        try:
+            if b"".join([tb[t] for t in ids]) != w.encode("utf-8"):
+                return False
+        except (TypeError, IndexError):   # an unknown token (None), an added token's id
+            return False
+        ends = list(accumulate([starts_char[t] for t in ids], initial=offset - lead))[1:]
+        starts = [e - width[t] for e, t in zip(ends, ids)]
+        j = 0
+        while lead and j < len(ids) and (starts[j] < offset or ends[j] < offset + 1):
+            starts[j], ends[j] = max(starts[j], offset), max(ends[j], offset + 1)   # the ▁ put in front
+            j += 1
+        out.extend(zip(starts, ends))
+        return True
+
+    def walk(self, w: str, lead: int, offset: int, ids: list[int], out: list) -> bool:
+        """The piece token by token; False when a token is not what its characters say
+        (``out`` is then thrown away by ``run``'s caller)."""
+        spec, text_of, k = self.spec, self.text_of, 0
+        i, n = 0, len(w)
+        while i < n:
+            if k >= len(ids):
+                return False
+            t = ids[k]
+            kind = self.kind(w[i])
+            if kind is None:            # a BPE token: its text is here
+                tt = text_of.get(t)
+                if tt is None or not w.startswith(tt, i) or not tt:
+                    return False
+                spans = [(i, i + len(tt))]
+            elif kind == "unk":
+                if spec.unk_id is None or t != spec.unk_id:
+                    return False         # dropped characters: the reference says
+                j = i + 1
+                while spec.fuse_unk and j < n and self.kind(w[j]) == "unk":
+                    j += 1
+                spans = [(i, j)]
+            else:                       # the character's bytes, one token each
+                if ids[k:k + len(kind)] != kind:
+                    return False
+                spans = [(i, i + 1)] * len(kind)
+            for s, e in spans:
+                out.append((offset + max(s - lead, 0), offset + max(e - lead, 1)))
+                k += 1
+            i = spans[-1][1]
+        return k == len(ids)
