@@ -30,13 +30,17 @@ Decisions:
   right or left, ``pad_id`` / ``pad_type_id`` / ``pad_token``.
 - Byte-level BPE files (an ``HFEncoding``), WordPiece files (BERT: a ``WordPiece``,
   which tracks offsets through its normalizer itself) and sentencepiece-style BPE files
-  (Llama 2, Mistral: an ``HFSentencePieceBPE``, offsets by
-  ``fastbpe.reference.hf_spm.encode_with_offsets``); ``tok.encoding`` hands out each.
+  (Llama 2, Mistral: an ``HFSentencePieceBPE``, offsets read off its native ids, the
+  spans of ``fastbpe.reference.hf_spm.encode_with_offsets``); ``tok.encoding`` hands out each.
+- An ``Encoded``'s ``tokens`` and ``offsets`` are made when first read: the ids are
+  what most callers take, and a list of spans costs several times the ids. They are
+  not part of ``==``; a pickle holds them made.
 """
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,19 +58,32 @@ class Encoded:
     """One encoded input, as HF's ``tokenizers.Encoding`` (see the module docstring)."""
 
     ids: list[int]
-    tokens: list[str]
+    #: the tokens' strings, or a function giving them (made when first read, as offsets)
+    _tokens: list[str] | Callable = field(repr=False, compare=False)
     type_ids: list[int]
     special_tokens_mask: list[int]
     attention_mask: list[int]
-    #: Every token's (start, end) in characters, or the reason there are none.
-    _offsets: list[tuple[int, int]] | str = field(repr=False)
+    #: Every token's (start, end) in characters, or the reason there are none, or a
+    #: function giving either: offsets are made when first read (most callers read ids
+    #: only, and spans cost more than the ids), so they take no part in ``==``.
+    _offsets: list[tuple[int, int]] | str | Callable = field(repr=False, compare=False)
     _overflowing: list[Encoded] | str = field(default_factory=list, repr=False)
 
     @property
+    def tokens(self) -> list[str]:
+        tokens = self._tokens = _force(self._tokens)
+        return tokens
+
+    @property
     def offsets(self) -> list[tuple[int, int]]:
-        if isinstance(self._offsets, str):
-            raise ValueError(self._offsets)
-        return self._offsets
+        offsets = self._offsets = _force(self._offsets)
+        if isinstance(offsets, str):
+            raise ValueError(offsets)
+        return offsets
+
+    def __getstate__(self) -> dict:
+        self._offsets, self._tokens = _force(self._offsets), _force(self._tokens)   # not the tokenizer
+        return dict(self.__dict__)
 
     @property
     def overflowing(self) -> list[Encoded]:
@@ -301,14 +318,15 @@ class Tokenizer:
         if not offsets and isinstance(self._enc, (HFEncoding, HFSentencePieceBPE)):
             return [(i, "offsets: not computed (encoded for ids only)")
                     for i in self._enc.encode_batch(texts, allowed_special="all")]
-        if isinstance(self._enc, HFSentencePieceBPE):   # offsets through its ▁ escaping
-            return [self._enc.encode_with_offsets(t) for t in texts]
+        if isinstance(self._enc, HFSentencePieceBPE):   # offsets through its ▁ escaping, when read
+            ids = self._enc.encode_batch(texts, allowed_special="all")
+            return [(i, functools.partial(_spm_offsets, self._enc, t)) for t, i in zip(texts, ids)]
         if not isinstance(self._enc, HFEncoding):   # WordPiece tracks its own offsets
             outs = [self._enc.encode_plus(t, add_special_tokens=False, padding=False, allowed_special="all")
                     for t in texts]
             return [(o["input_ids"], [tuple(x) for x in o["offsets"]]) for o in outs]
         ids = self._enc.encode_batch(texts, allowed_special="all")
-        return [(i, self._offsets_of(t, i)) for t, i in zip(texts, ids)]
+        return [(i, functools.partial(self._offsets_of, t, i)) for t, i in zip(texts, ids)]   # when read
 
     def _offsets_of(self, text: str, ids: list[int]) -> list[tuple[int, int]] | str:
         p = self._enc.pipeline
@@ -336,7 +354,8 @@ class Tokenizer:
         (ids_a, off_a), pair = a, b
         ids_b, off_b = pair if pair is not None else (None, None)
         overflow: list | str = []
-        if self._truncation is not None:
+        if self._truncation is not None:   # windows cut the spans too: made now
+            off_a, off_b = _force(off_a), _force(off_b)
             budget = self._truncation["max_length"]
             if add_special_tokens:
                 budget -= len(post_process_pair(self._post, [], None if pair is None else [])[0])
@@ -356,15 +375,10 @@ class Tokenizer:
             ids = ids_a + (ids_b or [])
             types = [0] * len(ids_a) + [1] * len(ids_b or [])
             special, where = [0] * len(ids), [(0, len(ids_a))] + ([(1, len(ids_b))] if ids_b else [])
-        offsets: list | str
-        bad = next((o for o in (off_a, off_b) if isinstance(o, str)), None)
-        if bad is not None:
-            offsets = bad
-        else:
-            parts, offsets = (off_a, off_b), []
-            for seq, n in where:   # runs: a sequence whole, in order, or n added tokens
-                offsets += [(0, 0)] * n if seq is None else parts[seq]
-        return Encoded(ids=ids, tokens=[self._id_to_token[i] for i in ids], type_ids=types, special_tokens_mask=special,
+        lazy = callable(off_a) or callable(off_b)
+        offsets = functools.partial(_join_offsets, where, off_a, off_b) if lazy else _join_offsets(where, off_a, off_b)
+        return Encoded(ids=ids, _tokens=functools.partial(_tokens_of, self._id_to_token, ids), type_ids=types,
+                       special_tokens_mask=special,
                        attention_mask=[1] * len(ids), _offsets=offsets, _overflowing=overflow)
 
     def _pad(self, out: list[Encoded]) -> list[Encoded]:
@@ -516,11 +530,43 @@ def _pad_one(e: Encoded, n: int, p: dict) -> None:
     def side(xs: list, fill) -> list:
         return xs + [fill] * k if right else [fill] * k + xs
 
-    e.ids, e.tokens = side(e.ids, p["pad_id"]), side(e.tokens, p["pad_token"])
+    e.ids, e._tokens = side(e.ids, p["pad_id"]), functools.partial(_pad_lazy, e._tokens, side, p["pad_token"])
     e.type_ids, e.special_tokens_mask = side(e.type_ids, p["pad_type_id"]), side(e.special_tokens_mask, 1)
     e.attention_mask = side(e.attention_mask, 0)
-    if not isinstance(e._offsets, str):
-        e._offsets = side(e._offsets, (0, 0))
+    e._offsets = functools.partial(_pad_lazy, e._offsets, side, (0, 0))
+
+
+def _pad_lazy(values, side, fill):
+    """``side(values, fill)`` of a list that may be a function giving it (or offsets'
+    reason there are none, kept)."""
+    values = _force(values)
+    return values if isinstance(values, str) else side(values, fill)
+
+
+def _tokens_of(id_to_token: dict, ids: list[int]) -> list[str]:
+    return [id_to_token[i] for i in ids]
+
+
+def _force(offsets):
+    """Spans (or the reason there are none) of a value that may be a function giving them."""
+    return offsets() if callable(offsets) else offsets
+
+
+def _join_offsets(where: list, off_a, off_b) -> list[tuple[int, int]] | str:
+    """The spans of a post-processed input from its sequences' (``post_process_pair``'s
+    runs: a sequence whole, or n added tokens at (0, 0)), or the first reason there are none."""
+    parts = (_force(off_a), _force(off_b))
+    bad = next((o for o in parts if isinstance(o, str)), None)
+    if bad is not None:
+        return bad
+    offsets: list = []
+    for seq, n in where:
+        offsets += [(0, 0)] * n if seq is None else parts[seq]
+    return offsets
+
+
+def _spm_offsets(enc, text: str) -> list[tuple[int, int]]:
+    return enc.encode_with_offsets(text)[1]
 
 
 def _keep(direction: str):

@@ -99,6 +99,22 @@ def test_truncation_and_padding(pair, strategy, direction):
         same(a, b)
 
 
+def test_padding_alone_and_pickled_results(pair):
+    """Tokens and offsets are made when first read: padded first (no truncation, which
+    makes them at once), read after, and pickled before being read, they equal HF's."""
+    import pickle
+
+    ours, hf = pair
+    docs = NFC_DOCS[:4] + ["", "x"]
+    for t in (ours, hf):
+        t.enable_padding(direction="left", pad_id=5, pad_token="<pad>", pad_to_multiple_of=16)
+    for a, b in zip(ours.encode_batch(docs), hf.encode_batch(docs)):
+        same(pickle.loads(pickle.dumps(a)), b, overflowing=False)
+        same(a, b)
+    pairs = [(docs[0][:200], "a pair")]
+    same(ours.encode_batch(pairs)[0], hf.encode_batch(pairs)[0])
+
+
 def test_truncate_rule_matches_hf_on_small_cases(vocab_file):
     ours, hf = _gpt2(vocab_file)
     for n_a in range(0, 7):
