@@ -262,8 +262,8 @@ def test_ignore_merges_takes_the_words_path():
 
 
 def test_threads_share_one_tokenizer(mistral_specs):
-    """The kernel holds the GIL while it uses its own buffers and cache: Python threads
-    encoding on one tokenizer at once get the same ids as one thread."""
+    """Python threads encoding on one tokenizer at once get the same ids as one thread
+    (a call that finds the kernel's context busy takes a fresh one)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from fastbpe.spm import HFSentencePieceBPE

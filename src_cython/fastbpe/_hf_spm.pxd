@@ -25,7 +25,7 @@ the symbols are):
 
 **The segment cache.** A segment of 2 to ``CACHE_SYMS`` symbols merges to the same ids
 wherever it occurs (the corollary), so its result is kept in a direct-mapped table of
-``CACHE_SLOTS`` ``CacheEntry``s (``HFSpmKernel.cache``) keyed by its symbol ids (an
+``CACHE_SLOTS`` ``CacheEntry``s (``HFCtx.cache``: a context's own) keyed by its symbol ids (an
 entry is overwritten by the next segment hashing to its slot; the key is compared
 whole, so a hit is exact). Words repeat in text: most segments are found there, not
 merged.
