@@ -417,26 +417,37 @@ def test_mistral_batches(mistral_specs):
         _check_batch(HFSentencePieceBPE(spec), texts, spec)
 
 
-def test_threads_hammer_one_tokenizer(mistral_specs):
+def _hammer(tok, texts: list[str]) -> None:
     """Python threads calling one tokenizer at once, batches (without the GIL) and
     single texts mixed: each gets the ids of a serial run (no shared scratch)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from fastbpe.spm import HFSentencePieceBPE
-
-    spec = mistral_specs[(MISTRAL_FILES[-1], "non_legacy")]
-    tok = HFSentencePieceBPE(spec)
-    texts = CORPUS + random_texts(37, 80) + ["x" * 70_000 + " y"]   # long: single calls drop the GIL too
-    serial = [tok.encode(t, allowed_special="all", disallowed_special=()) for t in texts]
+    kw = dict(allowed_special="all", disallowed_special=())
+    serial = [tok.encode(t, **kw) for t in texts]
 
     def work(i):
         if i % 3 == 0:
-            return tok.encode_batch(texts, num_threads=1 + i % 4, allowed_special="all", disallowed_special=())
+            return tok.encode_batch(texts, num_threads=1 + i % 4, **kw)
         if i % 3 == 1:
-            ids, off = tok.encode_batch_to_numpy(texts, num_threads=2, allowed_special="all", disallowed_special=())
+            ids, off = tok.encode_batch_to_numpy(texts, num_threads=2, **kw)
             return [ids[off[j]:off[j + 1]].tolist() for j in range(len(texts))]
-        return [tok.encode(t, allowed_special="all", disallowed_special=()) for t in texts]
+        return [tok.encode(t, **kw) for t in texts]
 
     with ThreadPoolExecutor(4) as pool:
         for got in pool.map(work, range(24)):
             assert got == serial
+
+
+def test_threads_hammer_one_tokenizer():
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = _with_added(VARIANTS[("bytes", "always", True)])
+    texts = BATCH_GOLDEN * 3 + ["ab c" * 20_000]   # long: single calls drop the GIL too
+    _hammer(HFSentencePieceBPE(spec), texts)
+
+
+def test_threads_hammer_mistral(mistral_specs):
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = mistral_specs[(MISTRAL_FILES[-1], "non_legacy")]
+    _hammer(HFSentencePieceBPE(spec), CORPUS + random_texts(37, 80) + ["x" * 70_000 + " y"])
