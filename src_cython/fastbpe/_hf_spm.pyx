@@ -29,6 +29,10 @@ from fastbpe.reference.core import fix_surrogates
 
 cnp.import_array()
 
+cdef extern from "fbe_atomic.h" nogil:
+    Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept
+    void fbe_flag_store(char* flag, char v) noexcept
+
 cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
     const void* PyUnicode_DATA(object text)
@@ -586,32 +590,43 @@ cdef struct TextRef:
     int kind
 
 
-cdef struct BatchJob:
-    # one thread's block of texts [first, last)
+cdef struct Batch:
+    # a batch on the runner: job i is text i (blocks of neighbouring texts per thread,
+    # taken over by an idle thread: fastbpe._runner); each thread has a context of its own
     const HFTables* t
     const AddedSet* added
     const TextRef* texts
-    Py_ssize_t* ends          # ends[i]: ctx.out_len after text i (its ids end there)
-    HFCtx* ctx                # a pooled context, or NULL: the job makes `own`
-    HFCtx own
-    Py_ssize_t first
-    Py_ssize_t last
-    int error
+    HFCtx** owner             # text i's ids are owner[i].out[begins[i]:ends[i]]
+    Py_ssize_t* begins
+    Py_ssize_t* ends
+    HFCtx* pool               # the kernel's POOL contexts, or NULL (another batch holds them)
+    HFCtx** ctxs              # thread k's context (k: the order the threads started in) ...
+    Py_ssize_t n_ctxs         # ... for k < n_ctxs (atomic)
+    char error                # out of memory (fbe_flag_store)
 
 
-cdef void run_block(void* payload, Py_ssize_t j, Py_ssize_t slot, void* state) noexcept nogil:
-    cdef BatchJob* job = &(<BatchJob*>payload)[j]
-    cdef Py_ssize_t i
-    if job.ctx == NULL:
-        job.ctx = &job.own
-    if ctx_ready(job.ctx) < 0:
-        job.error = 1
+cdef void* batch_begin(void* payload) noexcept nogil:
+    """A thread's context: the next of the kernel's pool, else a fresh one."""
+    cdef Batch* b = <Batch*>payload
+    cdef Py_ssize_t k = fbe_atomic_next(&b.n_ctxs)
+    cdef HFCtx* c = &b.pool[k] if b.pool != NULL and k < POOL else <HFCtx*>calloc(1, sizeof(HFCtx))
+    b.ctxs[k] = c
+    if c == NULL or ctx_ready(c) < 0:
+        fbe_flag_store(&b.error, 1)
+        return NULL
+    return c
+
+
+cdef void batch_text(void* payload, Py_ssize_t i, Py_ssize_t slot, void* state) noexcept nogil:
+    cdef Batch* b = <Batch*>payload
+    cdef HFCtx* c = <HFCtx*>state
+    if c == NULL:
         return
-    for i in range(job.first, job.last):
-        if encode_text(job.t, job.added, job.ctx, job.texts[i].kind, job.texts[i].data, job.texts[i].n) < 0:
-            job.error = 1
-            return
-        job.ends[i] = job.ctx.out_len
+    b.owner[i] = c
+    b.begins[i] = c.out_len
+    if encode_text(b.t, b.added, c, b.texts[i].kind, b.texts[i].data, b.texts[i].n) < 0:
+        fbe_flag_store(&b.error, 1)
+    b.ends[i] = c.out_len
 
 
 cdef inline bint has_surrogate(str text):
@@ -946,23 +961,27 @@ cdef class HFSpmKernel:
         return self.batch(texts, allowed, num_threads, dtype)
 
     cdef object batch(self, list texts, allowed, int num_threads, object dtype):
-        """Each text's ids on up to num_threads threads, each on a block of texts of
-        about equal code points and a context of its own; lists (dtype None) or arrays."""
+        """Each text's ids on up to num_threads threads (``Batch``); lists (dtype None)
+        or arrays."""
         cdef AddedTokens added = self.added_for(allowed)
-        cdef Py_ssize_t n = len(texts), i, k, total = 0, acc = 0, at
+        cdef Py_ssize_t n = len(texts), i, k, total = 0
         cdef int n_thr = 1
-        cdef TextRef* refs = NULL
-        cdef Py_ssize_t* ends = NULL
-        cdef BatchJob* jobs = NULL
+        cdef Batch b
         cdef Runner runner
         cdef bint use_pool = False
+        cdef HFCtx* c
+        cdef TextRef* refs = NULL
         self.check_merges()
         if any(has_surrogate(s) for s in texts):
             texts = [valid(s) for s in texts]   # kept alive here while the threads read them
+        memset(&b, 0, sizeof(Batch))
         try:
             refs = <TextRef*>calloc(n + 1, sizeof(TextRef))
-            ends = <Py_ssize_t*>calloc(n + 1, sizeof(Py_ssize_t))
-            if refs == NULL or ends == NULL:
+            b.texts = refs
+            b.owner = <HFCtx**>calloc(n + 1, sizeof(HFCtx*))
+            b.begins = <Py_ssize_t*>calloc(n + 1, sizeof(Py_ssize_t))
+            b.ends = <Py_ssize_t*>calloc(n + 1, sizeof(Py_ssize_t))
+            if b.texts == NULL or b.owner == NULL or b.begins == NULL or b.ends == NULL:
                 raise MemoryError()
             for i in range(n):
                 s = texts[i]
@@ -971,84 +990,66 @@ cdef class HFSpmKernel:
                 refs[i].n = PyUnicode_GET_LENGTH(s)
                 total += refs[i].n
             n_thr = <int>min(<Py_ssize_t>_batch_threads(num_threads, total), max(n, 1))
-            jobs = <BatchJob*>calloc(n_thr, sizeof(BatchJob))
-            if jobs == NULL:
+            b.ctxs = <HFCtx**>calloc(n_thr, sizeof(HFCtx*))
+            if b.ctxs == NULL:
                 raise MemoryError()
+            b.t = &self.t
+            b.added = &added.a
             use_pool = not self.pool_busy   # under the GIL: one batch at a time uses the pool
             self.pool_busy = True
-            at = 0
-            for k in range(n_thr):
-                jobs[k].t = &self.t
-                jobs[k].added = &added.a
-                jobs[k].texts = refs
-                jobs[k].ends = ends
-                jobs[k].ctx = &self.pool[k] if use_pool and k < POOL else NULL
-                jobs[k].first = at
-                if k == n_thr - 1:
-                    at = n
-                else:   # up to about (k + 1) / n_thr of the code points, at least one text
-                    while at < n and (at == jobs[k].first or acc + refs[at].n <= total * (k + 1) // n_thr):
-                        acc += refs[at].n
-                        at += 1
-                jobs[k].last = at
-            runner.payload = jobs
-            runner.begin = NULL
-            runner.run = run_block
+            b.pool = self.pool if use_pool else NULL
+            runner.payload = &b
+            runner.begin = batch_begin
+            runner.run = batch_text
             runner.end = NULL
-            runner.n_jobs = n_thr
+            runner.n_jobs = n
             runner.notify = False
             with nogil:
                 run_jobs(&runner, n_thr)
-            for k in range(n_thr):
-                if jobs[k].error:
-                    raise MemoryError("out of memory while encoding")
-            if dtype is None:
-                return self.lists(jobs, n_thr, ends)
-            return self.arrays(jobs, n_thr, ends, n, dtype)
+            if b.error:
+                raise MemoryError("out of memory while encoding")
+            return self.lists(&b, n) if dtype is None else self.arrays(&b, n, dtype)
         finally:
-            if jobs != NULL:
-                for k in range(n_thr):
-                    if jobs[k].ctx == &jobs[k].own:
-                        ctx_free(&jobs[k].own)
-                    elif jobs[k].ctx != NULL:
-                        ctx_trim(jobs[k].ctx)
+            for k in range(b.n_ctxs):
+                c = b.ctxs[k]
+                if b.pool != NULL and k < POOL:
+                    ctx_trim(c)
+                elif c != NULL:
+                    ctx_free(c)
+                    free(c)
             if use_pool:
                 self.pool_busy = False
-            free(jobs)
-            free(ends)
+            free(b.ctxs)
             free(refs)
+            free(b.owner)
+            free(b.begins)
+            free(b.ends)
 
-    cdef list lists(self, const BatchJob* jobs, Py_ssize_t n_jobs, const Py_ssize_t* ends):
+    cdef list lists(self, const Batch* b, Py_ssize_t n):
         cdef OutBuf view
-        cdef Py_ssize_t k, i, begin
+        cdef Py_ssize_t i
         cdef list out = []
         collect_young_if_due()
-        for k in range(n_jobs):
-            begin = 0
-            for i in range(jobs[k].first, jobs[k].last):
-                out_init(&view, <uint32_t*>jobs[k].ctx.out + begin, ends[i] - begin)
-                view.size = ends[i] - begin
-                out.append(outbuf_to_list(&view, self.n_shared, True))
-                begin = ends[i]
+        for i in range(n):
+            out_init(&view, <uint32_t*>b.owner[i].out + b.begins[i], b.ends[i] - b.begins[i])
+            view.size = b.ends[i] - b.begins[i]
+            out.append(outbuf_to_list(&view, self.n_shared, True))
         track_lists(out)
         return out
 
-    cdef tuple arrays(self, const BatchJob* jobs, Py_ssize_t n_jobs, const Py_ssize_t* ends, Py_ssize_t n,
-                      object dtype):
-        cdef Py_ssize_t k, i, total = 0, at = 0
+    cdef tuple arrays(self, const Batch* b, Py_ssize_t n, object dtype):
+        cdef Py_ssize_t i, total = 0
         cdef bint u16 = dtype.itemsize == 2
         cdef cnp.npy_intp n_off = n + 1
-        for k in range(n_jobs):
-            total += jobs[k].ctx.out_len
+        for i in range(n):
+            total += b.ends[i] - b.begins[i]
         cdef cnp.ndarray ids = id_array(total, dtype)
         cdef cnp.ndarray offsets = cnp.PyArray_EMPTY(1, &n_off, cnp.NPY_INT64, 0)
         cdef void* w = cnp.PyArray_DATA(ids)
         cdef int64_t* off = <int64_t*>cnp.PyArray_DATA(offsets)
         with nogil:
             off[0] = 0
-            for k in range(n_jobs):
-                write_ids(jobs[k].ctx.out, jobs[k].ctx.out_len, w, at, u16)
-                for i in range(jobs[k].first, jobs[k].last):
-                    off[i + 1] = at + ends[i]
-                at += jobs[k].ctx.out_len
+            for i in range(n):
+                write_ids(b.owner[i].out + b.begins[i], b.ends[i] - b.begins[i], w, off[i], u16)
+                off[i + 1] = off[i] + b.ends[i] - b.begins[i]
         return ids, offsets
