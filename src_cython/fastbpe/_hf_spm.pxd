@@ -88,8 +88,8 @@ cdef enum:
 
 cdef struct AddedSet:
     # the tokens one call cuts out first (reference.hf_spm.pieces: the added tokens and
-    # the allowed special ones), as code points, sorted by first code point, then
-    # longest first (the first that matches at a position is the longest there)
+    # the allowed special ones), as code points, sorted by them (a token comes before
+    # those it is a prefix of): the tokens sharing a prefix are a range (_hf_spm.added_at)
     uint32_t* cps         # every token's code points, one after the other
     Py_ssize_t* at        # token k is cps[at[k]:at[k] + length[k]] (length >= 1)
     Py_ssize_t* length
