@@ -2,6 +2,7 @@
 tokenizer.json (HF is the judge of that file; the ``.model`` files are ``spm_peers.py``'s).
 
     python benchmarks/spm_json_speed.py [--model PATH ...] [--kind english ...] [--mb 1]
+    python benchmarks/spm_json_speed.py --batch 500 [--threads 1 2]
 
 For each Mistral ``.model`` (``$FASTBPE_TEST_VOCAB_DIR`` or ``../shared/vocab``, or
 ``--model``), the tokenizer.json transformers' spm-proto conversion makes from it
@@ -11,6 +12,11 @@ file and HF runs the same object. One core (pinned), ~2 KB documents of
 document is reported, and the kind gets no ratio). Times are CPU time, best of
 ``--repeat``: **cold** is a fresh fastbpe tokenizer's first pass over text it never saw,
 **steady** the best of the passes after it.
+
+``--batch N``: instead, the wall time of ``encode_batch`` of N ~2 KB documents (the kinds
+in turn) on each of ``--threads`` native threads (not pinned), a fresh tokenizer's first
+call (cold) and the best of ``--repeat`` after it; HF's ``encode_batch`` (its own thread
+pool) on the same documents for scale. Ids are compared with HF's first.
 """
 from __future__ import annotations
 
@@ -42,14 +48,39 @@ def cpu_pass(encode, docs) -> float:
     return time.process_time() - t0
 
 
+def wall(call) -> float:
+    t0 = time.perf_counter()
+    call()
+    return time.perf_counter() - t0
+
+
+def batch_run(json_path: Path, tok, name: str, docs: list[str], threads: list[int], repeat: int) -> None:
+    """``--batch``: see the module docstring."""
+    mb = sum(len(d.encode("utf-8")) for d in docs) / 1e6
+    hf_ids = [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)]
+    for n in threads:
+        fresh = fastbpe.load(json_path)
+        cold = wall(lambda: fresh.encode_batch(docs, num_threads=n))
+        steady = min(wall(lambda: fresh.encode_batch(docs, num_threads=n)) for _ in range(repeat))
+        differ = sum(a != b for a, b in zip(fresh.encode_batch(docs, num_threads=n), hf_ids))
+        print(f"{name:44} batch of {len(docs)} docs, {n} thread(s): fastbpe cold {mb / cold:6.1f} steady"
+              f" {mb / steady:6.1f} MB/s ({steady * 1e3:.1f} ms)" + (f" ids differ on {differ}" if differ else ""),
+              flush=True)
+    hf = min(wall(lambda: tok.encode_batch(docs, add_special_tokens=False)) for _ in range(repeat))
+    print(f"{name:44} batch of {len(docs)} docs, HF encode_batch (its own threads): {mb / hf:6.1f} MB/s", flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", nargs="*", type=Path, default=None)
     ap.add_argument("--kind", nargs="*", default=list(corpus.LANGUAGES))
     ap.add_argument("--mb", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=0, metavar="N", help="wall time of batches of N documents")
+    ap.add_argument("--threads", nargs="*", type=int, default=[1, 2])
     args = ap.parse_args(argv)
-    pin_one_core()
+    if not args.batch:
+        pin_one_core()
     paths = args.model or [VOCAB_DIR / m for m in MODELS]
     for path in paths:
         tok = hf_from_model(path)
@@ -58,6 +89,11 @@ def main(argv=None) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             json_path = Path(tmp) / "tokenizer.json"
             tok.save(str(json_path))
+            if args.batch:
+                by_kind = [documents(kind, args.mb) for kind in args.kind]
+                docs = [d for group in zip(*by_kind) for d in group][:args.batch]
+                batch_run(json_path, tok, path.name, docs, args.threads, args.repeat)
+                continue
             for kind in args.kind:
                 docs = documents(kind, args.mb)
                 mb = sum(len(d.encode("utf-8")) for d in docs) / 1e6

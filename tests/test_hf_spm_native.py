@@ -262,8 +262,8 @@ def test_ignore_merges_takes_the_words_path():
 
 
 def test_threads_share_one_tokenizer(mistral_specs):
-    """The kernel holds the GIL while it uses its own buffers and cache: Python threads
-    encoding on one tokenizer at once get the same ids as one thread."""
+    """Python threads encoding on one tokenizer at once get the same ids as one thread
+    (a call that finds the kernel's context busy takes a fresh one)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from fastbpe.spm import HFSentencePieceBPE
@@ -274,3 +274,196 @@ def test_threads_share_one_tokenizer(mistral_specs):
     expected = [H.encode(t, spec) for t in texts]
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(tok.encode_ordinary, texts)) == expected
+
+
+# --------------------------------------------------------------------------- batches on native threads
+# The kernel's encode / encode_batch (the added-token cut native, each batch thread on a
+# context of its own) against reference.hf_spm.encode, through HFSentencePieceBPE.
+
+ADDED = {"[X]": 902, "<s": 903, "a[": 904}           # "<s" is a prefix of the special "<s>": longest wins
+SPECIAL = {"<s>": 900, "</s>": 901}
+BATCH_TEXT = st.lists(st.sampled_from(list("abc=😀é中x  " + SPACE) + ["\U000e0100", "<s>", "</s>", "[X]", "<s", "a[",
+                                                                     "\ud800", "\udc00", "<", "["]),
+                      max_size=40).map("".join)
+
+
+def _with_added(spec: HFSpmSpec) -> HFSpmSpec:
+    from dataclasses import replace
+
+    return replace(spec, added=dict(ADDED), special=dict(SPECIAL))
+
+
+def _expected(texts: list[str], spec: HFSpmSpec, allowed: frozenset[str]) -> list[list[int]]:
+    from fastbpe.reference.core import fix_surrogates
+
+    return [H.encode(fix_surrogates(t), spec, allowed) for t in texts]
+
+
+def _check_batch(tok, texts: list[str], spec: HFSpmSpec, threads=(1, 2, 8)) -> None:
+    """encode_batch (lists and numpy) on 1, 2 and 8 threads == per text == the reference,
+    special tokens allowed and not (their text then ordinary), uint32 and uint16."""
+    import numpy as np
+
+    for allowed_special, allowed in (("all", frozenset(spec.special)), (set(), frozenset())):
+        expected = _expected(texts, spec, allowed)
+        kw = dict(allowed_special=allowed_special, disallowed_special=())
+        assert [tok.encode(t, **kw) for t in texts] == expected
+        assert [tok.encode_to_numpy(t, **kw).tolist() for t in texts] == expected
+        for n in threads:
+            assert tok.encode_batch(texts, num_threads=n, **kw) == expected, n
+            for dtype in (np.uint32, np.uint16):
+                ids, offsets = tok.encode_batch_to_numpy(texts, num_threads=n, dtype=dtype, **kw)
+                assert ids.dtype == dtype and offsets.dtype == np.int64 and len(offsets) == len(texts) + 1
+                assert [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))] == expected, n
+        if not allowed:
+            for n in threads:
+                assert tok.encode_ordinary_batch(texts, num_threads=n) == expected
+
+
+BATCH_GOLDEN = GOLDEN + ["a b", " a", "a  b ", SPACE + "a" + SPACE, "中 中", "x<s> y<s>", "<s>", "<s", "<s>>",
+                         "[X][X]a[", " <s> a", "a\ud800b", "\udc00", "</s></s>", "<</s>", ""]
+
+
+@pytest.mark.parametrize("key", sorted(VARIANTS, key=str))
+def test_batch_golden(key):
+    """The synthetic specs under every normalizer layout, with added and special tokens
+    (no shared files needed)."""
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = _with_added(VARIANTS[key])
+    tok = HFSentencePieceBPE(spec)
+    assert tok._core.threaded
+    _check_batch(tok, BATCH_GOLDEN, spec)
+
+
+@pytest.mark.parametrize("key", [("bytes", "legacy"), ("unk_fuse", "always", True), ("no_unk", "first", False)],
+                         ids=str)
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(BATCH_TEXT, max_size=12))
+def test_batch_hypothesis(key, texts):
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = _with_added(VARIANTS[key])
+    _check_batch(HFSentencePieceBPE(spec), texts, spec, threads=(1, 3))
+
+
+def test_batch_edges():
+    """No texts, empty texts, many more texts than threads, a 200,000-symbol text
+    among short ones (merged by the heap on its thread: not quadratic)."""
+    import time
+
+    import numpy as np
+
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = _with_added(VARIANTS[("bytes", "legacy")])
+    tok = HFSentencePieceBPE(spec)
+    for n in (1, 2, 8):
+        assert tok.encode_batch([], num_threads=n) == []
+        ids, offsets = tok.encode_batch_to_numpy([], num_threads=n)
+        assert ids.tolist() == [] and offsets.tolist() == [0]
+        assert tok.encode_batch(["", "", ""], num_threads=n) == [[], [], []]
+    many = (BATCH_GOLDEN * 40)[:1000]
+    expected = [tok.encode(t, allowed_special="all", disallowed_special=()) for t in many]
+    assert expected == _expected(many, spec, frozenset(SPECIAL))[:len(many)]
+    for n in (1, 2, 8):
+        assert tok.encode_batch(many, num_threads=n, allowed_special="all", disallowed_special=()) == expected
+    long = [SPACE * 200_000, "=" * 200_000 + "<s>" + "ab" * 10, "a b"]
+    expected = [tok.encode(t, allowed_special="all") for t in long]
+    assert expected[0] == reference_ids(SPACE + SPACE * 200_000, spec)   # Prepend's ▁ in front
+    t0 = time.process_time()
+    for n in (1, 2):
+        assert tok.encode_batch(long + many[:50], num_threads=n, allowed_special="all") == expected + [
+            tok.encode(t, allowed_special="all", disallowed_special=()) for t in many[:50]]
+        ids, offsets = tok.encode_batch_to_numpy(long, num_threads=n, allowed_special="all", dtype=np.uint16)
+        assert ids.tolist() == [i for e in expected for i in e]
+    assert time.process_time() - t0 < 10.0
+
+
+def test_added_tokens_cut_leftmost_longest():
+    """A few cuts written out (``reference.sentencepiece.split_specials``' rule)."""
+    from dataclasses import replace
+
+    spec = _with_added(VARIANTS[("bytes", "legacy")])
+    k = native.HFSpmKernel(spec)
+    v = spec.vocab
+    assert k.encode("<s>", frozenset({"<s>"})) == [900]
+    assert k.encode("<s>", frozenset()) == [903, v[SPACE], v["<0x3E>"]]   # "<s" (added), then "▁>" (Prepend)
+    assert k.encode("[X]a[", frozenset()) == [902, 904]
+    assert k.encode("b<s>", frozenset({"<s>"})) == [v[SPACE], v["b"], 900]
+    with pytest.raises(ValueError, match="empty"):
+        native.HFSpmKernel(replace(spec, added={"": 5})).encode("a")
+    with pytest.raises(ValueError, match="ignore_merges"):
+        native.HFSpmKernel(SPECS["ignore_merges"]).encode_batch(["a"], frozenset(), 2)
+
+
+CHAIN = {"[": 910, "[A": 911, "[A]": 912, "[AB]": 913, "[ABC]": 914, "[B": 915, "A]": 916, "[AC": 917}
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.sampled_from(list("[AB]C a")), max_size=40))
+def test_added_tokens_sharing_prefixes(text):
+    """Many tokens sharing prefixes (Mistral v3: 768 of 771 start with "["): the
+    native cut narrows a sorted range; the reference tries each token, longest first."""
+    from dataclasses import replace
+
+    spec = replace(VARIANTS[("bytes", "legacy")], added=dict(CHAIN), special={"[AB": 918})
+    k = native.HFSpmKernel(spec)
+    for allowed in (frozenset(), frozenset({"[AB"})):
+        assert k.encode(text, allowed) == H.encode(text, spec, allowed)
+
+
+def test_ignore_merges_batches_stay_exact():
+    """``ignore_merges`` models run batches per text on the words' path (Python)."""
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = _with_added(SPECS["ignore_merges"])
+    tok = HFSentencePieceBPE(spec)
+    assert not tok._core.threaded
+    _check_batch(tok, ["abc abc", "ab", "c c<s>", "", "中a[X]", "a\ud800"], spec, threads=(1, 2))
+
+
+def test_mistral_batches(mistral_specs):
+    """Mistral v1 / v3 converted three ways: batch == per text == the reference, 1, 2
+    and 8 threads."""
+    from fastbpe.spm import HFSentencePieceBPE
+
+    texts = CORPUS + random_texts(36, 40) + ["a\ud800b", "", "<s>[INST] x [/INST]</s>", "=" * 3000]
+    for key, spec in mistral_specs.items():
+        _check_batch(HFSentencePieceBPE(spec), texts, spec)
+
+
+def _hammer(tok, texts: list[str]) -> None:
+    """Python threads calling one tokenizer at once, batches (without the GIL) and
+    single texts mixed: each gets the ids of a serial run (no shared scratch)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    kw = dict(allowed_special="all", disallowed_special=())
+    serial = [tok.encode(t, **kw) for t in texts]
+
+    def work(i):
+        if i % 3 == 0:
+            return tok.encode_batch(texts, num_threads=1 + i % 4, **kw)
+        if i % 3 == 1:
+            ids, off = tok.encode_batch_to_numpy(texts, num_threads=2, **kw)
+            return [ids[off[j]:off[j + 1]].tolist() for j in range(len(texts))]
+        return [tok.encode(t, **kw) for t in texts]
+
+    with ThreadPoolExecutor(4) as pool:
+        for got in pool.map(work, range(24)):
+            assert got == serial
+
+
+def test_threads_hammer_one_tokenizer():
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = _with_added(VARIANTS[("bytes", "always", True)])
+    texts = BATCH_GOLDEN * 3 + ["ab c" * 20_000]   # long: single calls drop the GIL too
+    _hammer(HFSentencePieceBPE(spec), texts)
+
+
+def test_threads_hammer_mistral(mistral_specs):
+    from fastbpe.spm import HFSentencePieceBPE
+
+    spec = mistral_specs[(MISTRAL_FILES[-1], "non_legacy")]
+    _hammer(HFSentencePieceBPE(spec), CORPUS + random_texts(37, 80) + ["x" * 70_000 + " y"])

@@ -150,7 +150,7 @@ class SentencePieceBPE:
         allowed, disallowed = resolve_special_sets(allowed_special, disallowed_special, self._specials)
         check_no_disallowed(text, disallowed - allowed)
         if allowed:
-            return np.array(self._encode_allowed(text, allowed), dtype=dtype)
+            return self._numpy_allowed(text, allowed, dtype)
         try:   # the core writes the array (no list between)
             return self._core.encode_to_numpy(text, dtype)
         except UnicodeEncodeError:   # lone surrogates (module docstring)
@@ -185,6 +185,9 @@ class SentencePieceBPE:
         """``encode`` with some special tokens allowed: the text between them encoded as
         texts of their own (``fastbpe.reference.sentencepiece``, "Special tokens")."""
         return self._encode_parts(split_on_specials(text, allowed))
+
+    def _numpy_allowed(self, text: str, allowed: frozenset[str], dtype: np.dtype) -> np.ndarray:
+        return np.array(self._encode_allowed(text, allowed), dtype=dtype)
 
     def _encode_batch_allowed(self, texts: list[str], allowed: frozenset[str], num_threads: int) -> list[list[int]]:
         split = [split_on_specials(t, allowed) for t in texts]
@@ -385,9 +388,9 @@ class HFSentencePieceBPE(SentencePieceBPE):
     """A sentencepiece-style tokenizer.json (Llama 2, Mistral as transformers converts
     them) with the same API; HF ``tokenizers`` is the judge (``fastbpe.reference.hf_spm``,
     whose decisions apply: merges by pair rank, added tokens cut first, ``legacy``
-    Prepend vs Metaspace ``prepend_scheme``). The normalizer and BPE run on the native
-    ``fastbpe._hf_spm`` kernel when it is built (``native_reason`` None), else on the
-    reference; the added-token cut stays in Python (``_HFCore``). Offsets
+    Prepend vs Metaspace ``prepend_scheme``). The added-token cut, normalizer and BPE
+    run on the native ``fastbpe._hf_spm`` kernel when it is built (``native_reason``
+    None; batches on native threads), else on the reference (``_HFCore``). Offsets
     (``encode_with_offsets``) and ``decode`` run on the reference.
 
     ``encode(text, allowed_special="all")`` equals HF's ``encode(text,
@@ -421,17 +424,18 @@ class HFSentencePieceBPE(SentencePieceBPE):
     def __repr__(self) -> str:
         return f"<HFSentencePieceBPE {self.name!r}>"
 
+    # The core cuts the allowed special tokens too (``_HFCore``), batches included.
     def _encode_allowed(self, text: str, allowed: frozenset[str]) -> list[int]:
-        try:
-            return self._core.encode(text, allowed)
-        except UnicodeEncodeError:   # lone surrogates (module docstring)
-            return self._core.encode(fix_surrogates(text), allowed)
+        return self._core.encode(text, allowed)
+
+    def _numpy_allowed(self, text, allowed, dtype):
+        return self._core.encode_to_numpy(text, dtype, allowed)
 
     def _encode_batch_allowed(self, texts, allowed, num_threads):
-        return [self._encode_allowed(t, allowed) for t in texts]
+        return self._core.encode_batch(texts, num_threads, allowed)
 
     def _numpy_batch_allowed(self, texts, allowed, num_threads, dtype):
-        return _rows_to_numpy(self._encode_batch_allowed(texts, allowed, num_threads), dtype)
+        return self._core.encode_batch_to_numpy(texts, num_threads, dtype, allowed)
 
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         """HF's ``encode(text, add_special_tokens=False)``: its ids and offsets (every
@@ -493,11 +497,15 @@ class HFSentencePieceBPE(SentencePieceBPE):
 
 
 class _HFCore(ReferenceCore):
-    """HF's BPE of a tokenizer.json as a core: the added-token cut in Python
-    (``reference.hf_spm.pieces``), each piece's normalizer and BPE by the native
-    ``fastbpe._hf_spm.HFSpmKernel`` (the twin of ``reference.hf_spm.words`` and
-    ``bpe_word``) when it is built, else by the reference. ``allowed``: the special
-    tokens matched (none for ``encode_ordinary``)."""
+    """HF's BPE of a tokenizer.json as a core: the native ``fastbpe._hf_spm.HFSpmKernel``
+    (the twin of ``reference.hf_spm.encode``: the added-token cut, the normalizer and
+    BPE; batches on native threads without the GIL) when it is built, else the
+    reference. ``allowed``: the special tokens matched (none for ``encode_ordinary``).
+    Lone surrogates are encoded as U+FFFD on every path (the kernel finds them itself),
+    so this core never raises UnicodeEncodeError.
+
+    ``ignore_merges`` models (a word that is a token is taken whole: a dict look-up per
+    word) stay on the words' path: the cut in Python, ``encode_words`` per text."""
 
     def __init__(self, spec):
         from ..reference import hf_spm
@@ -505,6 +513,7 @@ class _HFCore(ReferenceCore):
         self.spec, self.hf = spec, hf_spm
         self.kernel = HFSpmKernel(spec) if HFSpmKernel is not None else None
         self.walk = None    # _OffsetWalk, made at the first encode_with_offsets
+        self.threaded = self.kernel is not None and not spec.ignore_merges
 
     def encode_with_offsets(self, text: str, allowed: frozenset[str]) -> tuple[list[int], list[tuple[int, int]]] | None:
         """``reference.hf_spm.encode_with_offsets`` from the kernel's ids: each id's
@@ -521,13 +530,32 @@ class _HFCore(ReferenceCore):
         return self.walk.run(ps, self.kernel.encode_pieces)
 
     def encode(self, text: str, allowed: frozenset[str] = frozenset()) -> list[int]:
-        text.encode("utf-8")
+        if self.threaded:
+            return self.kernel.encode(text, allowed)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:   # lone surrogates (module docstring)
+            text = fix_surrogates(text)
         if self.kernel is None:
             return self.hf.encode(text, self.spec, allowed)
-        if self.spec.ignore_merges:   # each word is looked up whole first: the words' path
-            return [i for p in self.hf.parts(text, self.spec, allowed, split_on_specials)
-                    for i in ([p] if isinstance(p, int) else self.kernel.encode_words(p))]
-        return self.kernel.encode_pieces(self.hf.pieces(text, self.spec, allowed, split_on_specials))
+        return [i for p in self.hf.parts(text, self.spec, allowed, split_on_specials)
+                for i in ([p] if isinstance(p, int) else self.kernel.encode_words(p))]
+
+    def encode_batch(self, texts: list[str], num_threads: int, allowed: frozenset[str] = frozenset()):
+        if self.threaded:
+            return self.kernel.encode_batch(texts, allowed, num_threads)
+        return [self.encode(t, allowed) for t in texts]
+
+    def encode_to_numpy(self, text: str, dtype: np.dtype, allowed: frozenset[str] = frozenset()) -> np.ndarray:
+        if self.threaded:
+            return self.kernel.encode_to_numpy(text, allowed, dtype)
+        return np.array(self.encode(text, allowed), dtype=dtype)
+
+    def encode_batch_to_numpy(self, texts: list[str], num_threads: int, dtype: np.dtype,
+                              allowed: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
+        if self.threaded:
+            return self.kernel.encode_batch_to_numpy(texts, allowed, num_threads, dtype)
+        return _rows_to_numpy(self.encode_batch(texts, num_threads, allowed), dtype)
 
 
 class _OffsetWalk:

@@ -1,11 +1,13 @@
 """Native BPE of a sentencepiece-style tokenizer.json: the declarations of ``fastbpe._hf_spm``.
 
-The rules are ``fastbpe.reference.hf_spm``'s (the specification: ``words``,
-``initial_symbols``, ``merge_symbols``, ``segments``); ``_hf_spm.pyx`` makes ``words`` +
-``bpe_word`` fast. The added-token cut stays in Python (``reference.hf_spm.pieces``, which
-also says whether a ``▁`` goes in front of each piece); a piece between added tokens is
-encoded by ``HFSpmKernel`` in three linear steps (its ``▁`` in front, spaces escaped and
-Metaspace's word starts, as forced cuts, made on the fly while the symbols are):
+The rules are ``fastbpe.reference.hf_spm``'s (the specification: ``pieces``, ``prefix``,
+``words``, ``initial_symbols``, ``merge_symbols``, ``segments``); ``_hf_spm.pyx`` makes
+``pieces`` + ``words`` + ``bpe_word`` fast. The added tokens (and the allowed special
+ones: an ``AddedSet``) are cut out of the text first, leftmost then longest, as
+``reference.sentencepiece.split_specials`` decides; ``prefix`` says whether a ``▁`` goes in
+front of each piece between them. A piece is encoded in three linear steps (its ``▁`` in
+front, spaces escaped and Metaspace's word starts, as forced cuts, made on the fly while
+the symbols are):
 
 1. **symbols**: each code point's id (``HFTables.bmp``, a dense array for U+0000-U+FFFF,
    else the open-addressing ``HFTables.astral``), else its UTF-8 bytes' ``<0xXX>`` ids
@@ -23,10 +25,16 @@ Metaspace's word starts, as forced cuts, made on the fly while the symbols are):
 
 **The segment cache.** A segment of 2 to ``CACHE_SYMS`` symbols merges to the same ids
 wherever it occurs (the corollary), so its result is kept in a direct-mapped table of
-``CACHE_SLOTS`` ``CacheEntry``s (``HFSpmKernel.cache``) keyed by its symbol ids (an
+``CACHE_SLOTS`` ``CacheEntry``s (``HFCtx.cache``: a context's own) keyed by its symbol ids (an
 entry is overwritten by the next segment hashing to its slot; the key is compared
 whole, so a hit is exact). Words repeat in text: most segments are found there, not
 merged.
+
+**Threads.** Everything a call mutates (``Scratch``, the segment cache, the output) is
+an ``HFCtx``; the tables (``HFTables``, ``AddedSet``) are read only. So the hot path is
+``nogil`` functions over ``(const HFTables*, HFCtx*)``: a batch runs each thread's block
+of texts on a context of its own (kept warm in the kernel's pool), and a single call
+takes the kernel's own context unless another call holds it (then a fresh one).
 """
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 
@@ -67,6 +75,28 @@ cdef struct HFTables:
     uint8_t* bits
     uint32_t n_cols
     int32_t n_ids
+    int scan_max          # the longest segment merged by a scan; longer ones by the heap
+    bint prepend          # normalizer Prepend("▁"): reference.hf_spm.prefix
+    int scheme            # Metaspace prepend_scheme: SCHEME_NEVER, SCHEME_FIRST or SCHEME_ALWAYS
+
+
+cdef enum:
+    SCHEME_NEVER = 0
+    SCHEME_FIRST = 1
+    SCHEME_ALWAYS = 2
+
+
+cdef struct AddedSet:
+    # the tokens one call cuts out first (reference.hf_spm.pieces: the added tokens and
+    # the allowed special ones), as code points, sorted by them (a token comes before
+    # those it is a prefix of): the tokens sharing a prefix are a range (_hf_spm.added_at)
+    uint32_t* cps         # every token's code points, one after the other
+    Py_ssize_t* at        # token k is cps[at[k]:at[k] + length[k]] (length >= 1)
+    Py_ssize_t* length
+    int32_t* ids
+    Py_ssize_t count
+    uint64_t firsts[1024]  # bit (c & 0xFFFF) set when some token starts with a c of those low bits
+    Table by_first        # first code point -> rank: index of its first token, merged: how many
 
 
 cdef enum:
@@ -83,7 +113,7 @@ cdef struct CacheEntry:
 
 
 cdef struct Scratch:
-    # per-word buffers, grown as needed (the kernel holds the GIL per call): memory is
+    # per-word buffers, grown as needed (an HFCtx's: one thread uses them): memory is
     # O(symbols of the longest word), not 4x its characters
     int32_t* ids
     int32_t* nxt
@@ -94,3 +124,13 @@ cdef struct Scratch:
     Py_ssize_t ids_cap   # of ids, grown while the symbols are made (a character may give 4)
     int32_t* cuts        # Metaspace split: the symbol positions where a word starts (cut there)
     Py_ssize_t cuts_cap
+
+
+cdef struct HFCtx:
+    # what a call mutates (see "Threads"): one thread's at a time
+    Scratch s
+    CacheEntry* cache     # CACHE_SLOTS entries, calloc'd when first used (pages touched as used)
+    int32_t* out          # the ids so far (a batch thread's: its block's texts, one after the other)
+    Py_ssize_t out_len
+    Py_ssize_t out_cap
+    Py_ssize_t n_cuts     # Metaspace split: how many word starts s.cuts holds

@@ -1,29 +1,51 @@
 """Native BPE of a sentencepiece-style tokenizer.json (HF's BPE by merge rank): the twin
-of ``fastbpe.reference.hf_spm.words`` + ``bpe_word``; the steps are in ``_hf_spm.pxd``.
+of ``fastbpe.reference.hf_spm.pieces`` + ``words`` + ``bpe_word``; the steps are in
+``_hf_spm.pxd``.
 
-``HFSpmKernel(spec)`` builds its tables once from an ``HFSpmSpec``; ``encode_pieces``
-gives a text's ids from ``reference.hf_spm.pieces`` (one call per text: the model's
-path), ``encode_words`` those of a list of words (``ignore_merges`` models), ``bpe(word)``
-one word's. All hold the GIL (the scratch buffers and the cache are the kernel's own).
+``HFSpmKernel(spec)`` builds its tables once from an ``HFSpmSpec``. ``encode(text,
+allowed)`` is ``reference.hf_spm.encode`` (the added-token cut included), and
+``encode_batch`` / ``encode_batch_to_numpy`` run a batch of them on native threads
+without the GIL, each thread on a context of its own (``_hf_spm.pxd``, "Threads").
+``encode_pieces`` gives the ids of ``reference.hf_spm.pieces``' list, ``encode_words``
+those of a list of words (``ignore_merges`` models: each word is looked up whole, under
+the GIL), ``bpe(word)`` one word's. Text with lone surrogates is encoded with them as
+U+FFFD (``reference.core.fix_surrogates``, as every fastbpe tokenizer does).
 """
-from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memcpy, memmove
+from libc.string cimport memcpy, memmove, memset
 
-from fastbpe._idlists cimport outbuf_to_list, shared_id_ints
+cimport numpy as cnp
+
+from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._out cimport OutBuf, out_init
+from fastbpe._runner cimport Runner, run_jobs
 
-from fastbpe._hf_spm cimport CACHE_BITS, CACHE_SLOTS, CACHE_SYMS, CacheEntry, HFTables, Scratch, Slot, Table
+from fastbpe._hf_spm cimport (CACHE_BITS, CACHE_SLOTS, CACHE_SYMS, SCHEME_ALWAYS, SCHEME_FIRST, SCHEME_NEVER,
+                              AddedSet, CacheEntry, HFCtx, HFTables, Scratch, Slot, Table)
+
+from fastbpe._runner import _batch_threads
+from fastbpe.reference.core import fix_surrogates
+
+cnp.import_array()
+
+cdef extern from "fbe_atomic.h" nogil:
+    Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept
+    void fbe_flag_store(char* flag, char v) noexcept
 
 cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
-    void* PyUnicode_DATA(object text)
-    uint32_t PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
+    const void* PyUnicode_DATA(object text)
+    uint32_t PyUnicode_READ(int kind, const void* data, Py_ssize_t index) nogil
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
 
 cdef enum:
     NO_RANK = 0x7FFFFFFF
     DENSE_MAX_BITS = 1 << 23    # the largest junction bit matrix (1 MiB); past it, the hash table
+    POOL = 8                    # batch contexts the kernel keeps warm (their caches) between calls
+    KEEP_ROOM = 1 << 20         # a kept context gives back buffers past this many items after a call
+    NOGIL_TEXT = 1 << 16        # a single text this long is encoded without the GIL
+    MAX_ADDED_SETS = 64         # AddedTokens kept per kernel (one per allowed set seen)
 
 cdef uint64_t EMPTY_KEY = 0xFFFFFFFFFFFFFFFFULL
 
@@ -116,51 +138,597 @@ cdef inline uint64_t heap_pop(uint64_t* heap, Py_ssize_t* size) noexcept nogil:
     return top
 
 
+# --------------------------------------------------------------------------- contexts
+cdef inline int grow_to(void** p, size_t size) noexcept nogil:
+    """realloc *p to size bytes; -1 (*p unchanged) when memory runs out."""
+    cdef void* q = realloc(p[0], size)
+    if q == NULL:
+        return -1
+    p[0] = q
+    return 0
+
+
+cdef int ctx_ready(HFCtx* c) noexcept nogil:
+    """The context's cache, made when first used (calloc: pages touched as used); -1
+    out of memory."""
+    if c.cache == NULL:
+        c.cache = <CacheEntry*>calloc(CACHE_SLOTS, sizeof(CacheEntry))
+        if c.cache == NULL:
+            return -1
+    c.out_len = 0
+    return 0
+
+
+cdef void scratch_free(Scratch* s) noexcept nogil:
+    free(s.ids)
+    free(s.nxt)
+    free(s.prv)
+    free(s.rank)
+    free(s.heap)
+    free(s.cuts)
+    memset(s, 0, sizeof(Scratch))
+
+
+cdef void ctx_free(HFCtx* c) noexcept nogil:
+    scratch_free(&c.s)
+    free(c.out)
+    free(c.cache)
+    memset(c, 0, sizeof(HFCtx))
+
+
+cdef void ctx_trim(HFCtx* c) noexcept nogil:
+    """After a call: keep the cache (warm for the next call), not the room a huge text took."""
+    if c.s.cap > KEEP_ROOM or c.s.ids_cap > KEEP_ROOM or c.s.cuts_cap > KEEP_ROOM:
+        scratch_free(&c.s)
+    if c.out_cap > KEEP_ROOM:
+        free(c.out)
+        c.out = NULL
+        c.out_cap = 0
+    c.out_len = 0
+
+
+cdef int reserve(HFCtx* c, Py_ssize_t n) noexcept nogil:
+    """Scratch for a word of n symbols, and room for n more output ids; -1 out of memory."""
+    cdef Py_ssize_t cap
+    if n > c.s.cap:
+        cap = max(n, 2 * c.s.cap, 64)
+        if (grow_to(<void**>&c.s.nxt, cap * sizeof(int32_t)) < 0
+                or grow_to(<void**>&c.s.prv, cap * sizeof(int32_t)) < 0
+                or grow_to(<void**>&c.s.rank, cap * sizeof(int32_t)) < 0
+                or grow_to(<void**>&c.s.heap, 3 * cap * sizeof(uint64_t)) < 0):
+            return -1
+        c.s.cap = cap
+    if c.out_len + n > c.out_cap:
+        cap = max(c.out_len + n, 2 * c.out_cap, 256)
+        if grow_to(<void**>&c.out, cap * sizeof(int32_t)) < 0:
+            return -1
+        c.out_cap = cap
+    return 0
+
+
+cdef int grow_ids(HFCtx* c, Py_ssize_t n) noexcept nogil:
+    """Room for n symbol ids; -1 out of memory."""
+    cdef Py_ssize_t cap
+    if n > c.s.ids_cap:
+        cap = max(n, 2 * c.s.ids_cap, 64)
+        if grow_to(<void**>&c.s.ids, cap * sizeof(int32_t)) < 0:
+            return -1
+        c.s.ids_cap = cap
+    return 0
+
+
+# --------------------------------------------------------------------------- steps
+cdef inline bint joinable(const HFTables* t, int32_t left, int32_t right) noexcept nogil:
+    """Whether a merge may ever cross between symbols ``left`` and ``right`` (step 2)."""
+    cdef uint32_t r, c, bit
+    if not t.cut:
+        return True
+    if t.dense:
+        r = t.row[left]
+        c = t.col[right]
+        if r == 0 or c == 0:
+            return False
+        bit = (r - 1) * t.n_cols + (c - 1)
+        return (t.bits[bit >> 3] >> (bit & 7)) & 1
+    return table_get(&t.joins, pair_key(t.last[left], t.first[right])) != NULL
+
+
+cdef Py_ssize_t symbols(const HFTables* t, HFCtx* c, int kind, const void* data, Py_ssize_t start,
+                        Py_ssize_t end, bint lead, bint escape, bint split) noexcept nogil:
+    """Step 1 (``initial_symbols``): the symbol ids of text[start:end] into s.ids; their
+    count, or -1 out of memory. For a piece (``reference.hf_spm.words``): a ``▁`` first
+    when ``lead``, spaces as ``▁`` when ``escape``, and when ``split`` the position of
+    each word's first symbol into s.cuts (``n_cuts``; a word's unknown run is its own)."""
+    cdef Py_ssize_t n = end - start
+    cdef Py_ssize_t k, m = 0
+    cdef uint32_t cp
+    cdef int32_t tid
+    cdef const Slot* slot
+    cdef unsigned char b[4]
+    cdef int nb, j
+    cdef bint prev_unk = False, ok
+    cdef int32_t* ids
+    c.n_cuts = 0
+    if grow_ids(c, n + 8) < 0:
+        return -1
+    if split and n + 2 > c.s.cuts_cap:
+        if grow_to(<void**>&c.s.cuts, (n + 2) * sizeof(int32_t)) < 0:
+            return -1
+        c.s.cuts_cap = n + 2
+    ids = c.s.ids
+    for k in range(-1 if lead else 0, n):
+        if m + 4 > c.s.ids_cap:     # byte fallback made more symbols than characters
+            if grow_ids(c, m + 8 + (n - k)) < 0:
+                return -1
+            ids = c.s.ids
+        cp = 0x2581 if k < 0 else PyUnicode_READ(kind, data, start + k)
+        if escape and cp == 0x20:
+            cp = 0x2581
+        if split and cp == 0x2581 and k > (-1 if lead else 0):
+            c.s.cuts[c.n_cuts] = <int32_t>m   # a word starts here
+            c.n_cuts += 1
+            prev_unk = False
+        if cp < 0x10000:
+            tid = t.bmp[cp]
+        else:
+            slot = table_get(&t.astral, cp)
+            tid = slot.rank if slot != NULL else -1
+        if tid >= 0:
+            ids[m] = tid
+            m += 1
+            prev_unk = False
+            continue
+        if t.byte_fallback:
+            if cp < 0x80:
+                b[0] = cp
+                nb = 1
+            elif cp < 0x800:
+                b[0] = 0xC0 | (cp >> 6)
+                b[1] = 0x80 | (cp & 0x3F)
+                nb = 2
+            elif cp < 0x10000:
+                b[0] = 0xE0 | (cp >> 12)
+                b[1] = 0x80 | ((cp >> 6) & 0x3F)
+                b[2] = 0x80 | (cp & 0x3F)
+                nb = 3
+            else:
+                b[0] = 0xF0 | (cp >> 18)
+                b[1] = 0x80 | ((cp >> 12) & 0x3F)
+                b[2] = 0x80 | ((cp >> 6) & 0x3F)
+                b[3] = 0x80 | (cp & 0x3F)
+                nb = 4
+            ok = True
+            for j in range(nb):
+                if t.byte_ids[b[j]] < 0:
+                    ok = False
+            if ok:
+                for j in range(nb):
+                    ids[m] = t.byte_ids[b[j]]
+                    m += 1
+                prev_unk = False
+                continue
+        if t.unk_id < 0:
+            continue           # dropped (no unk_token)
+        if not (t.fuse_unk and prev_unk):
+            ids[m] = t.unk_id
+            m += 1
+        prev_unk = True
+    return m
+
+
+cdef inline int32_t rank_of(const HFTables* t, int32_t left, int32_t right, int32_t* merged) noexcept nogil:
+    cdef const Slot* slot = table_get(&t.merges, pair_key(left, right))
+    if slot == NULL:
+        return NO_RANK
+    merged[0] = slot.merged
+    return slot.rank
+
+
+cdef void merge_scan(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Step 3 for a short segment s.ids[a:b]: rank[i] is the rank of pair (i, i + 1),
+    nxt[i] its merged id; each merge takes the lowest rank (strict <: the leftmost),
+    then drops the right symbol and refreshes the two pairs around it."""
+    cdef int32_t* ids = c.s.ids
+    cdef int32_t* rank = c.s.rank
+    cdef int32_t* merged = c.s.nxt
+    cdef Py_ssize_t m = b - a, i, best_i
+    cdef int32_t best
+    for i in range(a, b - 1):
+        rank[i] = rank_of(t, ids[i], ids[i + 1], &merged[i])
+    while m > 1:
+        best = NO_RANK
+        best_i = -1
+        for i in range(a, a + m - 1):
+            if rank[i] < best:
+                best = rank[i]
+                best_i = i
+        if best_i < 0:
+            break
+        ids[best_i] = merged[best_i]
+        i = a + m - best_i - 2          # symbols after the dropped one
+        memmove(&ids[best_i + 1], &ids[best_i + 2], i * sizeof(int32_t))
+        memmove(&rank[best_i + 1], &rank[best_i + 2], i * sizeof(int32_t))
+        memmove(&merged[best_i + 1], &merged[best_i + 2], i * sizeof(int32_t))
+        m -= 1
+        if best_i > a:
+            rank[best_i - 1] = rank_of(t, ids[best_i - 1], ids[best_i], &merged[best_i - 1])
+        if best_i < a + m - 1:
+            rank[best_i] = rank_of(t, ids[best_i], ids[best_i + 1], &merged[best_i])
+    for i in range(a, a + m):
+        c.out[c.out_len] = ids[i]
+        c.out_len += 1
+
+
+cdef inline void push_pair(const HFTables* t, HFCtx* c, Py_ssize_t left, uint64_t* heap,
+                           Py_ssize_t* size) noexcept nogil:
+    cdef int32_t merged
+    cdef int32_t rank
+    if left < 0 or c.s.nxt[left] < 0:
+        return
+    rank = rank_of(t, c.s.ids[left], c.s.ids[c.s.nxt[left]], &merged)
+    if rank != NO_RANK:
+        heap_push(heap, size, (<uint64_t>rank << 32) | <uint64_t>left)
+
+
+cdef void merge_heap(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Step 3 for a long segment s.ids[a:b]: a linked list of symbols and a heap of
+    ``rank << 32 | left position``; a popped pair whose left symbol is gone, has no
+    right neighbour or another rank now is stale and skipped (ranks are distinct per
+    pair, so an equal rank is the same pair)."""
+    cdef int32_t* ids = c.s.ids
+    cdef int32_t* nxt = c.s.nxt
+    cdef int32_t* prv = c.s.prv
+    cdef uint64_t* heap = c.s.heap
+    cdef Py_ssize_t size = 0, i, left, right
+    cdef uint64_t item
+    cdef int32_t rank, merged = 0
+    for i in range(a, b):
+        nxt[i] = i + 1 if i + 1 < b else -1
+        prv[i] = i - 1 if i > a else -1
+    for i in range(a, b - 1):
+        push_pair(t, c, i, heap, &size)
+    while size > 0:
+        item = heap_pop(heap, &size)
+        left = <Py_ssize_t>(item & 0xFFFFFFFFULL)
+        if ids[left] < 0 or nxt[left] < 0:
+            continue
+        right = nxt[left]
+        rank = rank_of(t, ids[left], ids[right], &merged)
+        if <uint64_t>rank != (item >> 32):
+            continue                          # stale: the pair changed since the push
+        ids[left] = merged
+        ids[right] = -1
+        nxt[left] = nxt[right]
+        if nxt[right] >= 0:
+            prv[nxt[right]] = left
+        push_pair(t, c, prv[left], heap, &size)
+        push_pair(t, c, left, heap, &size)
+    i = a
+    while i >= 0:
+        c.out[c.out_len] = ids[i]
+        c.out_len += 1
+        i = nxt[i]
+
+
+cdef void merge_cached(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Step 3 through the segment cache (``_hf_spm.pxd``): a hit copies the ids, a
+    miss merges (scan or heap as for any segment) and stores the result."""
+    cdef const int32_t* key = c.s.ids + a
+    cdef uint32_t n = <uint32_t>(b - a)
+    cdef uint64_t h = 0xCBF29CE484222325ULL
+    cdef uint32_t i
+    cdef Py_ssize_t before
+    cdef CacheEntry* e
+    for i in range(n):
+        h = (h ^ <uint32_t>key[i]) * 0x100000001B3ULL
+    h ^= h >> 29
+    h *= 0xBF58476D1CE4E5B9ULL
+    e = &c.cache[h >> (64 - CACHE_BITS)]
+    if e.n_in == n:
+        i = 0
+        while i < n and e.key[i] == key[i]:
+            i += 1
+        if i == n:
+            for i in range(e.n_out):
+                c.out[c.out_len + i] = e.ids[i]
+            c.out_len += e.n_out
+            return
+    e.n_in = n
+    memcpy(e.key, key, n * sizeof(int32_t))   # before merging: the merge rewrites s.ids
+    before = c.out_len
+    if n <= <uint32_t>t.scan_max:
+        merge_scan(t, c, a, b)
+    else:
+        merge_heap(t, c, a, b)
+    e.n_out = <uint32_t>(c.out_len - before)
+    memcpy(e.ids, c.out + before, e.n_out * sizeof(int32_t))
+
+
+cdef int run(const HFTables* t, HFCtx* c, int kind, const void* data, Py_ssize_t start, Py_ssize_t end,
+             bint lead, bint escape, bint split) noexcept nogil:
+    """All three steps for a word, or a piece (``symbols``) text[start:end], its ids
+    appended to c.out; -1 out of memory."""
+    cdef Py_ssize_t m, k, first = 0, ci = 0
+    cdef const int32_t* ids
+    cdef bint forced
+    m = symbols(t, c, kind, data, start, end, lead, escape, split)
+    if m < 0 or reserve(c, m + 1) < 0:
+        return -1
+    ids = c.s.ids
+    for k in range(1, m + 1):
+        forced = False
+        while ci < c.n_cuts and c.s.cuts[ci] <= k:
+            forced = forced or c.s.cuts[ci] == k
+            ci += 1
+        if k < m and not forced and joinable(t, ids[k - 1], ids[k]):
+            continue
+        if k - first == 1:
+            c.out[c.out_len] = ids[first]
+            c.out_len += 1
+        elif k - first <= CACHE_SYMS:
+            merge_cached(t, c, first, k)
+        elif k - first <= t.scan_max:
+            merge_scan(t, c, first, k)
+        else:
+            merge_heap(t, c, first, k)
+        first = k
+    return 0
+
+
+# --------------------------------------------------------------------------- the added-token cut
+cdef inline bint lead_of(const HFTables* t, uint32_t first, Py_ssize_t offset) noexcept nogil:
+    """``reference.hf_spm.prefix`` of a piece whose first code point is ``first``, at
+    character ``offset`` of the text."""
+    if t.prepend:
+        return True
+    if t.scheme == SCHEME_ALWAYS or (t.scheme == SCHEME_FIRST and offset == 0):
+        return not (first == 0x2581 or (t.escape and first == 0x20))
+    return False
+
+
+cdef inline Py_ssize_t narrow(const AddedSet* a, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t j, uint32_t cp,
+                             bint upper) noexcept nogil:
+    """The first token of a[lo:hi] (sorted, all longer than j) whose code point j is
+    >= cp (> cp when upper)."""
+    cdef Py_ssize_t mid
+    cdef uint32_t c
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        c = a.cps[a.at[mid] + j]
+        if c < cp or (upper and c == cp):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline Py_ssize_t added_at(const AddedSet* a, int kind, const void* data, Py_ssize_t pos,
+                                Py_ssize_t n, int32_t* tid) noexcept nogil:
+    """The length of the longest token of ``a`` at text[pos:n] (its id in tid), or 0.
+
+    The tokens are sorted (by code points), so those sharing the text's first j
+    characters are a range, the one of exactly those j characters (if any) first: the
+    range is narrowed one character at a time by binary search, each whole token met on
+    the way a match (the last the longest). O(match length x log tokens) a position,
+    whatever the tokens share (Mistral v3: 768 of 771 start with "[")."""
+    cdef uint32_t cp = PyUnicode_READ(kind, data, pos)
+    cdef const Slot* slot
+    cdef Py_ssize_t lo, hi, j = 1, found = 0
+    if not (a.firsts[(cp & 0xFFFF) >> 6] >> (cp & 63)) & 1:
+        return 0
+    slot = table_get(&a.by_first, cp)
+    if slot == NULL:
+        return 0
+    lo = slot.rank
+    hi = lo + slot.merged
+    while True:
+        if a.length[lo] == j:      # text[pos:pos + j] is this token
+            found = j
+            tid[0] = a.ids[lo]
+            lo += 1
+            if lo == hi:
+                break
+        if pos + j >= n:
+            break
+        cp = PyUnicode_READ(kind, data, pos + j)
+        lo = narrow(a, lo, hi, j, cp, False)
+        hi = narrow(a, lo, hi, j, cp, True)
+        if lo == hi:
+            break
+        j += 1
+    return found
+
+
+cdef int encode_text(const HFTables* t, const AddedSet* a, HFCtx* c, int kind, const void* data,
+                     Py_ssize_t n) noexcept nogil:
+    """``reference.hf_spm.encode`` of a text (code points as ``PyUnicode_READ`` reads
+    them; no lone surrogates): the tokens of ``a`` cut out first, leftmost then longest
+    (``pieces``), each piece between them through ``run`` with ``prefix``'s ``▁``; the
+    ids appended to c.out. -1 out of memory."""
+    cdef Py_ssize_t pos = 0, start = 0, m
+    cdef int32_t tid = 0
+    if a.count:
+        while pos < n:
+            m = added_at(a, kind, data, pos, n, &tid)
+            if m == 0:
+                pos += 1
+                continue
+            if start < pos and run(t, c, kind, data, start, pos, lead_of(t, PyUnicode_READ(kind, data, start), start),
+                                   t.escape, t.split) < 0:
+                return -1
+            if reserve(c, 1) < 0:
+                return -1
+            c.out[c.out_len] = tid
+            c.out_len += 1
+            pos += m
+            start = pos
+    if start < n:
+        return run(t, c, kind, data, start, n, lead_of(t, PyUnicode_READ(kind, data, start), start),
+                   t.escape, t.split)
+    return 0
+
+
+cdef class AddedTokens:
+    """The ``AddedSet`` of one call's tokens (``{text: id}``, non-empty texts)."""
+
+    cdef AddedSet a
+
+    def __cinit__(self):
+        memset(&self.a, 0, sizeof(AddedSet))
+
+    def __init__(self, dict tokens):
+        cdef Py_ssize_t k, at = 0
+        cdef uint32_t cp
+        order = sorted(tokens)   # by code points (added_at)
+        if order and not order[0]:
+            raise ValueError("an added token has empty text (it would match everywhere)")
+        n = len(order)
+        self.a.cps = <uint32_t*>malloc((sum(len(s) for s in order) + 1) * sizeof(uint32_t))
+        self.a.at = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
+        self.a.length = <Py_ssize_t*>malloc((n + 1) * sizeof(Py_ssize_t))
+        self.a.ids = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        if self.a.cps == NULL or self.a.at == NULL or self.a.length == NULL or self.a.ids == NULL:
+            raise MemoryError()
+        table_init(&self.a.by_first, n)
+        for k, s in enumerate(order):
+            self.a.at[k] = at
+            self.a.length[k] = len(s)
+            self.a.ids[k] = tokens[s]
+            for ch in s:
+                self.a.cps[at] = ord(ch)
+                at += 1
+            cp = ord(s[0])
+            self.a.firsts[(cp & 0xFFFF) >> 6] |= 1ULL << (cp & 63)
+            if k == 0 or order[k - 1][0] != s[0]:
+                table_put(&self.a.by_first, cp, <int32_t>k, 0)
+            (<Slot*>table_get(&self.a.by_first, cp)).merged += 1
+        self.a.count = n
+
+    def __dealloc__(self):
+        free(self.a.cps)
+        free(self.a.at)
+        free(self.a.length)
+        free(self.a.ids)
+        free(self.a.by_first.slots)
+
+
+# --------------------------------------------------------------------------- batches
+cdef struct TextRef:
+    const void* data
+    Py_ssize_t n
+    int kind
+
+
+cdef struct Batch:
+    # a batch on the runner: job i is text i (blocks of neighbouring texts per thread,
+    # taken over by an idle thread: fastbpe._runner); each thread has a context of its own
+    const HFTables* t
+    const AddedSet* added
+    const TextRef* texts
+    HFCtx** owner             # text i's ids are owner[i].out[begins[i]:ends[i]]
+    Py_ssize_t* begins
+    Py_ssize_t* ends
+    HFCtx* pool               # the kernel's POOL contexts, or NULL (another batch holds them)
+    HFCtx** ctxs              # thread k's context (k: the order the threads started in) ...
+    Py_ssize_t n_ctxs         # ... for k < n_ctxs (atomic)
+    char error                # out of memory (fbe_flag_store)
+
+
+cdef void* batch_begin(void* payload) noexcept nogil:
+    """A thread's context: the next of the kernel's pool, else a fresh one."""
+    cdef Batch* b = <Batch*>payload
+    cdef Py_ssize_t k = fbe_atomic_next(&b.n_ctxs)
+    cdef HFCtx* c = &b.pool[k] if b.pool != NULL and k < POOL else <HFCtx*>calloc(1, sizeof(HFCtx))
+    b.ctxs[k] = c
+    if c == NULL or ctx_ready(c) < 0:
+        fbe_flag_store(&b.error, 1)
+        return NULL
+    return c
+
+
+cdef void batch_text(void* payload, Py_ssize_t i, Py_ssize_t slot, void* state) noexcept nogil:
+    cdef Batch* b = <Batch*>payload
+    cdef HFCtx* c = <HFCtx*>state
+    if c == NULL:
+        return
+    b.owner[i] = c
+    b.begins[i] = c.out_len
+    if encode_text(b.t, b.added, c, b.texts[i].kind, b.texts[i].data, b.texts[i].n) < 0:
+        fbe_flag_store(&b.error, 1)
+    b.ends[i] = c.out_len
+
+
+cdef inline bint has_surrogate(str text):
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t i
+    cdef uint32_t cp
+    if kind == 1:
+        return False
+    for i in range(PyUnicode_GET_LENGTH(text)):
+        cp = PyUnicode_READ(kind, data, i)
+        if 0xD800 <= cp < 0xE000:
+            return True
+    return False
+
+
+cdef inline str valid(str text):
+    """text, its lone surrogates as U+FFFD (``reference.core.fix_surrogates``)."""
+    return fix_surrogates(text) if has_surrogate(text) else text
+
+
+cdef void write_ids(const int32_t* src, Py_ssize_t n, void* dst, Py_ssize_t at, bint u16) noexcept nogil:
+    """src[:n] into the uint16 or uint32 array dst from item ``at`` (ids are >= 0)."""
+    cdef Py_ssize_t k
+    cdef uint16_t* h = <uint16_t*>dst + at
+    if u16:
+        for k in range(n):
+            h[k] = <uint16_t>src[k]
+    elif n:
+        memcpy(<uint32_t*>dst + at, src, n * sizeof(uint32_t))
+
+
+cdef cnp.ndarray id_array(Py_ssize_t n, object dtype):
+    """An empty 1-d array of n ids of dtype (uint16 or uint32, checked by the caller),
+    through numpy's C API (np.empty costs ~1 us a call)."""
+    cdef cnp.npy_intp size = n
+    return cnp.PyArray_EMPTY(1, &size, cnp.NPY_UINT16 if dtype.itemsize == 2 else cnp.NPY_UINT32, 0)
+
+
 # --------------------------------------------------------------------------- kernel
 cdef class HFSpmKernel:
-    """The native ``bpe_word`` of one ``HFSpmSpec``. ``scan_max``: the longest segment
+    """The native ``encode`` of one ``HFSpmSpec``. ``scan_max``: the longest segment
     merged by a scan, longer ones by the heap; ``dense``: the junctions' bit matrix when
     small, else their hash table (tests set both to check every path)."""
 
     cdef HFTables t
-    cdef Scratch s
-    cdef CacheEntry* cache
-    cdef int32_t* out
-    cdef Py_ssize_t out_len, out_cap
-    cdef readonly int scan_max
+    cdef HFCtx one              # single calls' context ...
+    cdef bint one_busy          # ... unless another call holds it (then a fresh one)
+    cdef HFCtx pool[POOL]       # batch threads' contexts, warm from call to call ...
+    cdef bint pool_busy         # ... unless another batch holds them
     cdef Py_ssize_t n_shared
-    cdef Py_ssize_t n_cuts
     cdef bint ignore_merges
     cdef object vocab
+    cdef dict added_sets        # frozenset of allowed special tokens -> AddedTokens
+    cdef AddedTokens plain      # added_sets[frozenset()]: asked for on most calls
+    cdef dict added, special
 
     def __cinit__(self):
-        self.t.bmp = NULL
-        self.t.astral.slots = NULL
-        self.t.merges.slots = NULL
-        self.t.joins.slots = NULL
-        self.t.first = NULL
-        self.t.last = NULL
-        self.t.row = self.t.col = NULL
-        self.t.bits = NULL
-        self.t.dense = False
-        self.s.ids = self.s.nxt = self.s.prv = self.s.rank = NULL
-        self.s.heap = NULL
-        self.s.cuts = NULL
-        self.s.cap = self.s.ids_cap = self.s.cuts_cap = 0
-        self.out = NULL
-        self.out_len = self.out_cap = 0
-        self.cache = <CacheEntry*>calloc(CACHE_SLOTS, sizeof(CacheEntry))
-        if self.cache == NULL:
-            raise MemoryError()
+        memset(&self.t, 0, sizeof(HFTables))
+        memset(&self.one, 0, sizeof(HFCtx))
+        memset(self.pool, 0, sizeof(self.pool))
 
     def __init__(self, spec, int scan_max=16, bint dense=True):
         from fastbpe.reference.hf_spm import junctions
 
         cdef int32_t i
         cdef Py_ssize_t k
-        self.scan_max = scan_max
+        self.t.scan_max = scan_max
+        self.t.prepend = spec.prepend
+        self.t.scheme = {"never": SCHEME_NEVER, "first": SCHEME_FIRST, "always": SCHEME_ALWAYS}[spec.prepend_scheme]
         self.ignore_merges = spec.ignore_merges
         self.vocab = spec.vocab
+        self.added, self.special, self.added_sets = dict(spec.added), dict(spec.special), {}
         n_ids = max(list(spec.vocab.values()) + [-1]) + 1
         self.t.n_ids = n_ids
         self.n_shared = shared_id_ints(n_ids)
@@ -209,6 +777,10 @@ cdef class HFSpmKernel:
         if dense:
             self.dense_joins(joins or frozenset(), spec.vocab)
 
+    @property
+    def scan_max(self) -> int:
+        return self.t.scan_max
+
     cdef int dense_joins(self, joins, dict vocab) except -1:
         """``HFTables.bits`` (see ``_hf_spm.pxd``) when the matrix is small."""
         cdef Py_ssize_t bit
@@ -232,21 +804,8 @@ cdef class HFSpmKernel:
         self.t.dense = True
         return 0
 
-    cdef inline bint joinable(self, int32_t left, int32_t right) noexcept nogil:
-        """Whether a merge may ever cross between symbols ``left`` and ``right`` (step 2)."""
-        cdef uint32_t r, c, bit
-        if not self.t.cut:
-            return True
-        if self.t.dense:
-            r = self.t.row[left]
-            c = self.t.col[right]
-            if r == 0 or c == 0:
-                return False
-            bit = (r - 1) * self.t.n_cols + (c - 1)
-            return (self.t.bits[bit >> 3] >> (bit & 7)) & 1
-        return table_get(&self.t.joins, pair_key(self.t.last[left], self.t.first[right])) != NULL
-
     def __dealloc__(self):
+        cdef int k
         free(self.t.bmp)
         free(self.t.astral.slots)
         free(self.t.merges.slots)
@@ -256,326 +815,270 @@ cdef class HFSpmKernel:
         free(self.t.row)
         free(self.t.col)
         free(self.t.bits)
-        free(self.s.ids)
-        free(self.s.nxt)
-        free(self.s.prv)
-        free(self.s.rank)
-        free(self.s.heap)
-        free(self.s.cuts)
-        free(self.out)
-        free(self.cache)
+        ctx_free(&self.one)
+        for k in range(POOL):
+            ctx_free(&self.pool[k])
 
-    # ------------------------------------------------------------------ buffers
-    cdef int reserve(self, Py_ssize_t n) except -1:
-        """Scratch for a word of n symbols, and room for n more output ids."""
-        cdef Py_ssize_t cap
-        if n > self.s.cap:
-            cap = max(n, 2 * self.s.cap, 64)
-            self.s.nxt = <int32_t*>realloc(self.s.nxt, cap * sizeof(int32_t))
-            self.s.prv = <int32_t*>realloc(self.s.prv, cap * sizeof(int32_t))
-            self.s.rank = <int32_t*>realloc(self.s.rank, cap * sizeof(int32_t))
-            self.s.heap = <uint64_t*>realloc(self.s.heap, 3 * cap * sizeof(uint64_t))
-            if self.s.nxt == NULL or self.s.prv == NULL or self.s.rank == NULL or self.s.heap == NULL:
-                raise MemoryError()
-            self.s.cap = cap
-        if self.out_len + n > self.out_cap:
-            cap = max(self.out_len + n, 2 * self.out_cap, 256)
-            self.out = <int32_t*>realloc(self.out, cap * sizeof(int32_t))
-            if self.out == NULL:
-                raise MemoryError()
-            self.out_cap = cap
-        return 0
-
-    cdef int grow_ids(self, Py_ssize_t n) except -1:
-        """Room for n symbol ids."""
-        cdef Py_ssize_t cap
-        if n > self.s.ids_cap:
-            cap = max(n, 2 * self.s.ids_cap, 64)
-            self.s.ids = <int32_t*>realloc(self.s.ids, cap * sizeof(int32_t))
-            if self.s.ids == NULL:
-                raise MemoryError()
-            self.s.ids_cap = cap
-        return 0
-
-    # ------------------------------------------------------------------ steps
-    cdef Py_ssize_t symbols(self, str word, bint lead, bint escape, bint split) except -1:
-        """Step 1 (``initial_symbols``): the symbol ids of ``word`` into s.ids; their
-        count. For a piece (``reference.hf_spm.words``): a ``▁`` first when ``lead``,
-        spaces as ``▁`` when ``escape``, and when ``split`` the position of each word's
-        first symbol into s.cuts (``n_cuts``; a word's unknown run is its own)."""
-        cdef int kind = PyUnicode_KIND(word)
-        cdef void* data = PyUnicode_DATA(word)
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(word)
-        cdef Py_ssize_t k, m = 0
-        cdef uint32_t cp
-        cdef int32_t tid
-        cdef const Slot* slot
-        cdef unsigned char b[4]
-        cdef int nb, j
-        cdef bint prev_unk = False, ok
-        cdef int32_t* ids
-        self.n_cuts = 0
-        self.grow_ids(n + 8)
-        if split and n + 2 > self.s.cuts_cap:
-            self.s.cuts = <int32_t*>realloc(self.s.cuts, (n + 2) * sizeof(int32_t))
-            if self.s.cuts == NULL:
-                raise MemoryError()
-            self.s.cuts_cap = n + 2
-        ids = self.s.ids
-        for k in range(-1 if lead else 0, n):
-            if m + 4 > self.s.ids_cap:     # byte fallback made more symbols than characters
-                self.grow_ids(m + 8 + (n - k))
-                ids = self.s.ids
-            cp = 0x2581 if k < 0 else PyUnicode_READ(kind, data, k)
-            if escape and cp == 0x20:
-                cp = 0x2581
-            if split and cp == 0x2581 and k > (-1 if lead else 0):
-                self.s.cuts[self.n_cuts] = <int32_t>m   # a word starts here
-                self.n_cuts += 1
-                prev_unk = False
-            if cp < 0x10000:
-                tid = self.t.bmp[cp]
-            else:
-                slot = table_get(&self.t.astral, cp)
-                tid = slot.rank if slot != NULL else -1
-            if tid >= 0:
-                ids[m] = tid
-                m += 1
-                prev_unk = False
-                continue
-            if self.t.byte_fallback:
-                if cp < 0x80:
-                    b[0] = cp
-                    nb = 1
-                elif cp < 0x800:
-                    b[0] = 0xC0 | (cp >> 6)
-                    b[1] = 0x80 | (cp & 0x3F)
-                    nb = 2
-                elif cp < 0x10000:
-                    b[0] = 0xE0 | (cp >> 12)
-                    b[1] = 0x80 | ((cp >> 6) & 0x3F)
-                    b[2] = 0x80 | (cp & 0x3F)
-                    nb = 3
-                else:
-                    b[0] = 0xF0 | (cp >> 18)
-                    b[1] = 0x80 | ((cp >> 12) & 0x3F)
-                    b[2] = 0x80 | ((cp >> 6) & 0x3F)
-                    b[3] = 0x80 | (cp & 0x3F)
-                    nb = 4
-                ok = True
-                for j in range(nb):
-                    if self.t.byte_ids[b[j]] < 0:
-                        ok = False
-                if ok:
-                    for j in range(nb):
-                        ids[m] = self.t.byte_ids[b[j]]
-                        m += 1
-                    prev_unk = False
-                    continue
-            if self.t.unk_id < 0:
-                continue           # dropped (no unk_token)
-            if not (self.t.fuse_unk and prev_unk):
-                ids[m] = self.t.unk_id
-                m += 1
-            prev_unk = True
-        return m
-
-    cdef inline int32_t rank_of(self, int32_t left, int32_t right, int32_t* merged) noexcept nogil:
-        cdef const Slot* slot = table_get(&self.t.merges, pair_key(left, right))
-        if slot == NULL:
-            return NO_RANK
-        merged[0] = slot.merged
-        return slot.rank
-
-    cdef void merge_scan(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-        """Step 3 for a short segment s.ids[a:b]: rank[i] is the rank of pair (i, i + 1),
-        nxt[i] its merged id; each merge takes the lowest rank (strict <: the leftmost),
-        then drops the right symbol and refreshes the two pairs around it."""
-        cdef int32_t* ids = self.s.ids
-        cdef int32_t* rank = self.s.rank
-        cdef int32_t* merged = self.s.nxt
-        cdef Py_ssize_t m = b - a, i, best_i
-        cdef int32_t best
-        for i in range(a, b - 1):
-            rank[i] = self.rank_of(ids[i], ids[i + 1], &merged[i])
-        while m > 1:
-            best = NO_RANK
-            best_i = -1
-            for i in range(a, a + m - 1):
-                if rank[i] < best:
-                    best = rank[i]
-                    best_i = i
-            if best_i < 0:
-                break
-            ids[best_i] = merged[best_i]
-            i = a + m - best_i - 2          # symbols after the dropped one
-            memmove(&ids[best_i + 1], &ids[best_i + 2], i * sizeof(int32_t))
-            memmove(&rank[best_i + 1], &rank[best_i + 2], i * sizeof(int32_t))
-            memmove(&merged[best_i + 1], &merged[best_i + 2], i * sizeof(int32_t))
-            m -= 1
-            if best_i > a:
-                rank[best_i - 1] = self.rank_of(ids[best_i - 1], ids[best_i], &merged[best_i - 1])
-            if best_i < a + m - 1:
-                rank[best_i] = self.rank_of(ids[best_i], ids[best_i + 1], &merged[best_i])
-        for i in range(a, a + m):
-            self.out[self.out_len] = ids[i]
-            self.out_len += 1
-
-    cdef inline void push_pair(self, Py_ssize_t left, uint64_t* heap, Py_ssize_t* size) noexcept nogil:
-        cdef int32_t merged
-        cdef int32_t rank
-        if left < 0 or self.s.nxt[left] < 0:
-            return
-        rank = self.rank_of(self.s.ids[left], self.s.ids[self.s.nxt[left]], &merged)
-        if rank != NO_RANK:
-            heap_push(heap, size, (<uint64_t>rank << 32) | <uint64_t>left)
-
-    cdef void merge_heap(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-        """Step 3 for a long segment s.ids[a:b]: a linked list of symbols and a heap of
-        ``rank << 32 | left position``; a popped pair whose left symbol is gone, has no
-        right neighbour or another rank now is stale and skipped (ranks are distinct per
-        pair, so an equal rank is the same pair)."""
-        cdef int32_t* ids = self.s.ids
-        cdef int32_t* nxt = self.s.nxt
-        cdef int32_t* prv = self.s.prv
-        cdef uint64_t* heap = self.s.heap
-        cdef Py_ssize_t size = 0, i, left, right
-        cdef uint64_t item
-        cdef int32_t rank, merged = 0
-        for i in range(a, b):
-            nxt[i] = i + 1 if i + 1 < b else -1
-            prv[i] = i - 1 if i > a else -1
-        for i in range(a, b - 1):
-            self.push_pair(i, heap, &size)
-        while size > 0:
-            item = heap_pop(heap, &size)
-            left = <Py_ssize_t>(item & 0xFFFFFFFFULL)
-            if ids[left] < 0 or nxt[left] < 0:
-                continue
-            right = nxt[left]
-            rank = self.rank_of(ids[left], ids[right], &merged)
-            if <uint64_t>rank != (item >> 32):
-                continue                          # stale: the pair changed since the push
-            ids[left] = merged
-            ids[right] = -1
-            nxt[left] = nxt[right]
-            if nxt[right] >= 0:
-                prv[nxt[right]] = left
-            self.push_pair(prv[left], heap, &size)
-            self.push_pair(left, heap, &size)
-        i = a
-        while i >= 0:
-            self.out[self.out_len] = ids[i]
-            self.out_len += 1
-            i = nxt[i]
-
-    cdef void merge_cached(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-        """Step 3 through the segment cache (``_hf_spm.pxd``): a hit copies the ids, a
-        miss merges (scan or heap as for any segment) and stores the result."""
-        cdef const int32_t* key = self.s.ids + a
-        cdef uint32_t n = <uint32_t>(b - a)
-        cdef uint64_t h = 0xCBF29CE484222325ULL
-        cdef uint32_t i
-        cdef Py_ssize_t before
-        cdef CacheEntry* e
-        for i in range(n):
-            h = (h ^ <uint32_t>key[i]) * 0x100000001B3ULL
-        h ^= h >> 29
-        h *= 0xBF58476D1CE4E5B9ULL
-        e = &self.cache[h >> (64 - CACHE_BITS)]
-        if e.n_in == n:
-            i = 0
-            while i < n and e.key[i] == key[i]:
-                i += 1
-            if i == n:
-                for i in range(e.n_out):
-                    self.out[self.out_len + i] = e.ids[i]
-                self.out_len += e.n_out
-                return
-        e.n_in = n
-        memcpy(e.key, key, n * sizeof(int32_t))   # before merging: the merge rewrites s.ids
-        before = self.out_len
-        if n <= <uint32_t>self.scan_max:
-            self.merge_scan(a, b)
+    # ------------------------------------------------------------------ contexts
+    cdef HFCtx* acquire(self) except NULL:
+        """A context for one call (under the GIL): the kernel's own, or a fresh one when
+        another call holds it (a Python thread on the same tokenizer)."""
+        cdef HFCtx* c
+        if not self.one_busy:
+            self.one_busy = True
+            c = &self.one
         else:
-            self.merge_heap(a, b)
-        e.n_out = <uint32_t>(self.out_len - before)
-        memcpy(e.ids, self.out + before, e.n_out * sizeof(int32_t))
+            c = <HFCtx*>calloc(1, sizeof(HFCtx))
+            if c == NULL:
+                raise MemoryError()
+        if ctx_ready(c) < 0:
+            self.release(c)
+            raise MemoryError()
+        return c
 
-    cdef int word(self, str word) except -1:
-        """All three steps for one word (``bpe_word``), its ids appended to ``out``."""
-        if self.ignore_merges and word in self.vocab:
-            self.reserve(1)
-            self.out[self.out_len] = self.vocab[word]
-            self.out_len += 1
-            return 0
-        return self.run(word, False, False, False)
+    cdef void release(self, HFCtx* c):
+        if c == &self.one:
+            ctx_trim(c)
+            self.one_busy = False
+        else:
+            ctx_free(c)
+            free(c)
 
-    cdef int run(self, str text, bint lead, bint escape, bint split) except -1:
-        """All three steps for a word, or a piece (``symbols``), its ids appended to ``out``."""
-        cdef Py_ssize_t m, k, start = 0, ci = 0
-        cdef const int32_t* ids
-        cdef bint forced
-        m = self.symbols(text, lead, escape, split)
-        self.reserve(m + 1)
-        ids = self.s.ids
-        # the GIL is held throughout: the scratch, output and cache are the kernel's
-        # own, so two Python threads on one tokenizer must not run this at once
-        for k in range(1, m + 1):
-            forced = False
-            while ci < self.n_cuts and self.s.cuts[ci] <= k:
-                forced = forced or self.s.cuts[ci] == k
-                ci += 1
-            if k < m and not forced and self.joinable(ids[k - 1], ids[k]):
-                continue
-            if k - start == 1:
-                self.out[self.out_len] = ids[start]
-                self.out_len += 1
-            elif k - start <= CACHE_SYMS:
-                self.merge_cached(start, k)
-            elif k - start <= self.scan_max:
-                self.merge_scan(start, k)
-            else:
-                self.merge_heap(start, k)
-            start = k
-        return 0
+    cdef AddedTokens added_for(self, allowed):
+        """The ``AddedTokens`` of ``reference.hf_spm.pieces``: the added tokens and the
+        allowed special ones (kept per allowed set)."""
+        if not allowed and self.plain is not None:
+            return self.plain
+        key = frozenset(s for s in allowed if s in self.special)
+        found = self.added_sets.get(key)
+        if found is None:
+            tokens = dict(self.added)
+            tokens.update({s: i for s, i in self.special.items() if s in key})
+            if len(self.added_sets) >= MAX_ADDED_SETS:
+                self.added_sets.clear()
+            found = self.added_sets[key] = AddedTokens(tokens)
+            if not key:
+                self.plain = found
+        return found
 
-    cdef list take(self):
-        """The ids in ``out`` as a list of the process's shared int objects
+    cdef list take(self, HFCtx* c):
+        """The ids in c.out as a list of the process's shared int objects
         (``fastbpe._idlists``: no int made per id)."""
         cdef OutBuf view
-        out_init(&view, <uint32_t*>self.out, self.out_cap)   # ids are >= 0: the same bits as uint32
-        view.size = self.out_len
-        self.out_len = 0
+        out_init(&view, <uint32_t*>c.out, c.out_cap)   # ids are >= 0: the same bits as uint32
+        view.size = c.out_len
         return outbuf_to_list(&view, self.n_shared)
 
-    # ------------------------------------------------------------------ API
+    # ------------------------------------------------------------------ words
+    cdef int word(self, HFCtx* c, str word) except -1:
+        """All three steps for one word (``bpe_word``), its ids appended to c.out."""
+        if self.ignore_merges and word in self.vocab:
+            if reserve(c, 1) < 0:
+                raise MemoryError()
+            c.out[c.out_len] = self.vocab[word]
+            c.out_len += 1
+            return 0
+        return self.run_str(c, word, False, False, False)
+
+    cdef int run_str(self, HFCtx* c, str text, bint lead, bint escape, bint split) except -1:
+        if run(&self.t, c, PyUnicode_KIND(text), PyUnicode_DATA(text), 0, PyUnicode_GET_LENGTH(text),
+               lead, escape, split) < 0:
+            raise MemoryError()
+        return 0
+
     def bpe(self, str word) -> list:
         """The ids of ``reference.hf_spm.bpe_word(word, spec)``."""
-        self.out_len = 0
-        self.word(word)
-        return self.take()
+        cdef HFCtx* c = self.acquire()
+        try:
+            self.word(c, word)
+            return self.take(c)
+        finally:
+            self.release(c)
+
+    def encode_words(self, list words) -> list:
+        """The ids of every word of ``words`` (str), in order."""
+        cdef HFCtx* c = self.acquire()
+        try:
+            for w in words:
+                self.word(c, w)
+            return self.take(c)
+        finally:
+            self.release(c)
 
     def encode_pieces(self, list pieces) -> list:
         """The ids of ``reference.hf_spm.pieces``' list: an int is an added token's id,
         a ``(piece, lead)`` pair the ids of ``bpe_word`` of each of ``words(piece, lead,
         spec)`` (the caller takes the words' path when ``ignore_merges``, which looks up
         each word whole)."""
-        if self.ignore_merges:
-            raise ValueError("encode_pieces cannot run a model with ignore_merges: use encode_words")
-        self.out_len = 0
-        for p in pieces:
-            if isinstance(p, int):
-                self.reserve(1)
-                self.out[self.out_len] = p
-                self.out_len += 1
-            else:
-                self.run(p[0], p[1], self.t.escape, self.t.split)
-        return self.take()
+        cdef HFCtx* c
+        self.check_merges()
+        c = self.acquire()
+        try:
+            for p in pieces:
+                if isinstance(p, int):
+                    if reserve(c, 1) < 0:
+                        raise MemoryError()
+                    c.out[c.out_len] = p
+                    c.out_len += 1
+                else:
+                    self.run_str(c, p[0], p[1], self.t.escape, self.t.split)
+            return self.take(c)
+        finally:
+            self.release(c)
 
-    def encode_words(self, list words) -> list:
-        """The ids of every word of ``words`` (str), in order."""
-        self.out_len = 0
-        for w in words:
-            self.word(w)
-        return self.take()
+    cdef int check_merges(self) except -1:
+        if self.ignore_merges:
+            raise ValueError("this kernel path cannot run a model with ignore_merges: use encode_words")
+        return 0
+
+    # ------------------------------------------------------------------ texts
+    cdef int encode_one(self, HFCtx* c, str text, AddedTokens added) except -1:
+        """text's ids (``reference.hf_spm.encode``) into c.out; long texts without the GIL."""
+        cdef int rc
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+        if n > NOGIL_TEXT:
+            with nogil:
+                rc = encode_text(&self.t, &added.a, c, kind, data, n)
+        else:
+            rc = encode_text(&self.t, &added.a, c, kind, data, n)
+        if rc < 0:
+            raise MemoryError("out of memory while encoding")
+        return 0
+
+    def encode(self, str text, allowed=frozenset()) -> list:
+        """``reference.hf_spm.encode(text, spec, allowed)`` (``allowed``: the special
+        tokens matched); lone surrogates as U+FFFD."""
+        cdef HFCtx* c
+        cdef AddedTokens added = self.added_for(allowed)
+        self.check_merges()
+        text = valid(text)
+        c = self.acquire()
+        try:
+            self.encode_one(c, text, added)
+            return self.take(c)
+        finally:
+            self.release(c)
+
+    def encode_to_numpy(self, str text, allowed, dtype):
+        """``encode`` as a numpy array of dtype (uint16 or uint32: the caller checks
+        that every id fits), written from the native buffer."""
+        cdef HFCtx* c
+        cdef AddedTokens added = self.added_for(allowed)
+        cdef cnp.ndarray ids
+        self.check_merges()
+        text = valid(text)
+        c = self.acquire()
+        try:
+            self.encode_one(c, text, added)
+            ids = id_array(c.out_len, dtype)
+            write_ids(c.out, c.out_len, cnp.PyArray_DATA(ids), 0, dtype.itemsize == 2)
+            return ids
+        finally:
+            self.release(c)
+
+    def encode_batch(self, list texts, allowed, int num_threads) -> list:
+        """``encode`` of each text, on up to num_threads native threads (the policy of
+        ``fastbpe._runner``), as lists."""
+        return self.batch(texts, allowed, num_threads, None)
+
+    def encode_batch_to_numpy(self, list texts, allowed, int num_threads, dtype):
+        """``encode_batch`` as (ids, offsets): one flat array of dtype (uint16 or uint32,
+        checked by the caller) and int64 offsets, text i being ids[offsets[i]:offsets[i + 1]];
+        written from the native buffers, no lists."""
+        return self.batch(texts, allowed, num_threads, dtype)
+
+    cdef object batch(self, list texts, allowed, int num_threads, object dtype):
+        """Each text's ids on up to num_threads threads (``Batch``); lists (dtype None)
+        or arrays."""
+        cdef AddedTokens added = self.added_for(allowed)
+        cdef Py_ssize_t n = len(texts), i, k, total = 0
+        cdef int n_thr = 1
+        cdef Batch b
+        cdef Runner runner
+        cdef bint use_pool = False
+        cdef HFCtx* c
+        cdef TextRef* refs = NULL
+        self.check_merges()
+        if any(has_surrogate(s) for s in texts):
+            texts = [valid(s) for s in texts]   # kept alive here while the threads read them
+        memset(&b, 0, sizeof(Batch))
+        try:
+            refs = <TextRef*>calloc(n + 1, sizeof(TextRef))
+            b.texts = refs
+            b.owner = <HFCtx**>calloc(n + 1, sizeof(HFCtx*))
+            b.begins = <Py_ssize_t*>calloc(n + 1, sizeof(Py_ssize_t))
+            b.ends = <Py_ssize_t*>calloc(n + 1, sizeof(Py_ssize_t))
+            if b.texts == NULL or b.owner == NULL or b.begins == NULL or b.ends == NULL:
+                raise MemoryError()
+            for i in range(n):
+                s = texts[i]
+                refs[i].kind = PyUnicode_KIND(s)
+                refs[i].data = PyUnicode_DATA(s)
+                refs[i].n = PyUnicode_GET_LENGTH(s)
+                total += refs[i].n
+            n_thr = <int>min(<Py_ssize_t>_batch_threads(num_threads, total), max(n, 1))
+            b.ctxs = <HFCtx**>calloc(n_thr, sizeof(HFCtx*))
+            if b.ctxs == NULL:
+                raise MemoryError()
+            b.t = &self.t
+            b.added = &added.a
+            use_pool = not self.pool_busy   # under the GIL: one batch at a time uses the pool
+            self.pool_busy = True
+            b.pool = self.pool if use_pool else NULL
+            runner.payload = &b
+            runner.begin = batch_begin
+            runner.run = batch_text
+            runner.end = NULL
+            runner.n_jobs = n
+            runner.notify = False
+            with nogil:
+                run_jobs(&runner, n_thr)
+            if b.error:
+                raise MemoryError("out of memory while encoding")
+            return self.lists(&b, n) if dtype is None else self.arrays(&b, n, dtype)
+        finally:
+            for k in range(b.n_ctxs):
+                c = b.ctxs[k]
+                if b.pool != NULL and k < POOL:
+                    ctx_trim(c)
+                elif c != NULL:
+                    ctx_free(c)
+                    free(c)
+            if use_pool:
+                self.pool_busy = False
+            free(b.ctxs)
+            free(refs)
+            free(b.owner)
+            free(b.begins)
+            free(b.ends)
+
+    cdef list lists(self, const Batch* b, Py_ssize_t n):
+        cdef OutBuf view
+        cdef Py_ssize_t i
+        cdef list out = []
+        collect_young_if_due()
+        for i in range(n):
+            out_init(&view, <uint32_t*>b.owner[i].out + b.begins[i], b.ends[i] - b.begins[i])
+            view.size = b.ends[i] - b.begins[i]
+            out.append(outbuf_to_list(&view, self.n_shared, True))
+        track_lists(out)
+        return out
+
+    cdef tuple arrays(self, const Batch* b, Py_ssize_t n, object dtype):
+        cdef Py_ssize_t i, total = 0
+        cdef bint u16 = dtype.itemsize == 2
+        cdef cnp.npy_intp n_off = n + 1
+        for i in range(n):
+            total += b.ends[i] - b.begins[i]
+        cdef cnp.ndarray ids = id_array(total, dtype)
+        cdef cnp.ndarray offsets = cnp.PyArray_EMPTY(1, &n_off, cnp.NPY_INT64, 0)
+        cdef void* w = cnp.PyArray_DATA(ids)
+        cdef int64_t* off = <int64_t*>cnp.PyArray_DATA(offsets)
+        with nogil:
+            off[0] = 0
+            for i in range(n):
+                write_ids(b.owner[i].out + b.begins[i], b.ends[i] - b.begins[i], w, off[i], u16)
+                off[i + 1] = off[i] + b.ends[i] - b.begins[i]
+        return ids, offsets
