@@ -399,6 +399,14 @@ def test_models_past_16_bit_ids_merge_by_text():
     assert not core.merges_on_ids and core._id_pairs() is None and len(tables.texts) > 0xFFFF
     sample = ["abcde fghij", "aaaaabbbbbjjjjj", "abcdefghijabcdefghij" * 3, "j a bb ccc dddd eeeee", "xyz abc"]
     assert [core.encode(t) for t in sample] == [R.encode(t, tables) for t in sample]
+    # long segments of such a model merge through the buckets by text (the piece filter
+    # from 16 * run_min symbols on), where a model with pairs on ids merges them on ids
+    line = joinable_walk(tables, "abcdefghij", 3000, 7)
+    expected = R.encode(line, tables)
+    with _SortedRuns():
+        core = _spm.SpmCore(tables)
+        assert [core.encode(t) for t in sample] == [R.encode(t, tables) for t in sample]
+        assert core.encode(line) == expected
 
 
 # --------------------------------------------------------------------------- the fused scan
