@@ -161,6 +161,11 @@ cdef struct Model:
     int32_t user_first[257]
     uint32_t* user_off
     uint32_t* user_len
+    # (long segments, branch long39b) bit (id_pair_key(a, b) * golden) >> (64 - 19) of
+    # each of pairs' keys: 64 KiB that stays in L2 where the 1 MiB pairs table misses;
+    # merge_buckets asks it first when it pushes (most pairs a merge makes are none).
+    # NULL with pairs
+    uint64_t* pair_filter
 
 
 cdef struct Scratch:

@@ -381,6 +381,16 @@ cdef inline uint32_t id_pair_at(const Model* m, uint64_t key, uint64_t i) noexce
         i = (i + 1) & m.pairs_mask
 
 
+cdef enum:
+    ID_FILTER_SHIFT = 64 - 19     # Model.pair_filter: 2^19 bits
+    ID_FILTER_BITS = 1 << 19
+
+
+cdef inline uint64_t id_filter_bit(uint64_t key) noexcept nogil:
+    """The bit of an ``id_pair_key`` in Model.pair_filter."""
+    return (key * <uint64_t>0x9E3779B97F4A7C15) >> ID_FILTER_SHIFT
+
+
 cdef inline uint32_t id_pair(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
     """``id_pair_at`` of the symbols (left, next[left])."""
     cdef int32_t right
@@ -513,6 +523,8 @@ cdef inline uint32_t sym_id_pair(const Model* m, const Scratch* s, int32_t left)
     if a == NO_SID or b == NO_SID:
         return NO_PAIR
     key = id_pair_key(a, b)
+    if not (m.pair_filter[id_filter_bit(key) >> 6] >> (id_filter_bit(key) & 63)) & 1:
+        return NO_PAIR                      # no pair: the 64 KiB filter tells (in L2)
     return id_pair_at(m, key, pair_slot(key, m.pairs_mask))
 
 
@@ -1630,6 +1642,13 @@ cdef class SpmCore:
             raise MemoryError()
         self.m.pairs_mask = size - 1
         fill_pairs(&self.m)
+        self.m.pair_filter = <uint64_t*>calloc(ID_FILTER_BITS // 64, sizeof(uint64_t))
+        if self.m.pair_filter == NULL:
+            raise MemoryError()
+        for i in range(size):
+            if self.m.pairs[i]:
+                key = id_filter_bit(self.m.pairs[i] >> 32)
+                self.m.pair_filter[key >> 6] |= (<uint64_t>1) << (key & 63)
         return 0
 
     def _id_pairs(self):
@@ -1659,6 +1678,7 @@ cdef class SpmCore:
         free(self.m.pair_bits)
         free(self.m.char_ids)
         free(self.m.pairs)
+        free(self.m.pair_filter)
         free(self.m.small_sid)
         free(self.m.char_sid)
         free(self.m.sid_plain)
