@@ -686,7 +686,7 @@ cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count, bint by_id)
     lengths are bytes again (a symbol ends where the next one starts). The keys, and so
     the pops and merges, are the text path's."""
     cdef Py_ssize_t n_run = 0
-    cdef uint64_t* run = NULL
+    cdef Py_ssize_t* ends = NULL
     cdef uint32_t r, n_ranks = m.n_ranks
     cdef uint32_t end = s.sym[count - 1].start + (s.sym[count - 1].length & ~FROZEN)
     cdef int rc = -1
@@ -695,11 +695,11 @@ cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count, bint by_id)
     q.filled = NULL
     q.filter = NULL
     s.heap_size = 0
-    run = sorted_run(m, s, count, &n_run, by_id)
-    if run == NULL:
+    ends = sorted_run(m, s, count, &n_run, by_id)
+    if ends == NULL:
         return -1
     if n_run == 0:
-        free(run)
+        free(ends)
         if by_id:
             ids_to_lengths(s, end)
         return 0
@@ -708,10 +708,10 @@ cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count, bint by_id)
     if count >= 16 * run_min and not by_id:
         q.filter = piece_filter(m)
     if q.of_rank != NULL and q.filled != NULL and (q.filter != NULL or by_id or count < 16 * run_min):
-        rc = bucket_loop(m, s, count, &q, run, n_run, by_id)
+        rc = bucket_loop(m, s, count, &q, s.pair_rank, ends, n_run, by_id)
         if rc == 0 and by_id:
             ids_to_lengths(s, end)
-    free(run)
+    free(ends)
     if q.of_rank != NULL:
         for r in range(n_ranks):
             free(q.of_rank[r].pos)
@@ -760,19 +760,28 @@ cdef inline bint merge_popped_id(const Model* m, Scratch* s, int32_t left, uint3
     return True
 
 
-cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, const uint64_t* run,
-                     Py_ssize_t n_run, bint by_id) noexcept nogil:
-    """``merge_buckets``' pops and merges; -1 when memory runs out (the caller frees)."""
+cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, const uint32_t* run,
+                     const Py_ssize_t* ends, Py_ssize_t n_run, bint by_id) noexcept nogil:
+    """``merge_buckets``' pops and merges; -1 when memory runs out (the caller frees).
+    The run: ``sorted_run``'s lefts and rank ends; rr is the rank of run[ri]."""
     cdef Py_ssize_t ri = 0, pi = 0, pn = 0
+    cdef uint32_t rr = 0
     cdef int32_t left
     cdef uint64_t key, kr, kp, INF = ~(<uint64_t>0)
     cdef uint32_t* pcur = NULL
     cdef uint32_t r, n_ranks = m.n_ranks
     cdef bint initial, merged
-    q.cur = <uint32_t>(run[0] >> 32)
+    while ends[rr] == 0:
+        rr += 1                     # the first rank with initial pairs (n_run > 0)
+    q.cur = rr
     q.next = n_ranks
     while True:
-        kr = run[ri] if ri < n_run else INF
+        if ri < n_run:
+            while ends[rr] <= ri:
+                rr += 1
+            kr = (<uint64_t>rr << 32) | run[ri]
+        else:
+            kr = INF
         kp = ((<uint64_t>q.cur << 32) | pcur[pi]) if pi < pn else INF
         key = kr if kr < kp else kp
         initial = False
@@ -802,9 +811,9 @@ cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, c
             # the run and the bucket are known ahead: their symbols (16 keys on) and then
             # their text (8 on, where the symbol is in cache by now) are prefetched
             if ri + 16 < n_run:
-                fbe_prefetch(&s.sym[<uint32_t>run[ri + 16]])
+                fbe_prefetch(&s.sym[run[ri + 16]])
             if ri + 8 < n_run and not by_id:
-                fbe_prefetch(s.norm + s.sym[<uint32_t>run[ri + 8]].start)
+                fbe_prefetch(s.norm + s.sym[run[ri + 8]].start)
             ri += 1
             initial = True
         else:
@@ -843,16 +852,21 @@ def _set_run_min(Py_ssize_t n):
     return old
 
 
-cdef uint64_t* sorted_run(const Model* m, Scratch* s, Py_ssize_t count, Py_ssize_t* n_run,
-                          bint by_id) noexcept nogil:
-    """The keys (rank << 32 | left) of the initial pairs that are pieces, sorted: a
-    counting sort on the rank (m.n_ranks buckets), lefts rising within a rank as the
-    pairs are visited left to right. NULL when memory runs out. Linear, two sequential
-    passes: no random access per pair (pushing them into the heap was one per level).
-    by_id: first each symbol's length field becomes its id + 1 (``merge_buckets``)."""
+cdef Py_ssize_t* sorted_run(const Model* m, Scratch* s, Py_ssize_t count, Py_ssize_t* n_run,
+                           bint by_id) noexcept nogil:
+    """The initial pairs that are pieces, sorted by key (rank, then left): their lefts in
+    s.pair_rank[:n_run], rank r's at [ends[r - 1], ends[r]) (ends[-1] = 0); returns ends
+    (m.n_ranks entries, the caller frees), NULL when memory runs out. A counting sort on
+    the rank, lefts rising within a rank as the pairs are visited left to right: linear,
+    two sequential passes (pushing them into the heap was a random access per level),
+    and in the scratch (warm from call to call; a fresh 8-byte key per pair was a new
+    mapping of tens of MB per long line, whose page faults took ~10% of a 10 MB line).
+    A pair's rank waits between the passes in its left symbol's prev (initially left -
+    1, restored). by_id: first each symbol's length field becomes its id + 1
+    (``merge_buckets``)."""
     cdef Py_ssize_t i
     cdef uint32_t r, size
-    cdef uint64_t* run = NULL
+    cdef uint32_t* run = s.pair_rank
     cdef Py_ssize_t* at = <Py_ssize_t*>calloc(m.n_ranks + 1, sizeof(Py_ssize_t))
     if at == NULL:
         return NULL
@@ -867,21 +881,19 @@ cdef uint64_t* sorted_run(const Model* m, Scratch* s, Py_ssize_t count, Py_ssize
             r = r >> 16 if r != NO_PAIR else NO_PAIR
         else:
             r = pair_rank(m, s, <int32_t>i)
-        s.pair_rank[i] = r
+        s.sym[i].prev = <int32_t>r
         if r != NO_PAIR:
             at[r + 1] += 1
             n_run[0] += 1
     for i in range(m.n_ranks):
         at[i + 1] += at[i]
-    run = <uint64_t*>malloc((n_run[0] + 1) * sizeof(uint64_t))
-    if run != NULL:
-        for i in range(count - 1):
-            r = s.pair_rank[i]
-            if r != NO_PAIR:
-                run[at[r]] = (<uint64_t>r << 32) | <uint32_t>i
-                at[r] += 1
-    free(at)
-    return run
+    for i in range(count - 1):
+        r = <uint32_t>s.sym[i].prev
+        s.sym[i].prev = <int32_t>i - 1
+        if r != NO_PAIR:
+            run[at[r]] = <uint32_t>i
+            at[r] += 1
+    return at                   # at[r] is now where rank r's lefts end
 
 
 # --------------------------------------------------------------------------- 4. emit
