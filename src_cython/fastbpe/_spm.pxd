@@ -169,6 +169,9 @@ cdef struct Model:
     # merge_buckets asks it first when it pushes (most pairs a merge makes are none).
     # NULL with pairs
     uint64_t* pair_filter
+    # (long segments, branch long39b) a model without pairs on ids: merge_buckets' piece
+    # filter (``Buckets.filter``), built at load instead of per long segment; else NULL
+    uint64_t* piece_filter
 
 
 cdef struct Scratch:

@@ -497,12 +497,13 @@ cdef struct Bucket:       # the positions of the pairs of one rank pushed before
 cdef enum:
     FILTER_BITS = 1 << 19     # the pieces merges may make as bits of their text's hash:
                               # 64 KiB (stays in L2, where the 2 MiB piece table misses),
-                              # built for segments of at least 16 * run_min symbols
+                              # built at load for a model whose long segments merge on text
 
 
 cdef struct Buckets:
-    uint64_t* filter      # bit (hash >> 40) % FILTER_BITS of each piece merges may make,
-                          # or NULL: a pushed pair whose bit is clear is no piece
+    const uint64_t* filter  # bit (hash >> 40) % FILTER_BITS of each piece merges may make
+                          # (Model.piece_filter), or NULL (on ids, and while loading): a
+                          # pushed pair whose bit is clear is no piece
     Bucket* of_rank       # m.n_ranks of them
     uint64_t* filled      # bit r: of_rank[r] holds positions (only ranks above cur)
     uint32_t cur          # the rank being read: pairs of rank <= cur go to the heap
@@ -672,9 +673,9 @@ cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count, bint by_id)
     Each pop takes the smallest of the run's next key, the heap's top and cur's bucket's
     next position; when all of them are above rank cur, cur moves to the lower of the
     run's next rank and the lowest filled bucket. That is the smallest key in the queue
-    (the corollary), so the pops are the heap's, and so are the merges. A segment of
-    16 * run_min symbols or more asks a 64 KiB bit filter of the pieces' hashes before
-    the 2 MiB piece table when it pushes (``Buckets.filter``): most pairs a merge makes
+    (the corollary), so the pops are the heap's, and so are the merges. On text, a push
+    asks a 64 KiB bit filter of the pieces' hashes (``Model.piece_filter``, built at load)
+    before the 2 MiB piece table (``Buckets.filter``): most pairs a merge makes
     are no piece.
 
     by_id (a model with pairs on ids): the symbols merge on ids, as ``merge_scan_ids``
@@ -705,9 +706,9 @@ cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count, bint by_id)
         return 0
     q.of_rank = <Bucket*>calloc(n_ranks, sizeof(Bucket))
     q.filled = <uint64_t*>calloc((n_ranks + 63) >> 6, sizeof(uint64_t))
-    if count >= 16 * run_min and not by_id:
-        q.filter = piece_filter(m)
-    if q.of_rank != NULL and q.filled != NULL and (q.filter != NULL or by_id or count < 16 * run_min):
+    if not by_id:
+        q.filter = m.piece_filter
+    if q.of_rank != NULL and q.filled != NULL:
         rc = bucket_loop(m, s, count, &q, s.pair_rank, ends, n_run, by_id)
         if rc == 0 and by_id:
             ids_to_lengths(s, end)
@@ -717,7 +718,6 @@ cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count, bint by_id)
             free(q.of_rank[r].pos)
     free(q.of_rank)
     free(q.filled)
-    free(q.filter)
     return rc
 
 
@@ -1613,6 +1613,10 @@ cdef class SpmCore:
                 slot = (slot + 1) & self.m.pair_mask
             self.m.pair_table[slot] = h
         self.id_pairs(tables)
+        if self.m.pairs == NULL:    # long segments merge on text: their piece filter
+            self.m.piece_filter = piece_filter(&self.m)
+            if self.m.piece_filter == NULL:
+                raise MemoryError()
         self.n_shared = shared_id_ints(len(tables.texts))
         if mark_whole(&self.m, &self.scratch) < 0:
             raise MemoryError()
@@ -1702,6 +1706,7 @@ cdef class SpmCore:
         free(self.m.char_ids)
         free(self.m.pairs)
         free(self.m.pair_filter)
+        free(self.m.piece_filter)
         free(self.m.small_sid)
         free(self.m.char_sid)
         free(self.m.sid_plain)
