@@ -167,7 +167,7 @@ def test_bucket_queue_is_the_heap_order(model, size, seed, texts):
         return
     for text in texts + [joinable_walk(t, "ab▁c中 ", size, seed)]:
         symbols = R.initial_symbols(R.normalize(text, t), t.user_defined)
-        assert R.bucket_queue(symbols, t) == R.bpe(symbols, t), text
+        assert R.bucket_queue(symbols, t) == R.bucket_queue(symbols, t, on_ids=True) == R.bpe(symbols, t), text
 
 
 def test_bucket_queue_with_a_better_rank_made_by_a_merge():

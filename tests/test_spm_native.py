@@ -307,7 +307,7 @@ def test_mistral_long_lines_against_sentencepiece(vocab_file, name):
     data = vocab_file(name).read_bytes()
     core, tables = _cores(data, name)
     sp = processor(data)
-    line = _uncut_line(tables, 70_000, seed=3)     # past 16 * run_min: the piece filter too
+    line = _uncut_line(tables, 70_000, seed=3)     # on ids, with the pairs' filter
     odd = ["\U0001F600", "\u0fff", "[REFERENCE_DOC_3]", "[REFERENCE_DOC_12]x", "中文", "ğ"]
     texts = [line[:5000], line,
              "".join(part + odd[i % len(odd)] for i, part in enumerate(line[k:k + 7000] for k in range(0, 70_000, 7000)))]
@@ -399,6 +399,14 @@ def test_models_past_16_bit_ids_merge_by_text():
     assert not core.merges_on_ids and core._id_pairs() is None and len(tables.texts) > 0xFFFF
     sample = ["abcde fghij", "aaaaabbbbbjjjjj", "abcdefghijabcdefghij" * 3, "j a bb ccc dddd eeeee", "xyz abc"]
     assert [core.encode(t) for t in sample] == [R.encode(t, tables) for t in sample]
+    # long segments of such a model merge through the buckets by text (asking the piece
+    # filter built at load), where a model with pairs on ids merges them on ids
+    line = joinable_walk(tables, "abcdefghij", 3000, 7)
+    expected = R.encode(line, tables)
+    with _SortedRuns():
+        core = _spm.SpmCore(tables)
+        assert [core.encode(t) for t in sample] == [R.encode(t, tables) for t in sample]
+        assert core.encode(line) == expected
 
 
 # --------------------------------------------------------------------------- the fused scan

@@ -373,7 +373,7 @@ def score_ranks(t: SpmTables) -> dict[str, int]:
     return {piece: order[t.scores[pid]] for piece, pid in t.pieces.items()}
 
 
-def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
+def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables, on_ids: bool = False) -> list[str]:
     """``bpe`` with its heap replaced by buckets by rank (``score_ranks``), the structure
     of the native merge of a long segment (``_spm.merge_buckets``), for a model without
     unused pieces: the same pieces. With cur the rank being read, the queue of
@@ -402,22 +402,30 @@ def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables) -> list[str]:
     few rank-cur pairs at a time, so a pop costs O(1) amortized plus a bucket's share
     of one linear sort.
 
+    The queue holds keys only, so it runs the same on symbol ids as on text (``on_ids``:
+    a pair's rank is its merged piece's in ``merge_pairs``, which holds exactly the
+    candidates: the same keys); the native twin does so when the model's ids fit 16 bits.
+
     >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("ab", -1), Piece("bc", -1), Piece("abc", -3),
     ...                            Piece("a", -4), Piece("b", -4), Piece("c", -4)), TrainerSpec(model_type=2)))
     >>> syms = [(c, False) for c in "abcabc"]
-    >>> bucket_queue(syms, t) == bpe(syms, t) == ['abc', 'abc']
+    >>> bucket_queue(syms, t) == bucket_queue(syms, t, on_ids=True) == bpe(syms, t) == ['abc', 'abc']
     True
     """
     if any(t.types[pid] == UNUSED for pid in t.pieces.values()):
         raise ValueError("bucket_queue: the model has unused pieces, which need bpe's rev_merge")
     ranks = score_ranks(t)
     text, frozen, prev, nxt = linked_symbols(symbols)
+    sids, id_pairs = (symbol_ids(t), merge_pairs(t)) if on_ids else ({}, {})
 
     def rank_at(left: int) -> int | None:
         """The rank of the pair (left, nxt[left]) if it is a candidate, else None."""
         right = nxt[left] if left >= 0 else -1
         if right < 0 or frozen[left] or frozen[right]:
             return None
+        if on_ids:
+            merged = id_pairs.get((sids.get(text[left]), sids.get(text[right])))
+            return None if merged is None else ranks[t.texts[merged]]
         return ranks.get(text[left] + text[right])
 
     run = sorted((r, i) for i in range(len(text) - 1) if (r := rank_at(i)) is not None)

@@ -59,7 +59,10 @@ id, or an id past the vocabulary for a character that is no piece but is inside 
 looks a pair up by its two ids in ``pairs`` (``reference.sentencepiece.merge_pairs``:
 (a, b) -> the piece a + b), 8-byte slots, 1 MiB for Mistral's 59k pairs, instead of
 hashing the pair's text and comparing it in the 2 MiB piece table; ``emit`` gives a
-symbol's id without a lookup. ``merge`` (longer segments) keeps the text path.
+symbol's id without a lookup. ``merge``'s heap (up to ``run_min`` symbols) keeps the text
+path; a long segment (``merge_buckets``) merges on ids too, each symbol's id in its
+``Sym.length`` while it merges, a push asking ``Model.pair_filter`` (64 KiB) before the
+pairs table.
 
 Models with unused pieces are not run here (``SentencePieceBPE`` keeps them on the
 reference): resegmenting an unused piece needs the per-call ``rev_merge`` map.
@@ -161,6 +164,14 @@ cdef struct Model:
     int32_t user_first[257]
     uint32_t* user_off
     uint32_t* user_len
+    # (long segments, branch long39b) bit (id_pair_key(a, b) * golden) >> (64 - 19) of
+    # each of pairs' keys: 64 KiB that stays in L2 where the 1 MiB pairs table misses;
+    # merge_buckets asks it first when it pushes (most pairs a merge makes are none).
+    # NULL with pairs
+    uint64_t* pair_filter
+    # (long segments, branch long39b) a model without pairs on ids: merge_buckets' piece
+    # filter (``Buckets.filter``), built at load instead of per long segment; else NULL
+    uint64_t* piece_filter
 
 
 cdef struct Scratch:

@@ -296,9 +296,15 @@ cdef inline uint32_t pair_rank(const Model* m, const Scratch* s, int32_t left) n
 
 cdef inline void join(Scratch* s, int32_t left) noexcept nogil:
     """Merge symbol left with the next one (which leaves the list)."""
+    join_as(s, left, s.sym[left].length + s.sym[s.sym[left].next].length)
+
+
+cdef inline void join_as(Scratch* s, int32_t left, uint32_t length) noexcept nogil:
+    """``join``, the merged symbol's length field given (``merge_buckets`` on ids keeps
+    the merged id + 1 there)."""
     cdef Sym* a = &s.sym[left]
     cdef Sym* b = &s.sym[a.next]
-    a.length += b.length
+    a.length = length
     b.length = 0
     a.next = b.next
     if b.next >= 0:
@@ -375,6 +381,16 @@ cdef inline uint32_t id_pair_at(const Model* m, uint64_t key, uint64_t i) noexce
         i = (i + 1) & m.pairs_mask
 
 
+cdef enum:
+    ID_FILTER_SHIFT = 64 - 19     # Model.pair_filter: 2^19 bits
+    ID_FILTER_BITS = 1 << 19
+
+
+cdef inline uint64_t id_filter_bit(uint64_t key) noexcept nogil:
+    """The bit of an ``id_pair_key`` in Model.pair_filter."""
+    return (key * <uint64_t>0x9E3779B97F4A7C15) >> ID_FILTER_SHIFT
+
+
 cdef inline uint32_t id_pair(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
     """``id_pair_at`` of the symbols (left, next[left])."""
     cdef int32_t right
@@ -433,16 +449,18 @@ cdef void merge_scan_ids(const Model* m, Scratch* s, Py_ssize_t count) noexcept 
             s.pair_rank[s.sym[best_j].prev] = id_pair(m, s, s.sym[best_j].prev)
 
 
-cdef int merge(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
+cdef int merge(const Model* m, Scratch* s, Py_ssize_t count, bint by_id) noexcept nogil:
     """Merge the count symbols by the lowest (rank, left) pair each time (``merge_scan``'s
     rule) through a priority queue of candidate pairs: the heap for a segment of fewer
     than ``run_min`` symbols, ``merge_buckets`` for a longer one. Both pop the same keys
-    in the same order (``merge_buckets``' docstring), so they make the same merges."""
+    in the same order (``merge_buckets``' docstring), so they make the same merges.
+    by_id (a model with pairs on ids): a long segment merges on symbol ids and leaves
+    them in s.sid for ``emit`` (as ``merge_scan_ids`` does); the heap ignores it."""
     cdef Py_ssize_t i
     cdef int32_t left
     cdef uint64_t key
     if count >= run_min:
-        return merge_buckets(m, s, count)
+        return merge_buckets(m, s, count, by_id)
     s.heap_size = 0
     for i in range(count - 1):
         if add_pair(m, s, <int32_t>i) < 0:
@@ -479,47 +497,75 @@ cdef struct Bucket:       # the positions of the pairs of one rank pushed before
 cdef enum:
     FILTER_BITS = 1 << 19     # the pieces merges may make as bits of their text's hash:
                               # 64 KiB (stays in L2, where the 2 MiB piece table misses),
-                              # built for segments of at least 16 * run_min symbols
+                              # built at load for a model whose long segments merge on text
 
 
 cdef struct Buckets:
-    uint64_t* filter      # bit (hash >> 40) % FILTER_BITS of each piece merges may make,
-                          # or NULL: a pushed pair whose bit is clear is no piece
+    const uint64_t* filter  # bit (hash >> 40) % FILTER_BITS of each piece merges may make
+                          # (Model.piece_filter), or NULL (on ids, and while loading): a
+                          # pushed pair whose bit is clear is no piece
     Bucket* of_rank       # m.n_ranks of them
     uint64_t* filled      # bit r: of_rank[r] holds positions (only ranks above cur)
     uint32_t cur          # the rank being read: pairs of rank <= cur go to the heap
     uint32_t next         # the lowest filled rank above cur (m.n_ranks: none)
 
 
-cdef int bucket_add(const Model* m, Scratch* s, Buckets* q, int32_t left) noexcept nogil:
-    """Push the pair (left, next[left]) if it is a candidate: into its rank's bucket when
-    that rank's turn is still to come, else (rank <= cur) into the heap."""
+cdef inline uint32_t sym_id_pair(const Model* m, const Scratch* s, int32_t left) noexcept nogil:
+    """``id_pair`` in a segment merging on ids (``merge_buckets``' by_id), where each
+    symbol's length field holds its id + 1: rank << 16 | merged id of the pair (left,
+    next[left]), or NO_PAIR."""
+    cdef int32_t right = s.sym[left].next
+    cdef uint32_t a, b
+    cdef uint64_t key
+    if right < 0:
+        return NO_PAIR
+    a = s.sym[left].length - 1
+    b = s.sym[right].length - 1
+    if a == NO_SID or b == NO_SID:
+        return NO_PAIR
+    key = id_pair_key(a, b)
+    if not (m.pair_filter[id_filter_bit(key) >> 6] >> (id_filter_bit(key) & 63)) & 1:
+        return NO_PAIR                      # no pair: the 64 KiB filter tells (in L2)
+    return id_pair_at(m, key, pair_slot(key, m.pairs_mask))
+
+
+cdef inline uint32_t text_pair_rank(const Model* m, const Scratch* s, const Buckets* q, int32_t left) noexcept nogil:
+    """``pair_rank`` (left >= 0), the piece filter asked before the table when there is
+    one: most pairs a merge makes are no piece (Mistral v1's uncut line: 1 in 9 is), and
+    the table's slot is a miss."""
     cdef const Entry* e
-    cdef Bucket* b
-    cdef uint32_t r, cap, n
-    cdef uint32_t* grown
+    cdef uint32_t n
     cdef uint64_t h
-    cdef int32_t right
+    cdef int32_t right = s.sym[left].next
+    if q.filter == NULL:
+        return pair_rank(m, s, left)
+    if right < 0 or (s.sym[left].length | s.sym[right].length) & FROZEN:
+        return NO_PAIR
+    n = s.sym[left].length + s.sym[right].length
+    h = fbe_hash(s.norm + s.sym[left].start, n)
+    if not (q.filter[(h >> 40) % FILTER_BITS >> 6] >> ((h >> 40) & 63)) & 1:
+        return NO_PAIR
+    e = lookup_at(m, s.norm + s.sym[left].start, n, h & m.mask)
+    return e.rank if e != NULL and e.merge_id >= 0 else NO_PAIR
+
+
+cdef int bucket_add(const Model* m, Scratch* s, Buckets* q, int32_t left, bint by_id) noexcept nogil:
+    """Push the pair (left, next[left]) if it is a candidate: into its rank's bucket when
+    that rank's turn is still to come, else (rank <= cur) into the heap. by_id: the
+    symbols hold ids (``sym_id_pair``), else text."""
+    cdef Bucket* b
+    cdef uint32_t r, cap
+    cdef uint32_t* grown
     if left < 0:
         return 0
-    if q.filter == NULL:
-        e = pair_entry(m, s, left)
+    if by_id:
+        r = sym_id_pair(m, s, left) >> 16
+        if r == NO_PAIR >> 16:
+            return 0
     else:
-        # pair_entry, the filter asked before the table: most pairs a merge makes are no
-        # piece (Mistral v1's uncut line: 1 in 9 is), and the table's slot is a miss
-        right = s.sym[left].next
-        if right < 0 or (s.sym[left].length | s.sym[right].length) & FROZEN:
+        r = text_pair_rank(m, s, q, left)
+        if r == NO_PAIR:
             return 0
-        n = s.sym[left].length + s.sym[right].length
-        h = fbe_hash(s.norm + s.sym[left].start, n)
-        if not (q.filter[(h >> 40) % FILTER_BITS >> 6] >> ((h >> 40) & 63)) & 1:
-            return 0
-        e = lookup_at(m, s.norm + s.sym[left].start, n, h & m.mask)
-        if e != NULL and e.merge_id < 0:
-            e = NULL
-    if e == NULL:
-        return 0
-    r = e.rank
     if r <= q.cur:
         return heap_push(s, (<uint64_t>r << 32) | <uint32_t>left)
     b = &q.of_rank[r]
@@ -610,7 +656,7 @@ cdef inline bint unchanged(const Scratch* s, int32_t left, Py_ssize_t count) noe
     return s.sym[left].length != 0 and s.sym[left].next == left + 1 and s.sym[left + 1].next == after
 
 
-cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count) noexcept nogil:
+cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count, bint by_id) noexcept nogil:
     """``merge`` for a long segment (a line no cut shortens): the queue of candidate pairs
     as buckets by rank, each read in position order, so that a pop costs O(1) amortized
     and the symbols are read in rising addresses, prefetched ahead (a global heap made
@@ -627,38 +673,51 @@ cdef int merge_buckets(const Model* m, Scratch* s, Py_ssize_t count) noexcept no
     Each pop takes the smallest of the run's next key, the heap's top and cur's bucket's
     next position; when all of them are above rank cur, cur moves to the lower of the
     run's next rank and the lowest filled bucket. That is the smallest key in the queue
-    (the corollary), so the pops are the heap's, and so are the merges. A segment of
-    16 * run_min symbols or more asks a 64 KiB bit filter of the pieces' hashes before
-    the 2 MiB piece table when it pushes (``Buckets.filter``): most pairs a merge makes
-    are no piece."""
+    (the corollary), so the pops are the heap's, and so are the merges. On text, a push
+    asks a 64 KiB bit filter of the pieces' hashes (``Model.piece_filter``, built at load)
+    before the 2 MiB piece table (``Buckets.filter``): most pairs a merge makes
+    are no piece.
+
+    by_id (a model with pairs on ids): the symbols merge on ids, as ``merge_scan_ids``
+    (``reference.sentencepiece.merge_pairs``: a pair is a candidate iff its two ids are
+    a key, of the merged piece's rank): each symbol's length field holds its id + 1 (0
+    once merged away, as with text) while merging, so a push or a pop reads the two
+    symbols' lines and the 1 MiB pairs table, never the text (a line of norm) nor the
+    2 MiB piece table; after, s.sid holds the live symbols' ids for ``emit`` and their
+    lengths are bytes again (a symbol ends where the next one starts). The keys, and so
+    the pops and merges, are the text path's."""
     cdef Py_ssize_t n_run = 0
-    cdef uint64_t* run = NULL
+    cdef Py_ssize_t* ends = NULL
     cdef uint32_t r, n_ranks = m.n_ranks
+    cdef uint32_t end = s.sym[count - 1].start + (s.sym[count - 1].length & ~FROZEN)
     cdef int rc = -1
     cdef Buckets q
     q.of_rank = NULL
     q.filled = NULL
     q.filter = NULL
     s.heap_size = 0
-    run = sorted_run(m, s, count, &n_run)
-    if run == NULL:
+    ends = sorted_run(m, s, count, &n_run, by_id)
+    if ends == NULL:
         return -1
     if n_run == 0:
-        free(run)
+        free(ends)
+        if by_id:
+            ids_to_lengths(s, end)
         return 0
     q.of_rank = <Bucket*>calloc(n_ranks, sizeof(Bucket))
     q.filled = <uint64_t*>calloc((n_ranks + 63) >> 6, sizeof(uint64_t))
-    if count >= 16 * run_min:
-        q.filter = piece_filter(m)
-    if q.of_rank != NULL and q.filled != NULL and (count < 16 * run_min or q.filter != NULL):
-        rc = bucket_loop(m, s, count, &q, run, n_run)
-    free(run)
+    if not by_id:
+        q.filter = m.piece_filter
+    if q.of_rank != NULL and q.filled != NULL:
+        rc = bucket_loop(m, s, count, &q, s.pair_rank, ends, n_run, by_id)
+        if rc == 0 and by_id:
+            ids_to_lengths(s, end)
+    free(ends)
     if q.of_rank != NULL:
         for r in range(n_ranks):
             free(q.of_rank[r].pos)
     free(q.of_rank)
     free(q.filled)
-    free(q.filter)
     return rc
 
 
@@ -678,19 +737,62 @@ cdef uint64_t* piece_filter(const Model* m) noexcept nogil:
     return bits
 
 
-cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, const uint64_t* run,
-                     Py_ssize_t n_run) noexcept nogil:
-    """``merge_buckets``' pops and merges; -1 when memory runs out (the caller frees)."""
+cdef void ids_to_lengths(Scratch* s, uint32_t end) noexcept nogil:
+    """After ``merge_buckets`` on ids: s.sid[i] is live symbol i's id, its length field
+    its bytes again (up to the next live symbol's start, or end, the segment's)."""
+    cdef int32_t i = 0, after           # symbol 0 is always alive: merges keep the left side
+    while i >= 0:
+        after = s.sym[i].next
+        s.sid[i] = s.sym[i].length - 1
+        s.sym[i].length = (s.sym[after].start if after >= 0 else end) - s.sym[i].start
+        i = after
+
+
+cdef inline bint merge_popped_id(const Model* m, Scratch* s, int32_t left, uint32_t rank) noexcept nogil:
+    """``merge_popped`` on ids (``merge_buckets``' by_id)."""
+    cdef uint32_t v
+    if s.sym[left].length == 0:
+        return False                        # merged into its left neighbour since
+    v = sym_id_pair(m, s, left)
+    if v >> 16 != rank:
+        return False                        # stale (NO_PAIR >> 16 is no rank)
+    join_as(s, left, (v & 0xFFFF) + 1)
+    return True
+
+
+cdef enum:
+    # how many pops ahead bucket_loop prefetches a symbol (and, merging on text, the
+    # text it starts: the symbol is in cache by then). On ids a pop is less work and
+    # measured fastest at 8 (uncut 10 MB line, one-process A/B: 16 0.87-0.96 s, 8
+    # 0.83-0.90 s, 32 0.96-1.00 s, 4 0.88-0.96 s); text keeps its measured 16 / 8
+    ID_AHEAD = 8
+    TEXT_SYM_AHEAD = 16
+    TEXT_AHEAD = 8
+
+
+cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, const uint32_t* run,
+                     const Py_ssize_t* ends, Py_ssize_t n_run, bint by_id) noexcept nogil:
+    """``merge_buckets``' pops and merges; -1 when memory runs out (the caller frees).
+    The run: ``sorted_run``'s lefts and rank ends; rr is the rank of run[ri]."""
     cdef Py_ssize_t ri = 0, pi = 0, pn = 0
+    cdef Py_ssize_t ahead = ID_AHEAD if by_id else TEXT_SYM_AHEAD
+    cdef uint32_t rr = 0
     cdef int32_t left
     cdef uint64_t key, kr, kp, INF = ~(<uint64_t>0)
     cdef uint32_t* pcur = NULL
     cdef uint32_t r, n_ranks = m.n_ranks
     cdef bint initial, merged
-    q.cur = <uint32_t>(run[0] >> 32)
+    while ends[rr] == 0:
+        rr += 1                     # the first rank with initial pairs (n_run > 0)
+    q.cur = rr
     q.next = n_ranks
     while True:
-        kr = run[ri] if ri < n_run else INF
+        if ri < n_run:
+            while ends[rr] <= ri:
+                rr += 1
+            kr = (<uint64_t>rr << 32) | run[ri]
+        else:
+            kr = INF
         kp = ((<uint64_t>q.cur << 32) | pcur[pi]) if pi < pn else INF
         key = kr if kr < kp else kp
         initial = False
@@ -719,26 +821,28 @@ cdef int bucket_loop(const Model* m, Scratch* s, Py_ssize_t count, Buckets* q, c
         elif key == kr:
             # the run and the bucket are known ahead: their symbols (16 keys on) and then
             # their text (8 on, where the symbol is in cache by now) are prefetched
-            if ri + 16 < n_run:
-                fbe_prefetch(&s.sym[<uint32_t>run[ri + 16]])
-            if ri + 8 < n_run:
-                fbe_prefetch(s.norm + s.sym[<uint32_t>run[ri + 8]].start)
+            if ri + ahead < n_run:
+                fbe_prefetch(&s.sym[run[ri + ahead]])
+            if ri + TEXT_AHEAD < n_run and not by_id:
+                fbe_prefetch(s.norm + s.sym[run[ri + TEXT_AHEAD]].start)
             ri += 1
             initial = True
         else:
-            if pi + 16 < pn:
-                fbe_prefetch(&s.sym[pcur[pi + 16]])
-            if pi + 8 < pn:
-                fbe_prefetch(s.norm + s.sym[pcur[pi + 8]].start)
+            if pi + ahead < pn:
+                fbe_prefetch(&s.sym[pcur[pi + ahead]])
+            if pi + TEXT_AHEAD < pn and not by_id:
+                fbe_prefetch(s.norm + s.sym[pcur[pi + TEXT_AHEAD]].start)
             pi += 1
         left = <int32_t><uint32_t>key
-        if initial and unchanged(s, left, count):
+        if by_id:
+            merged = merge_popped_id(m, s, left, <uint32_t>(key >> 32))
+        elif initial and unchanged(s, left, count):
             join(s, left)                   # current: no lookup needed to tell
             merged = True
         else:
             merged = merge_popped(m, s, left, <uint32_t>(key >> 32))
         if merged:
-            if bucket_add(m, s, q, s.sym[left].prev) < 0 or bucket_add(m, s, q, left) < 0:
+            if bucket_add(m, s, q, s.sym[left].prev, by_id) < 0 or bucket_add(m, s, q, left, by_id) < 0:
                 return -1
     return 0
 
@@ -759,35 +863,48 @@ def _set_run_min(Py_ssize_t n):
     return old
 
 
-cdef uint64_t* sorted_run(const Model* m, Scratch* s, Py_ssize_t count, Py_ssize_t* n_run) noexcept nogil:
-    """The keys (rank << 32 | left) of the initial pairs that are pieces, sorted: a
-    counting sort on the rank (m.n_ranks buckets), lefts rising within a rank as the
-    pairs are visited left to right. NULL when memory runs out. Linear, two sequential
-    passes: no random access per pair (pushing them into the heap was one per level)."""
+cdef Py_ssize_t* sorted_run(const Model* m, Scratch* s, Py_ssize_t count, Py_ssize_t* n_run,
+                           bint by_id) noexcept nogil:
+    """The initial pairs that are pieces, sorted by key (rank, then left): their lefts in
+    s.pair_rank[:n_run], rank r's at [ends[r - 1], ends[r]) (ends[-1] = 0); returns ends
+    (m.n_ranks entries, the caller frees), NULL when memory runs out. A counting sort on
+    the rank, lefts rising within a rank as the pairs are visited left to right: linear,
+    two sequential passes (pushing them into the heap was a random access per level),
+    and in the scratch (warm from call to call; a fresh 8-byte key per pair was a new
+    mapping of tens of MB per long line, whose page faults took ~10% of a 10 MB line).
+    A pair's rank waits between the passes in its left symbol's prev (initially left -
+    1, restored). by_id: first each symbol's length field becomes its id + 1
+    (``merge_buckets``)."""
     cdef Py_ssize_t i
-    cdef uint32_t r
-    cdef uint64_t* run = NULL
+    cdef uint32_t r, size
+    cdef uint32_t* run = s.pair_rank
     cdef Py_ssize_t* at = <Py_ssize_t*>calloc(m.n_ranks + 1, sizeof(Py_ssize_t))
     if at == NULL:
         return NULL
     n_run[0] = 0
+    if by_id:
+        for i in range(count):
+            s.sym[i].length = 1 + (NO_SID if s.sym[i].length & FROZEN else
+                                   char_sid(m, code_point(s.norm + s.sym[i].start, &size)))
     for i in range(count - 1):
-        r = pair_rank(m, s, <int32_t>i)
-        s.pair_rank[i] = r
+        if by_id:
+            r = sym_id_pair(m, s, <int32_t>i)
+            r = r >> 16 if r != NO_PAIR else NO_PAIR
+        else:
+            r = pair_rank(m, s, <int32_t>i)
+        s.sym[i].prev = <int32_t>r
         if r != NO_PAIR:
             at[r + 1] += 1
             n_run[0] += 1
     for i in range(m.n_ranks):
         at[i + 1] += at[i]
-    run = <uint64_t*>malloc((n_run[0] + 1) * sizeof(uint64_t))
-    if run != NULL:
-        for i in range(count - 1):
-            r = s.pair_rank[i]
-            if r != NO_PAIR:
-                run[at[r]] = (<uint64_t>r << 32) | <uint32_t>i
-                at[r] += 1
-    free(at)
-    return run
+    for i in range(count - 1):
+        r = <uint32_t>s.sym[i].prev
+        s.sym[i].prev = <int32_t>i - 1
+        if r != NO_PAIR:
+            run[at[r]] = <uint32_t>i
+            at[r] += 1
+    return at                   # at[r] is now where rank r's lefts end
 
 
 # --------------------------------------------------------------------------- 4. emit
@@ -834,8 +951,10 @@ cdef int encode_piece(const Model* m, Scratch* s, const unsigned char* base, Py_
             merge_scan_ids(m, s, count)
         else:
             merge_scan(m, s, count)
-    elif merge(m, s, count) < 0:
-        return -1
+    else:
+        by_id = m.pairs != NULL and count >= run_min
+        if merge(m, s, count, by_id) < 0:
+            return -1
     return emit(m, s, count, out, by_id)
 
 
@@ -1363,7 +1482,7 @@ cdef int mark_whole(Model* m, Scratch* s) noexcept nogil:
         count = symbolize(m, s, s.norm, e.len)
         if count <= SCAN_MAX:
             merge_scan(m, s, count)
-        elif merge(m, s, count) < 0:
+        elif merge(m, s, count, False) < 0:
             return -1
         if s.sym[0].next == -1 and (s.sym[0].length & ~FROZEN) == e.len:
             found = lookup(m, s.norm, e.len)
@@ -1494,6 +1613,10 @@ cdef class SpmCore:
                 slot = (slot + 1) & self.m.pair_mask
             self.m.pair_table[slot] = h
         self.id_pairs(tables)
+        if self.m.pairs == NULL:    # long segments merge on text: their piece filter
+            self.m.piece_filter = piece_filter(&self.m)
+            if self.m.piece_filter == NULL:
+                raise MemoryError()
         self.n_shared = shared_id_ints(len(tables.texts))
         if mark_whole(&self.m, &self.scratch) < 0:
             raise MemoryError()
@@ -1546,6 +1669,13 @@ cdef class SpmCore:
             raise MemoryError()
         self.m.pairs_mask = size - 1
         fill_pairs(&self.m)
+        self.m.pair_filter = <uint64_t*>calloc(ID_FILTER_BITS // 64, sizeof(uint64_t))
+        if self.m.pair_filter == NULL:
+            raise MemoryError()
+        for i in range(size):
+            if self.m.pairs[i]:
+                key = id_filter_bit(self.m.pairs[i] >> 32)
+                self.m.pair_filter[key >> 6] |= (<uint64_t>1) << (key & 63)
         return 0
 
     def _id_pairs(self):
@@ -1575,6 +1705,8 @@ cdef class SpmCore:
         free(self.m.pair_bits)
         free(self.m.char_ids)
         free(self.m.pairs)
+        free(self.m.pair_filter)
+        free(self.m.piece_filter)
         free(self.m.small_sid)
         free(self.m.char_sid)
         free(self.m.sid_plain)
