@@ -410,10 +410,13 @@ FUSED_GOLDEN = ["日本語のテキストとカタカナ、ひらがな。한국
                 "▁ab" + "的" * 200 + " xy" + "。" * 64 + "zz" + "件" * 63 + "qq" + "文" * 65,
                 "的的的 的。 件,文\n\n用：\U0002A6D6\U0001F600\ue000 x\ue001\ue002中",
                 "[INST] 你好 [/INST] 世界[TOOL_CALLS]的[/INST]", "   中  ", "中", "x", "\u3000\u3001 ｈｅｌｌｏ ＡＢＣ",
-                "Çekoslovakyalılaştıramadıklarımızdan mı? ı ş ğ: 'x', %5."]
+                "Çekoslovakyalılaştıramadıklarımızdan mı? ı ş ğ: 'x', %5.",
+                # one-byte characters that are no piece (newline, tab: their <0xXX> id
+                # written at once, ``one_char_id``), alone, in runs, held behind a segment
+                "\n", "\t", "a\nb\n\n\tc\t\n中\n", "\"%\n数据\n\n" * 3, "xy" + "\n" * 70 + "\t" * 3 + "q\x01\x7f"]
 FUSED_TEXT = st.lists(st.one_of([st.characters(min_codepoint=a, max_codepoint=b) for a, b in CJK_RANGES]
                                 + [st.characters(min_codepoint=0xE000, max_codepoint=0xE0FF),
-                                   st.sampled_from(["[INST]", "[/INST]", "ı", "ş", "ğ", "\n", " ", "ab", ",", "."])]),
+                                   st.sampled_from(["[INST]", "[/INST]", "ı", "ş", "ğ", "\n", "\t", " ", "ab", ",", "."])]),
                       max_size=120).map("".join)
 
 

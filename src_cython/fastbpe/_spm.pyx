@@ -1391,7 +1391,7 @@ cdef class SpmCore:
         memset(self.pool, 0, sizeof(self.pool))
 
     def __init__(self, tables):
-        from fastbpe.reference.sentencepiece import BYTE, UNUSED, byte_piece, piece_id
+        from fastbpe.reference.sentencepiece import BYTE, UNUSED, byte_piece, one_char_id, piece_id
 
         if any(kind == UNUSED for kind in tables.types):
             raise ValueError("the native core does not run models with unused pieces")
@@ -1476,10 +1476,12 @@ cdef class SpmCore:
         memcpy(self.m.pair_bits, <const char*>pair_bits, PAIR_BYTES)
         for i in range(DIRECT_CHARS):
             self.m.char_ids[i] = NO_SID
-        for piece, pid in {**tables.pieces, **tables.reserved}.items():
-            if len(piece) == 1 and ord(piece) < DIRECT_CHARS and not 0xD800 <= ord(piece) < 0xE000:
-                i = piece_id(piece, tables)
-                self.m.char_ids[ord(piece)] = i if i != tables.unk_id and i < NO_SID else NO_SID
+        # the reference's ``one_char_id``: the one-character pieces, and with byte
+        # fallback the one-byte characters that are no piece (their ``<0xXX>`` id)
+        for piece in {*tables.pieces, *tables.reserved, *map(chr, range(0x80))}:
+            one = one_char_id(piece, tables) if len(piece) == 1 else None
+            if one is not None:     # else NO_SID (and beyond the BMP: not in the table)
+                self.m.char_ids[ord(piece)] = one
         size = 1
         while size < 2 * len(other) + 2:
             size *= 2
