@@ -435,7 +435,7 @@ def test_fused_scan_hypothesis(vocab_file, name, text):
 
 
 def test_first_level_cache_gives_the_same_ids(vocab_file):
-    """Short segments (up to 8 bytes, 3 ids) found in the cache's first level (16-byte
+    """Short segments (up to 16 bytes, 7 ids) found in the cache's first level (32-byte
     entries) or in its 64-byte slots, or merged, give the same ids: each text three
     times (the later passes hit), with the first level on and off; and a model without
     byte fallback, where a cached segment's leading unknown id joins a run."""
@@ -456,5 +456,9 @@ def test_first_level_cache_gives_the_same_ids(vocab_file):
     pieces = [Piece("<unk>", 0.0, UNKNOWN), Piece("a", -1.0), Piece("b", -1.0), Piece("ab", -0.5), Piece("▁", -2.0)]
     t = R.build_tables(SpmModel(tuple(pieces), TrainerSpec(model_type=BPE)))
     core = _spm.SpmCore(t)
-    for text in ["xy ab xy xyab", "ab xx ab xx", "yab ab yab xxxxxxxxx xxxxxxxxx"] * 3:
+    # segments of 8, 9, 15, 16 and 17 bytes (the first level keys up to 16), of up to 7
+    # ids and more, after an unknown run
+    edges = ["xxxxxxx xxxxxxxx", "ababababababab ababababababababx", "xabababababababab abababababababab",
+             "ababababababab x" + "ab" * 8, "▁ab" * 5 + "x" + "▁ab" * 5]
+    for text in (["xy ab xy xyab", "ab xx ab xx", "yab ab yab xxxxxxxxx xxxxxxxxx"] + edges) * 3:
         assert core.encode(text) == R.encode(text, t), text

@@ -897,23 +897,24 @@ cdef int slots_alloc(Scratch* s) noexcept nogil:
     return 0 if s.slots != NULL else -1
 
 
-cdef struct Near:         # 16 bytes: a segment of up to 8 bytes and up to 3 ids (16 bits)
-    uint64_t word         # its bytes, zero-padded (fbe_word)
+cdef struct Near:         # 32 bytes: a segment of up to 16 bytes and up to 7 ids (16 bits)
+    uint64_t word         # its first 8 bytes, zero-padded (fbe_word_padded)
+    uint64_t word2        # its bytes 8 to 15, zero-padded (0 for a segment of up to 8)
     uint8_t len           # 0: empty
     uint8_t n_ids
-    uint16_t ids[3]
+    uint16_t ids[7]
 
 
 cdef enum:
     # the first level of the segment cache: a segment of up to NEAR_KEY bytes with up to
-    # NEAR_IDS ids (most of Turkish's and Chinese's multi-character segments, English's
-    # short words) is looked up first in a direct-mapped table of 16-byte entries, four
+    # NEAR_IDS ids (nearly all of Turkish's and Chinese's multi-character segments,
+    # English's words) is looked up first in a direct-mapped table of 32-byte entries, two
     # to a cache line, 256 KiB (stays in L2 beside the pairs on ids), then in its 64-byte
     # slot of the 4 MiB cache (prefetched too: the first level misses often enough that
     # not prefetching it measured slower); a segment found either way is kept in both
-    NEAR_KEY = 8
-    NEAR_IDS = 3
-    NEAR_SLOTS = 16384
+    NEAR_KEY = 16
+    NEAR_IDS = 7
+    NEAR_SLOTS = 8192
 
 
 #: 1: the first level is used (0: not; a tuning hook for ``benchmarks/spm_ab.py``)
@@ -970,10 +971,13 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
     cdef int32_t* ids
     cdef const Entry* whole
     cdef Near* near = near_entry(m, s, n, h)
-    cdef uint64_t word = 0
+    cdef uint64_t word = 0, word2 = 0
     if near != NULL:
-        word = fbe_word_padded(base, n)     # norm has 8 readable bytes past any segment
-        if near.len == n and near.word == word:
+        # norm has 8 readable bytes past any segment
+        word = fbe_word_padded(base, n if n < 8 else 8)
+        if n > 8:
+            word2 = fbe_word_padded(base + 8, n - 8)
+        if near.len == n and near.word == word and near.word2 == word2:
             for k in range(near.n_ids):
                 if i32_push(out, near.ids[k], OUT_FIRST) < 0:
                     return -1
@@ -988,7 +992,7 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
             for k in range((<SlotHead*>hit).n_ids):
                 if i32_push(out, ids[k], OUT_FIRST) < 0:
                     return -1
-            near_keep(near, word, n, out, first)
+            near_keep(near, word, word2, n, out, first)
             return drop_fused_unk(m, out, first, after_unk)
     whole = lookup_at(m, base, <uint32_t>n, h & m.mask) if n <= m.max_whole else NULL
     if whole != NULL and whole.whole:
@@ -1004,17 +1008,19 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
         (<SlotHead*>slot).n_ids = <uint16_t>made
         memcpy(slot + sizeof(SlotHead), base, n)
         memcpy(slot + ids_at, out.data + first, made * sizeof(int32_t))
-    near_keep(near, word, n, out, first)
+    near_keep(near, word, word2, n, out, first)
     return drop_fused_unk(m, out, first, after_unk)
 
 
-cdef inline void near_keep(Near* near, uint64_t word, Py_ssize_t n, const I32Vec* out, Py_ssize_t first) noexcept nogil:
+cdef inline void near_keep(Near* near, uint64_t word, uint64_t word2, Py_ssize_t n, const I32Vec* out,
+                           Py_ssize_t first) noexcept nogil:
     """Keep the segment's ids (out.data[first:], before an unknown run's fusing) in its
     first-level entry when they fit (NULL: none)."""
     cdef Py_ssize_t made = out.size - first, k
     if near == NULL or made > NEAR_IDS:
         return
     near.word = word
+    near.word2 = word2
     near.len = <uint8_t>n
     near.n_ids = <uint8_t>made
     for k in range(made):
