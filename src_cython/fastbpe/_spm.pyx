@@ -13,7 +13,7 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 
 cimport numpy as cnp
 
-from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, fbe_word_padded, table_alloc
+from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_load64, fbe_prefetch, fbe_word, fbe_word_padded, table_alloc
 from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._out cimport OutBuf, out_init
 from fastbpe._runner cimport Runner, run_jobs
@@ -123,13 +123,52 @@ cdef inline Py_ssize_t put_space(const Model* m, unsigned char* out, Py_ssize_t 
     return k + 1
 
 
+cdef enum:
+    WORD_FIRSTS = 4       # normalize's 8-byte steps look for at most this many distinct
+                          # first bytes of user-defined pieces (more: byte by byte)
+    WORD_PIECES = 32      # ... among at most this many user-defined pieces
+
+
+cdef inline uint64_t bytes_equal(uint64_t w, uint64_t spread) noexcept nogil:
+    """A mask whose lowest set bit is the top bit of the first byte of w equal to the
+    byte repeated in spread (0: none); bits above it may be false."""
+    cdef uint64_t x = w ^ spread
+    return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL
+
+
+cdef inline int word_firsts(const Model* m, uint64_t* firsts) noexcept nogil:
+    """The distinct first bytes of the user-defined pieces, each repeated 8 times, in
+    firsts; their count, or -1 when there are too many for ``normalize``'s 8-byte steps
+    (the pieces are grouped by first byte: ``Model.user_first``)."""
+    cdef int32_t k, count = m.user_first[256]
+    cdef int n_firsts = 0
+    cdef unsigned char b, last = 0
+    if count > WORD_PIECES:
+        return -1
+    for k in range(count):
+        b = m.arena[m.user_off[k]]
+        if n_firsts and b == last:
+            continue
+        if n_firsts == WORD_FIRSTS:
+            return -1
+        firsts[n_firsts] = b * 0x0101010101010101ULL
+        n_firsts += 1
+        last = b
+    return n_firsts
+
+
 cdef Py_ssize_t normalize(const Model* m, const unsigned char* s, Py_ssize_t n, unsigned char* out) noexcept nogil:
-    """The normalized text's length in out (reference: ``normalize``)."""
+    """The normalized text's length in out (reference: ``normalize``). Eight bytes at a
+    time while none is a space or starts a user-defined piece: those bytes are copied as
+    they are (what the byte loop below does with each of them)."""
     cdef Py_ssize_t pos = 0, k = 0, size, i
     cdef uint32_t u
     cdef unsigned char b
     cdef bint prev_space = m.remove_extra_whitespaces
     cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
+    cdef uint64_t firsts[WORD_FIRSTS]
+    cdef int n_firsts = word_firsts(m, firsts), f
+    cdef uint64_t w, hit
     if m.remove_extra_whitespaces:
         # the normalizer's chunk is " " (a space, or a user-defined piece " ")
         while pos < n and s[pos] == 32 and user_match(m, s + pos, n - pos) <= 1:
@@ -139,6 +178,21 @@ cdef Py_ssize_t normalize(const Model* m, const unsigned char* s, Py_ssize_t n, 
     if m.add_dummy_prefix and not m.treat_whitespace_as_suffix:
         k = put_space(m, out, k)
     while pos < n:
+        if n_firsts >= 0 and pos + 8 <= n:
+            w = fbe_load64(s + pos)
+            hit = bytes_equal(w, 0x2020202020202020ULL)
+            for f in range(n_firsts):
+                hit |= bytes_equal(w, firsts[f])
+            if hit != 0:    # the bytes before the first space or piece start: copied
+                hit = <uint64_t>__builtin_ctzll(hit) >> 3
+            else:
+                hit = 8
+            if hit:
+                memcpy(out + k, &w, 8)      # norm has room: 3 bytes per input byte + 8
+                pos += <Py_ssize_t>hit
+                k += <Py_ssize_t>hit
+                prev_space = False
+                continue
         b = s[pos]
         if not m.user_start[b]:     # the common case, byte by byte: no user-defined piece
             pos += 1                # starts here (nor at a UTF-8 continuation byte)
