@@ -419,17 +419,27 @@ FUSED_TEXT = st.lists(st.one_of([st.characters(min_codepoint=a, max_codepoint=b)
                                    st.sampled_from(["[INST]", "[/INST]", "ı", "ş", "ğ", "\n", "\t", " ", "ab", ",", "."])]),
                       max_size=120).map("".join)
 
+#: ``normalize`` copies 8 bytes at a time up to the first space or first byte of a
+#: user-defined piece (at most 4 distinct first bytes among at most 32 pieces; else byte
+#: by byte): spaces, runs of spaces and v3's [INST] ... at every offset of a word, at
+#: the text's ends, multi-byte characters across a word's edge
+NORMALIZE_GOLDEN = ["x" * i + "[INST]" + " " * j + "中文" * k + "[/INST]" + "ı" * j
+                    for i in range(10) for j in (0, 1, 2, 9) for k in (0, 1, 3)]
+NORMALIZE_TEXT = st.lists(st.sampled_from(list("ab  中ş\n") + ["[INST]", "[/INST]", "[", "▁", "abcdefgh"]),
+                          max_size=40).map("".join)
+
 
 @pytest.mark.parametrize("name", MISTRAL_FILES)
-def test_fused_scan_golden(vocab_file, name):
-    for text in FUSED_GOLDEN:
+@pytest.mark.parametrize("golden", [FUSED_GOLDEN, NORMALIZE_GOLDEN], ids=["fused", "normalize"])
+def test_fused_scan_golden(vocab_file, name, golden):
+    for text in golden:
         _against_sentencepiece(vocab_file, name, text)
-    _check(vocab_file(name).read_bytes(), FUSED_GOLDEN, name)
+    _check(vocab_file(name).read_bytes(), golden, name)
 
 
 @pytest.mark.parametrize("name", MISTRAL_FILES)
-@settings(max_examples=200)
-@given(text=FUSED_TEXT)
+@settings(max_examples=300)
+@given(text=st.one_of(FUSED_TEXT, NORMALIZE_TEXT))
 def test_fused_scan_hypothesis(vocab_file, name, text):
     _against_sentencepiece(vocab_file, name, text)
 
@@ -465,34 +475,11 @@ def test_first_level_cache_gives_the_same_ids(vocab_file):
 
 
 # --------------------------------------------------------------------------- normalize's 8-byte steps
-#: ``normalize`` copies 8 bytes at a time up to the first space or first byte of a
-#: user-defined piece (at most 4 distinct first bytes among at most 32 pieces; else byte
-#: by byte): spaces, runs of spaces and v3's [INST] ... at every offset of a word, at
-#: the text's ends, multi-byte characters across a word's edge
-NORMALIZE_GOLDEN = ["x" * i + "[INST]" + " " * j + "中文" * k + "[/INST]" + "ı" * j
-                    for i in range(10) for j in (0, 1, 2, 9) for k in (0, 1, 3)]
-NORMALIZE_TEXT = st.lists(st.sampled_from(list("ab  中ş\n") + ["[INST]", "[/INST]", "[", "▁", "abcdefgh"]),
-                          max_size=40).map("".join)
-
-
-@pytest.mark.parametrize("name", MISTRAL_FILES)
-def test_normalize_words_golden(vocab_file, name):
-    for text in NORMALIZE_GOLDEN[:40]:
-        _against_sentencepiece(vocab_file, name, text)
-    _check(vocab_file(name).read_bytes(), NORMALIZE_GOLDEN, name)
-
-
-@pytest.mark.parametrize("name", MISTRAL_FILES)
-@settings(max_examples=200)
-@given(text=NORMALIZE_TEXT)
-def test_normalize_words_hypothesis(vocab_file, name, text):
-    _against_sentencepiece(vocab_file, name, text)
-
-
-@pytest.mark.parametrize("firsts", ["[", "[<", "[<{(", "[<{(|", "abcdefgh"])
+@pytest.mark.parametrize("firsts", ["[", "[<", "[<{(", "[<{(|", "abcdefgh", "[" * 32, "[" * 33])
 def test_normalize_words_user_pieces(firsts):
-    """Models whose user-defined pieces start with 1, 2, 4 bytes (8-byte steps) and 5 or
-    8 (byte by byte), with and without removing extra spaces."""
+    """Models whose user-defined pieces start with 1, 2, 4 distinct bytes (8-byte steps)
+    and 5 or 8 (byte by byte), 32 pieces (8-byte steps) and 33 (byte by byte), with and
+    without removing extra spaces."""
     pieces = [Piece("<unk>", 0.0, UNKNOWN), Piece("▁", -1.0), Piece("x", -1.0), Piece("xx", -2.0)]
     pieces += [Piece(f + "u" * i, 0.0, USER_DEFINED) for i, f in enumerate(firsts)]
     texts = ["xxxx" * 4 + f + "u" * 3 + "  xx " * 3 + "x" * i for i, f in enumerate(firsts)]
