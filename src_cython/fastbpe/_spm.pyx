@@ -450,6 +450,7 @@ cdef void merge_scan_ids(const Model* m, Scratch* s, Py_ssize_t count) noexcept 
     cdef int32_t j, best_j
     cdef uint32_t best, r, size
     cdef uint64_t key
+    cdef bint lower
     if count == 0:
         return
     for i in range(count):
@@ -469,18 +470,21 @@ cdef void merge_scan_ids(const Model* m, Scratch* s, Py_ssize_t count) noexcept 
             s.pair_rank[i] = id_pair_at(m, id_pair_key(s.sid[i], s.sid[i + 1]), s.pair_rank[i])
     s.pair_rank[count - 1] = NO_PAIR
     while True:
-        best = NO_PAIR >> 16        # compare ranks only: equal ranks go leftmost
+        # the lowest rank over the array, not the list: a symbol merged away keeps
+        # NO_PAIR, and the array's order is the list's (merges keep the left side), so
+        # the first lowest is the leftmost (compare ranks only), with no load waiting on
+        # the one before
+        best = NO_PAIR >> 16
         best_j = -1
-        j = 0                       # symbol 0 is always alive: merges keep the left side
-        while j >= 0:
+        for j in range(<int32_t>count - 1):
             r = s.pair_rank[j] >> 16
-            if r < best:
-                best = r
-                best_j = j
-            j = s.sym[j].next
+            lower = r < best
+            best = r if lower else best
+            best_j = j if lower else best_j
         if best_j < 0:
             return
         s.sid[best_j] = s.pair_rank[best_j] & 0xFFFF
+        s.pair_rank[s.sym[best_j].next] = NO_PAIR   # merged away below
         join(s, best_j)
         s.pair_rank[best_j] = id_pair(m, s, best_j)
         if s.sym[best_j].prev >= 0:
