@@ -418,29 +418,42 @@ FUSED_GOLDEN = ["日本語のテキストとカタカナ、ひらがな。한국
                 "▁ab" + "的" * 200 + " xy" + "。" * 64 + "zz" + "件" * 63 + "qq" + "文" * 65,
                 "的的的 的。 件,文\n\n用：\U0002A6D6\U0001F600\ue000 x\ue001\ue002中",
                 "[INST] 你好 [/INST] 世界[TOOL_CALLS]的[/INST]", "   中  ", "中", "x", "\u3000\u3001 ｈｅｌｌｏ ＡＢＣ",
-                "Çekoslovakyalılaştıramadıklarımızdan mı? ı ş ğ: 'x', %5."]
+                "Çekoslovakyalılaştıramadıklarımızdan mı? ı ş ğ: 'x', %5.",
+                # one-byte characters that are no piece (newline, tab: their <0xXX> id
+                # written at once, ``one_char_id``), alone, in runs, held behind a segment
+                "\n", "\t", "a\nb\n\n\tc\t\n中\n", "\"%\n数据\n\n" * 3, "xy" + "\n" * 70 + "\t" * 3 + "q\x01\x7f"]
 FUSED_TEXT = st.lists(st.one_of([st.characters(min_codepoint=a, max_codepoint=b) for a, b in CJK_RANGES]
                                 + [st.characters(min_codepoint=0xE000, max_codepoint=0xE0FF),
-                                   st.sampled_from(["[INST]", "[/INST]", "ı", "ş", "ğ", "\n", " ", "ab", ",", "."])]),
+                                   st.sampled_from(["[INST]", "[/INST]", "ı", "ş", "ğ", "\n", "\t", " ", "ab", ",", "."])]),
                       max_size=120).map("".join)
 
+#: ``normalize`` copies 8 bytes at a time up to the first space or first byte of a
+#: user-defined piece (at most 4 distinct first bytes among at most 32 pieces; else byte
+#: by byte): spaces, runs of spaces and v3's [INST] ... at every offset of a word, at
+#: the text's ends, multi-byte characters across a word's edge
+NORMALIZE_GOLDEN = ["x" * i + "[INST]" + " " * j + "中文" * k + "[/INST]" + "ı" * j
+                    for i in range(10) for j in (0, 1, 2, 9) for k in (0, 1, 3)]
+NORMALIZE_TEXT = st.lists(st.sampled_from(list("ab  中ş\n") + ["[INST]", "[/INST]", "[", "▁", "abcdefgh"]),
+                          max_size=40).map("".join)
+
 
 @pytest.mark.parametrize("name", MISTRAL_FILES)
-def test_fused_scan_golden(vocab_file, name):
-    for text in FUSED_GOLDEN:
+@pytest.mark.parametrize("golden", [FUSED_GOLDEN, NORMALIZE_GOLDEN], ids=["fused", "normalize"])
+def test_fused_scan_golden(vocab_file, name, golden):
+    for text in golden:
         _against_sentencepiece(vocab_file, name, text)
-    _check(vocab_file(name).read_bytes(), FUSED_GOLDEN, name)
+    _check(vocab_file(name).read_bytes(), golden, name)
 
 
 @pytest.mark.parametrize("name", MISTRAL_FILES)
-@settings(max_examples=200)
-@given(text=FUSED_TEXT)
+@settings(max_examples=300)
+@given(text=st.one_of(FUSED_TEXT, NORMALIZE_TEXT))
 def test_fused_scan_hypothesis(vocab_file, name, text):
     _against_sentencepiece(vocab_file, name, text)
 
 
 def test_first_level_cache_gives_the_same_ids(vocab_file):
-    """Short segments (up to 8 bytes, 3 ids) found in the cache's first level (16-byte
+    """Short segments (up to 16 bytes, 7 ids) found in the cache's first level (32-byte
     entries) or in its 64-byte slots, or merged, give the same ids: each text three
     times (the later passes hit), with the first level on and off; and a model without
     byte fallback, where a cached segment's leading unknown id joins a run."""
@@ -461,5 +474,26 @@ def test_first_level_cache_gives_the_same_ids(vocab_file):
     pieces = [Piece("<unk>", 0.0, UNKNOWN), Piece("a", -1.0), Piece("b", -1.0), Piece("ab", -0.5), Piece("▁", -2.0)]
     t = R.build_tables(SpmModel(tuple(pieces), TrainerSpec(model_type=BPE)))
     core = _spm.SpmCore(t)
-    for text in ["xy ab xy xyab", "ab xx ab xx", "yab ab yab xxxxxxxxx xxxxxxxxx"] * 3:
+    # segments of 8, 9, 15, 16 and 17 bytes (the first level keys up to 16), of up to 7
+    # ids and more, after an unknown run
+    edges = ["xxxxxxx xxxxxxxx", "ababababababab ababababababababx", "xabababababababab abababababababab",
+             "ababababababab x" + "ab" * 8, "▁ab" * 5 + "x" + "▁ab" * 5]
+    for text in (["xy ab xy xyab", "ab xx ab xx", "yab ab yab xxxxxxxxx xxxxxxxxx"] + edges) * 3:
         assert core.encode(text) == R.encode(text, t), text
+
+
+# --------------------------------------------------------------------------- normalize's 8-byte steps
+@pytest.mark.parametrize("firsts", ["[", "[<", "[<{(", "[<{(|", "abcdefgh", "[" * 32, "[" * 33])
+def test_normalize_words_user_pieces(firsts):
+    """Models whose user-defined pieces start with 1, 2, 4 distinct bytes (8-byte steps)
+    and 5 or 8 (byte by byte), 32 pieces (8-byte steps) and 33 (byte by byte), with and
+    without removing extra spaces."""
+    pieces = [Piece("<unk>", 0.0, UNKNOWN), Piece("▁", -1.0), Piece("x", -1.0), Piece("xx", -2.0)]
+    pieces += [Piece(f + "u" * i, 0.0, USER_DEFINED) for i, f in enumerate(firsts)]
+    texts = ["xxxx" * 4 + f + "u" * 3 + "  xx " * 3 + "x" * i for i, f in enumerate(firsts)]
+    texts += [" " * i + "x" * j + firsts[0] + " " * j for i in range(3) for j in range(10)]
+    for remove in (True, False):
+        spec = NormalizerSpec("identity", b"", True, remove, True)
+        tables = R.build_tables(SpmModel(tuple(pieces), TrainerSpec(model_type=BPE), spec))
+        core = _spm.SpmCore(tables)
+        assert [core.encode(t) for t in texts] == [R.encode(t, tables) for t in texts], (firsts, remove)

@@ -599,13 +599,25 @@ def one_char_id(ch: str, t: SpmTables) -> int | None:
     what ``encode`` gives the segment: ``bpe`` of one symbol is that symbol, and a known
     id neither comes from nor joins a run of unknown symbols.
 
+    With ``byte_fallback``, a one-byte character that is no piece (Mistral's newline and
+    tab: a fifth of the segments of its Chinese text) is written as its ``<0xXX>``
+    piece's id when that is not the unknown id: ``pieces_to_ids`` gives the one symbol
+    exactly that one id, and with byte fallback no unknown run is fused across a cut.
+    (A longer character that is no piece falls back to two or more ids: general path.)
+
     >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("中", -1), Piece("😀", -2)), TrainerSpec(model_type=2)))
     >>> one_char_id("中", t), one_char_id("😀", t), one_char_id("x", t)
+    (1, None, None)
+    >>> t = build_tables(SpmModel((Piece("<unk>", 0, 2), Piece("<0x0A>", 0, 6), Piece("中", -1)),
+    ...                           TrainerSpec(model_type=2, byte_fallback=True)))
+    >>> one_char_id("\\n", t), one_char_id("\\t", t), one_char_id("é", t)    # no <0x09> piece
     (1, None, None)
     """
     if ord(ch) >= 0x10000 or 0xD800 <= ord(ch) < 0xE000:
         return None
     pid = piece_id(ch, t)
+    if pid == t.unk_id and t.byte_fallback and ord(ch) < 0x80:
+        pid = piece_id(byte_piece(ord(ch)), t)
     return pid if pid != t.unk_id and pid < ONE_CHAR_IDS else None
 
 

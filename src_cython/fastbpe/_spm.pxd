@@ -5,7 +5,8 @@ makes them fast and runs batches on the threads of ``fastbpe._runner``. One text
 encoded by ``spm_encode`` in four linear steps, each a loop over bytes:
 
 1. ``normalize``: the identity normalizer (the only one reproduced): spaces escaped as
-   ``▁``, the dummy prefix, ``remove_extra_whitespaces``, user-defined pieces whole;
+   ``▁``, the dummy prefix, ``remove_extra_whitespaces``, user-defined pieces whole
+   (eight bytes at a time up to the next space or first byte of a user-defined piece);
 2. ``symbolize``: code points, and user-defined pieces as frozen symbols;
 3. ``merge``: for a piece of up to ``SCAN_MAX`` symbols, a scan for the lowest
    (rank, position) pair per merge, each symbol keeping the rank of its pair with the
@@ -32,8 +33,8 @@ vocabularies cut before every ``▁`` that follows another character, around the
 digits and most CJK characters, and inside words at pairs no piece holds. Each segment
 is merged on its own, and one of up to ``LONG_KEY`` bytes keeps its ids in a two-way
 set-associative cache per thread (``SlotHead``: 64-byte slots for short segments,
-128-byte ones for longer), so a segment seen before costs a hash and a compare (one of up to 8 bytes and 3 ids is
-looked up first in a 256 KiB first level of 16-byte entries that stays in L2: ``Near``
+128-byte ones for longer), so a segment seen before costs a hash and a compare (one of up to 16 bytes and 7 ids is
+looked up first in a 256 KiB first level of 32-byte entries that stays in L2: ``Near``
 in ``_spm.pyx``); the
 next segment's set is prefetched while one is looked up (a set is a miss to L3 or DRAM:
 the tables are megabytes). Pairs of
@@ -45,8 +46,9 @@ after one (an unknown id in the output comes only from an unknown symbol). The s
 found and the one-character ones written in one pass over the normalized characters
 (``scan``; the dividing line is ``fastbpe.reference.sentencepiece.fused_scan``'s): a
 wall character (in no piece of two or more characters) is a segment by itself, so it
-needs no pair test, and with an id in ``char_ids`` (BMP, not unknown: most CJK text,
-punctuation, the newline) it is written at once, as is any other one-character
+needs no pair test, and with an id in ``char_ids`` (``reference.sentencepiece.one_char_id``:
+BMP, not unknown: most CJK text, punctuation; with byte fallback a one-byte character
+that is no piece, the newline and tab, as its ``<0xXX>`` id) it is written at once, as is any other one-character
 segment that is a piece: each character decoded once, no segment record, no hash, no
 cache. Only the other segments wait (one turn, their cache set prefetched) for
 ``encode_segment``, the one-character ids found meanwhile held behind them. On a cache miss, a segment that is exactly a piece

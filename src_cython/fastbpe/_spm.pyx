@@ -13,7 +13,7 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 
 cimport numpy as cnp
 
-from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_prefetch, fbe_word, fbe_word_padded, table_alloc
+from fastbpe._common cimport NO_RANK as NO_PAIR, fbe_hash, fbe_load64, fbe_prefetch, fbe_word, fbe_word_padded, table_alloc
 from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._out cimport OutBuf, out_init
 from fastbpe._runner cimport Runner, run_jobs
@@ -123,13 +123,52 @@ cdef inline Py_ssize_t put_space(const Model* m, unsigned char* out, Py_ssize_t 
     return k + 1
 
 
+cdef enum:
+    WORD_FIRSTS = 4       # normalize's 8-byte steps look for at most this many distinct
+                          # first bytes of user-defined pieces (more: byte by byte)
+    WORD_PIECES = 32      # ... among at most this many user-defined pieces
+
+
+cdef inline uint64_t bytes_equal(uint64_t w, uint64_t spread) noexcept nogil:
+    """A mask whose lowest set bit is the top bit of the first byte of w equal to the
+    byte repeated in spread (0: none); bits above it may be false."""
+    cdef uint64_t x = w ^ spread
+    return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL
+
+
+cdef inline int word_firsts(const Model* m, uint64_t* firsts) noexcept nogil:
+    """The distinct first bytes of the user-defined pieces, each repeated 8 times, in
+    firsts; their count, or -1 when there are too many for ``normalize``'s 8-byte steps
+    (the pieces are grouped by first byte: ``Model.user_first``)."""
+    cdef int32_t k, count = m.user_first[256]
+    cdef int n_firsts = 0
+    cdef unsigned char b, last = 0
+    if count > WORD_PIECES:
+        return -1
+    for k in range(count):
+        b = m.arena[m.user_off[k]]
+        if n_firsts and b == last:
+            continue
+        if n_firsts == WORD_FIRSTS:
+            return -1
+        firsts[n_firsts] = b * 0x0101010101010101ULL
+        n_firsts += 1
+        last = b
+    return n_firsts
+
+
 cdef Py_ssize_t normalize(const Model* m, const unsigned char* s, Py_ssize_t n, unsigned char* out) noexcept nogil:
-    """The normalized text's length in out (reference: ``normalize``)."""
+    """The normalized text's length in out (reference: ``normalize``). Eight bytes at a
+    time while none is a space or starts a user-defined piece: those bytes are copied as
+    they are (what the byte loop below does with each of them)."""
     cdef Py_ssize_t pos = 0, k = 0, size, i
     cdef uint32_t u
     cdef unsigned char b
     cdef bint prev_space = m.remove_extra_whitespaces
     cdef Py_ssize_t space_len = 3 if m.escape_whitespaces else 1
+    cdef uint64_t firsts[WORD_FIRSTS]
+    cdef int n_firsts = word_firsts(m, firsts), f
+    cdef uint64_t w, hit
     if m.remove_extra_whitespaces:
         # the normalizer's chunk is " " (a space, or a user-defined piece " ")
         while pos < n and s[pos] == 32 and user_match(m, s + pos, n - pos) <= 1:
@@ -139,6 +178,21 @@ cdef Py_ssize_t normalize(const Model* m, const unsigned char* s, Py_ssize_t n, 
     if m.add_dummy_prefix and not m.treat_whitespace_as_suffix:
         k = put_space(m, out, k)
     while pos < n:
+        if n_firsts >= 0 and pos + 8 <= n:
+            w = fbe_load64(s + pos)
+            hit = bytes_equal(w, 0x2020202020202020ULL)
+            for f in range(n_firsts):
+                hit |= bytes_equal(w, firsts[f])
+            if hit != 0:    # the bytes before the first space or piece start: copied
+                hit = <uint64_t>__builtin_ctzll(hit) >> 3
+            else:
+                hit = 8
+            if hit:
+                memcpy(out + k, &w, 8)      # norm has room: 3 bytes per input byte + 8
+                pos += <Py_ssize_t>hit
+                k += <Py_ssize_t>hit
+                prev_space = False
+                continue
         b = s[pos]
         if not m.user_start[b]:     # the common case, byte by byte: no user-defined piece
             pos += 1                # starts here (nor at a UTF-8 continuation byte)
@@ -412,6 +466,7 @@ cdef void merge_scan_ids(const Model* m, Scratch* s, Py_ssize_t count) noexcept 
     cdef int32_t j, best_j
     cdef uint32_t best, r, size
     cdef uint64_t key
+    cdef bint lower
     if count == 0:
         return
     for i in range(count):
@@ -431,18 +486,21 @@ cdef void merge_scan_ids(const Model* m, Scratch* s, Py_ssize_t count) noexcept 
             s.pair_rank[i] = id_pair_at(m, id_pair_key(s.sid[i], s.sid[i + 1]), s.pair_rank[i])
     s.pair_rank[count - 1] = NO_PAIR
     while True:
-        best = NO_PAIR >> 16        # compare ranks only: equal ranks go leftmost
+        # the lowest rank over the array, not the list: a symbol merged away keeps
+        # NO_PAIR, and the array's order is the list's (merges keep the left side), so
+        # the first lowest is the leftmost (compare ranks only), with no load waiting on
+        # the one before
+        best = NO_PAIR >> 16
         best_j = -1
-        j = 0                       # symbol 0 is always alive: merges keep the left side
-        while j >= 0:
+        for j in range(<int32_t>count - 1):
             r = s.pair_rank[j] >> 16
-            if r < best:
-                best = r
-                best_j = j
-            j = s.sym[j].next
+            lower = r < best
+            best = r if lower else best
+            best_j = j if lower else best_j
         if best_j < 0:
             return
         s.sid[best_j] = s.pair_rank[best_j] & 0xFFFF
+        s.pair_rank[s.sym[best_j].next] = NO_PAIR   # merged away below
         join(s, best_j)
         s.pair_rank[best_j] = id_pair(m, s, best_j)
         if s.sym[best_j].prev >= 0:
@@ -1016,23 +1074,24 @@ cdef int slots_alloc(Scratch* s) noexcept nogil:
     return 0 if s.slots != NULL else -1
 
 
-cdef struct Near:         # 16 bytes: a segment of up to 8 bytes and up to 3 ids (16 bits)
-    uint64_t word         # its bytes, zero-padded (fbe_word)
+cdef struct Near:         # 32 bytes: a segment of up to 16 bytes and up to 7 ids (16 bits)
+    uint64_t word         # its first 8 bytes, zero-padded (fbe_word_padded)
+    uint64_t word2        # its bytes 8 to 15, zero-padded (0 for a segment of up to 8)
     uint8_t len           # 0: empty
     uint8_t n_ids
-    uint16_t ids[3]
+    uint16_t ids[7]
 
 
 cdef enum:
     # the first level of the segment cache: a segment of up to NEAR_KEY bytes with up to
-    # NEAR_IDS ids (most of Turkish's and Chinese's multi-character segments, English's
-    # short words) is looked up first in a direct-mapped table of 16-byte entries, four
+    # NEAR_IDS ids (nearly all of Turkish's and Chinese's multi-character segments,
+    # English's words) is looked up first in a direct-mapped table of 32-byte entries, two
     # to a cache line, 256 KiB (stays in L2 beside the pairs on ids), then in its 64-byte
     # slot of the 4 MiB cache (prefetched too: the first level misses often enough that
     # not prefetching it measured slower); a segment found either way is kept in both
-    NEAR_KEY = 8
-    NEAR_IDS = 3
-    NEAR_SLOTS = 16384
+    NEAR_KEY = 16
+    NEAR_IDS = 7
+    NEAR_SLOTS = 8192
 
 
 #: 1: the first level is used (0: not; a tuning hook for ``benchmarks/spm_ab.py``)
@@ -1089,10 +1148,13 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
     cdef int32_t* ids
     cdef const Entry* whole
     cdef Near* near = near_entry(m, s, n, h)
-    cdef uint64_t word = 0
+    cdef uint64_t word = 0, word2 = 0
     if near != NULL:
-        word = fbe_word_padded(base, n)     # norm has 8 readable bytes past any segment
-        if near.len == n and near.word == word:
+        # norm has 8 readable bytes past any segment
+        word = fbe_word_padded(base, n if n < 8 else 8)
+        if n > 8:
+            word2 = fbe_word_padded(base + 8, n - 8)
+        if near.len == n and near.word == word and near.word2 == word2:
             for k in range(near.n_ids):
                 if i32_push(out, near.ids[k], OUT_FIRST) < 0:
                     return -1
@@ -1107,7 +1169,7 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
             for k in range((<SlotHead*>hit).n_ids):
                 if i32_push(out, ids[k], OUT_FIRST) < 0:
                     return -1
-            near_keep(near, word, n, out, first)
+            near_keep(near, word, word2, n, out, first)
             return drop_fused_unk(m, out, first, after_unk)
     whole = lookup_at(m, base, <uint32_t>n, h & m.mask) if n <= m.max_whole else NULL
     if whole != NULL and whole.whole:
@@ -1123,17 +1185,19 @@ cdef int encode_segment(const Model* m, Scratch* s, const unsigned char* base, P
         (<SlotHead*>slot).n_ids = <uint16_t>made
         memcpy(slot + sizeof(SlotHead), base, n)
         memcpy(slot + ids_at, out.data + first, made * sizeof(int32_t))
-    near_keep(near, word, n, out, first)
+    near_keep(near, word, word2, n, out, first)
     return drop_fused_unk(m, out, first, after_unk)
 
 
-cdef inline void near_keep(Near* near, uint64_t word, Py_ssize_t n, const I32Vec* out, Py_ssize_t first) noexcept nogil:
+cdef inline void near_keep(Near* near, uint64_t word, uint64_t word2, Py_ssize_t n, const I32Vec* out,
+                           Py_ssize_t first) noexcept nogil:
     """Keep the segment's ids (out.data[first:], before an unknown run's fusing) in its
     first-level entry when they fit (NULL: none)."""
     cdef Py_ssize_t made = out.size - first, k
     if near == NULL or made > NEAR_IDS:
         return
     near.word = word
+    near.word2 = word2
     near.len = <uint8_t>n
     near.n_ids = <uint8_t>made
     for k in range(made):
@@ -1510,7 +1574,7 @@ cdef class SpmCore:
         memset(self.pool, 0, sizeof(self.pool))
 
     def __init__(self, tables):
-        from fastbpe.reference.sentencepiece import BYTE, UNUSED, byte_piece, piece_id
+        from fastbpe.reference.sentencepiece import BYTE, UNUSED, byte_piece, one_char_id, piece_id
 
         if any(kind == UNUSED for kind in tables.types):
             raise ValueError("the native core does not run models with unused pieces")
@@ -1595,10 +1659,12 @@ cdef class SpmCore:
         memcpy(self.m.pair_bits, <const char*>pair_bits, PAIR_BYTES)
         for i in range(DIRECT_CHARS):
             self.m.char_ids[i] = NO_SID
-        for piece, pid in {**tables.pieces, **tables.reserved}.items():
-            if len(piece) == 1 and ord(piece) < DIRECT_CHARS and not 0xD800 <= ord(piece) < 0xE000:
-                i = piece_id(piece, tables)
-                self.m.char_ids[ord(piece)] = i if i != tables.unk_id and i < NO_SID else NO_SID
+        # the reference's ``one_char_id``: the one-character pieces, and with byte
+        # fallback the one-byte characters that are no piece (their ``<0xXX>`` id)
+        for piece in {*tables.pieces, *tables.reserved, *map(chr, range(0x80))}:
+            one = one_char_id(piece, tables) if len(piece) == 1 else None
+            if one is not None:     # else NO_SID (and beyond the BMP: not in the table)
+                self.m.char_ids[ord(piece)] = one
         size = 1
         while size < 2 * len(other) + 2:
             size *= 2
