@@ -138,6 +138,46 @@ def test_long_runs_are_not_quadratic():
         assert ids == reference_ids(word, spec)
 
 
+CACHED = {name: native.HFSpmKernel(SPECS[name]) for name in ("bytes", "unk_fuse")}   # kept across examples
+
+
+@pytest.mark.parametrize("name", sorted(CACHED))
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(st.text(st.sampled_from("abc=" + SPACE), min_size=1, max_size=34), min_size=1, max_size=20))
+def test_segment_cache_across_words(name, words):
+    """The segment caches (``_hf_spm_cache.pxd``) of one kernel kept across many words:
+    hits, segments of 15-30 symbols (the long table) and longer, and results that do not
+    fit an entry (``"ab" * 10``: 20 symbols, 10 ids) give the reference's ids, the first
+    time and again."""
+    spec = SPECS[name]
+    for word in words + words[::-1]:
+        assert CACHED[name].bpe(word) == reference_ids(word, spec)
+
+
+def test_segment_cache_evictions():
+    """More distinct segments than the short table's 32,768 entries, twice over: the
+    evicted ones merge again, to the same ids."""
+    import random
+
+    spec = SPECS["bytes"]
+    rng = random.Random(39)
+    words = ["".join(rng.choice("ab") for _ in range(rng.randint(2, 30))) for _ in range(40_000)]
+    expected = [reference_ids(w, spec) for w in words]
+    kernel = native.HFSpmKernel(spec)
+    for _ in range(2):
+        assert kernel.encode_words(words) == [i for ids in expected for i in ids]
+
+
+def test_ids_past_16_bits_take_the_wide_cache():
+    """A model whose ids need more than 16 bits (Gemma's 256,000) cannot use the compact
+    cache's 16-bit entries: it keeps the first one, with the same ids."""
+    vocab, merges = small_vocab(True)
+    spec = spec_of({t: i + 70_000 for t, i in vocab.items()}, merges)
+    for kernel in kernels(spec):
+        for word in GOLDEN + ["ab" * 10, "abcabc" * 5, "c" * 20] * 2:
+            assert kernel.bpe(word) == reference_ids(word, spec), (word[:20], kernel.scan_max)
+
+
 @pytest.fixture(scope="module")
 def mistral_specs(tmp_path_factory, vocab_file):
     pytest.importorskip("transformers", reason="transformers is in the test extra")

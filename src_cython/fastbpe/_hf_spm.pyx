@@ -14,6 +14,7 @@ from fastbpe._idlists cimport outbuf_to_list, shared_id_ints
 from fastbpe._out cimport OutBuf, out_init
 
 from fastbpe._hf_spm cimport CACHE_BITS, CACHE_SLOTS, CACHE_SYMS, CacheEntry, HFTables, Scratch, Slot, Table
+from fastbpe._hf_spm_cache cimport SEG_LONG_SYMS, SegCache, seg_claim, seg_entries, seg_fill, seg_free, seg_get, seg_hash, seg_init
 
 cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
@@ -125,6 +126,8 @@ cdef class HFSpmKernel:
     cdef HFTables t
     cdef Scratch s
     cdef CacheEntry* cache
+    cdef SegCache seg       # the compact cache (_hf_spm_cache.pxd) when ids fit 16 bits, else cache
+    cdef Py_ssize_t cache_syms   # the longest segment cached
     cdef int32_t* out
     cdef Py_ssize_t out_len, out_cap
     cdef readonly int scan_max
@@ -149,9 +152,9 @@ cdef class HFSpmKernel:
         self.s.cap = self.s.ids_cap = self.s.cuts_cap = 0
         self.out = NULL
         self.out_len = self.out_cap = 0
-        self.cache = <CacheEntry*>calloc(CACHE_SLOTS, sizeof(CacheEntry))
-        if self.cache == NULL:
-            raise MemoryError()
+        self.cache = NULL
+        self.seg.mem = NULL
+        self.seg.short_ = self.seg.long_ = NULL
 
     def __init__(self, spec, int scan_max=16, bint dense=True):
         from fastbpe.reference.hf_spm import junctions
@@ -163,6 +166,13 @@ cdef class HFSpmKernel:
         self.vocab = spec.vocab
         n_ids = max(list(spec.vocab.values()) + [-1]) + 1
         self.t.n_ids = n_ids
+        if seg_init(&self.seg, n_ids) < 0:
+            raise MemoryError()
+        self.cache_syms = SEG_LONG_SYMS if self.seg.short_ != NULL else CACHE_SYMS
+        if self.seg.short_ == NULL:
+            self.cache = <CacheEntry*>calloc(CACHE_SLOTS, sizeof(CacheEntry))
+            if self.cache == NULL:
+                raise MemoryError()
         self.n_shared = shared_id_ints(n_ids)
         self.t.bmp = <int32_t*>malloc(0x10000 * sizeof(int32_t))
         self.t.first = <uint32_t*>calloc(n_ids + 1, sizeof(uint32_t))
@@ -264,6 +274,7 @@ cdef class HFSpmKernel:
         free(self.s.cuts)
         free(self.out)
         free(self.cache)
+        seg_free(&self.seg)
 
     # ------------------------------------------------------------------ buffers
     cdef int reserve(self, Py_ssize_t n) except -1:
@@ -478,6 +489,24 @@ cdef class HFSpmKernel:
         cdef uint32_t i
         cdef Py_ssize_t before
         cdef CacheEntry* e
+        cdef uint16_t* set_
+        cdef uint16_t* claimed
+        cdef uint32_t width, ways
+        cdef int got
+        if self.seg.short_ != NULL:
+            set_ = seg_entries(&self.seg, seg_hash(key, n), n, &width, &ways)
+            got = seg_get(set_, width, ways, key, n, self.out + self.out_len)
+            if got >= 0:
+                self.out_len += got
+                return
+            claimed = seg_claim(set_, width, ways, key, n)
+            before = self.out_len
+            if n <= <uint32_t>self.scan_max:
+                self.merge_scan(a, b)
+            else:
+                self.merge_heap(a, b)
+            seg_fill(claimed, width, n, self.out + before, <uint32_t>(self.out_len - before))
+            return
         for i in range(n):
             h = (h ^ <uint32_t>key[i]) * 0x100000001B3ULL
         h ^= h >> 29
@@ -531,7 +560,7 @@ cdef class HFSpmKernel:
             if k - start == 1:
                 self.out[self.out_len] = ids[start]
                 self.out_len += 1
-            elif k - start <= CACHE_SYMS:
+            elif k - start <= self.cache_syms:
                 self.merge_cached(start, k)
             elif k - start <= self.scan_max:
                 self.merge_scan(start, k)
