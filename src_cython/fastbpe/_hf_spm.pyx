@@ -14,7 +14,9 @@ from fastbpe._idlists cimport outbuf_to_list, shared_id_ints
 from fastbpe._out cimport OutBuf, out_init
 
 from fastbpe._hf_spm cimport CACHE_BITS, CACHE_SLOTS, CACHE_SYMS, CacheEntry, HFTables, Scratch, Slot, Table
-from fastbpe._hf_spm_cache cimport SEG_LONG_SYMS, SegCache, seg_claim, seg_entries, seg_fill, seg_free, seg_get, seg_hash, seg_init
+from fastbpe._hf_spm_cache cimport (SEG_CHARS, SEG_IDS, SEG_LONG_SYMS, SegCache, seg_entries, seg_free, seg_get,
+                                    seg_hash, seg_init, seg_put)
+from fastbpe._hf_spm_scan cimport ScanChars, scan_free, scan_init, scan_resume, scan_segment
 
 cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
@@ -128,6 +130,7 @@ cdef class HFSpmKernel:
     cdef CacheEntry* cache
     cdef SegCache seg       # the compact cache (_hf_spm_cache.pxd) when ids fit 16 bits, else cache
     cdef Py_ssize_t cache_syms   # the longest segment cached
+    cdef ScanChars chars    # the fused scan's tables (_hf_spm_scan.pxd); info NULL when it cannot run
     cdef int32_t* out
     cdef Py_ssize_t out_len, out_cap
     cdef readonly int scan_max
@@ -155,6 +158,7 @@ cdef class HFSpmKernel:
         self.cache = NULL
         self.seg.mem = NULL
         self.seg.short_ = self.seg.long_ = NULL
+        self.chars.info = NULL
 
     def __init__(self, spec, int scan_max=16, bint dense=True):
         from fastbpe.reference.hf_spm import junctions
@@ -218,6 +222,10 @@ cdef class HFSpmKernel:
             table_put(&self.t.joins, pair_key(ord(a), ord(b)), 0, 0)
         if dense:
             self.dense_joins(joins or frozenset(), spec.vocab)
+        if self.t.dense and self.t.cut and self.seg.short_ != NULL:
+            if scan_init(&self.chars, self.t.bmp, self.t.row, self.t.col, self.t.bits, self.t.n_cols,
+                         self.t.byte_fallback, self.t.byte_ids) < 0:
+                raise MemoryError()
 
     cdef int dense_joins(self, joins, dict vocab) except -1:
         """``HFTables.bits`` (see ``_hf_spm.pxd``) when the matrix is small."""
@@ -275,6 +283,7 @@ cdef class HFSpmKernel:
         free(self.out)
         free(self.cache)
         seg_free(&self.seg)
+        scan_free(&self.chars)
 
     # ------------------------------------------------------------------ buffers
     cdef int reserve(self, Py_ssize_t n) except -1:
@@ -309,11 +318,14 @@ cdef class HFSpmKernel:
         return 0
 
     # ------------------------------------------------------------------ steps
-    cdef Py_ssize_t symbols(self, str word, bint lead, bint escape, bint split) except -1:
+    cdef Py_ssize_t symbols(self, str word, bint lead, bint escape, bint split, Py_ssize_t start=0,
+                            Py_ssize_t end=-1) except -1:
         """Step 1 (``initial_symbols``): the symbol ids of ``word`` into s.ids; their
         count. For a piece (``reference.hf_spm.words``): a ``▁`` first when ``lead``,
         spaces as ``▁`` when ``escape``, and when ``split`` the position of each word's
-        first symbol into s.cuts (``n_cuts``; a word's unknown run is its own)."""
+        first symbol into s.cuts (``n_cuts``; a word's unknown run is its own). ``start``,
+        ``end``: the characters to take (-1: to the end; the fused scan's hand-over, at
+        cuts; ``lead`` only when ``start`` is 0)."""
         cdef int kind = PyUnicode_KIND(word)
         cdef void* data = PyUnicode_DATA(word)
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(word)
@@ -333,7 +345,7 @@ cdef class HFSpmKernel:
                 raise MemoryError()
             self.s.cuts_cap = n + 2
         ids = self.s.ids
-        for k in range(-1 if lead else 0, n):
+        for k in range(-1 if lead else start, n if end < 0 else end):
             if m + 4 > self.s.ids_cap:     # byte fallback made more symbols than characters
                 self.grow_ids(m + 8 + (n - k))
                 ids = self.s.ids
@@ -480,9 +492,11 @@ cdef class HFSpmKernel:
             self.out_len += 1
             i = nxt[i]
 
-    cdef void merge_cached(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-        """Step 3 through the segment cache (``_hf_spm.pxd``): a hit copies the ids, a
-        miss merges (scan or heap as for any segment) and stores the result."""
+    cdef void merge_cached(self, Py_ssize_t a, Py_ssize_t b, uint32_t tag=SEG_IDS) noexcept nogil:
+        """Step 3 through the segment cache (``_hf_spm.pxd``; ``_hf_spm_cache.pxd`` when
+        ids fit 16 bits): a hit copies the ids, a miss merges (scan or heap as for any
+        segment) and stores the result. ``tag`` ``SEG_CHARS``: s.ids[a:b] are the
+        segment's characters (the fused scan), made symbols on a miss."""
         cdef const int32_t* key = self.s.ids + a
         cdef uint32_t n = <uint32_t>(b - a)
         cdef uint64_t h = 0xCBF29CE484222325ULL
@@ -490,22 +504,24 @@ cdef class HFSpmKernel:
         cdef Py_ssize_t before
         cdef CacheEntry* e
         cdef uint16_t* set_
-        cdef uint16_t* claimed
+        cdef int32_t saved[SEG_LONG_SYMS]
         cdef uint32_t width, ways
         cdef int got
         if self.seg.short_ != NULL:
             set_ = seg_entries(&self.seg, seg_hash(key, n), n, &width, &ways)
-            got = seg_get(set_, width, ways, key, n, self.out + self.out_len)
+            got = seg_get(set_, width, ways, key, n, tag, self.out + self.out_len)
             if got >= 0:
                 self.out_len += got
                 return
-            claimed = seg_claim(set_, width, ways, key, n)
+            memcpy(saved, key, n * sizeof(int32_t))   # the merge rewrites s.ids
+            if tag == SEG_CHARS:
+                self.char_symbols(a, b)
             before = self.out_len
             if n <= <uint32_t>self.scan_max:
                 self.merge_scan(a, b)
             else:
                 self.merge_heap(a, b)
-            seg_fill(claimed, width, n, self.out + before, <uint32_t>(self.out_len - before))
+            seg_put(set_, width, ways, saved, n, tag, self.out + before, <uint32_t>(self.out_len - before))
             return
         for i in range(n):
             h = (h ^ <uint32_t>key[i]) * 0x100000001B3ULL
@@ -542,10 +558,23 @@ cdef class HFSpmKernel:
 
     cdef int run(self, str text, bint lead, bint escape, bint split) except -1:
         """All three steps for a word, or a piece (``symbols``), its ids appended to ``out``."""
+        cdef Py_ssize_t first = -1 if lead else 0, end = -1, n = PyUnicode_GET_LENGTH(text)
+        while self.chars.info != NULL:      # the fused scan, the three steps where it stops
+            first = self.run_chars(text, first, escape, split, &end)
+            if first >= n:
+                return 0
+            self.steps(text, first < 0, escape, split, max(first, 0), end)
+            first = end
+            if first >= n:
+                return 0
+        return self.steps(text, lead, escape, split, 0, -1)
+
+    cdef int steps(self, str text, bint lead, bint escape, bint split, Py_ssize_t begin, Py_ssize_t stop) except -1:
+        """The three steps for characters ``begin:stop`` of a piece (``symbols``)."""
         cdef Py_ssize_t m, k, start = 0, ci = 0
         cdef const int32_t* ids
         cdef bint forced
-        m = self.symbols(text, lead, escape, split)
+        m = self.symbols(text, lead, escape, split, begin, stop)
         self.reserve(m + 1)
         ids = self.s.ids
         # the GIL is held throughout: the scratch, output and cache are the kernel's
@@ -568,6 +597,42 @@ cdef class HFSpmKernel:
                 self.merge_heap(start, k)
             start = k
         return 0
+
+    cdef Py_ssize_t run_chars(self, str text, Py_ssize_t k, bint escape, bint split, Py_ssize_t* resume) except -2:
+        """The fused scan (``_hf_spm_scan.pxd``) from character ``k`` (-1: the ``▁`` in
+        front): each segment's ids appended to ``out``, through the cache by its
+        characters; the start of the segment holding a character that is not one symbol
+        of its own (the three steps take it to ``*resume``, ``scan_resume``), or the
+        text's length."""
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), end, m
+        self.grow_ids(n + 2)
+        self.reserve(n + 2)
+        while k < n:
+            end = scan_segment(&self.chars, kind, data, n, k, escape, split, self.s.ids, &m)
+            if end < 0:
+                resume[0] = scan_resume(&self.chars, kind, data, n, -2 - end, escape, split)
+                return k
+            if m == 1:
+                self.out[self.out_len] = self.t.bmp[self.s.ids[0]]
+                self.out_len += 1
+            elif m <= self.cache_syms:
+                self.merge_cached(0, m, SEG_CHARS)
+            else:
+                self.char_symbols(0, m)
+                if m <= self.scan_max:
+                    self.merge_scan(0, m)
+                else:
+                    self.merge_heap(0, m)
+            k = end
+        return n
+
+    cdef inline void char_symbols(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        """s.ids[a:b] from characters (each one symbol of its own) to their ids."""
+        cdef Py_ssize_t i
+        for i in range(a, b):
+            self.s.ids[i] = self.t.bmp[self.s.ids[i]]
 
     cdef list take(self):
         """The ids in ``out`` as a list of the process's shared int objects

@@ -19,9 +19,13 @@ word, 4% of its segments) were merged on every occurrence, by far the dearest on
   entry moves to way 1, so two hot segments hashing alike both stay.
 * **long** table (up to ``SEG_LONG_SYMS``): 64-byte entries (31 slots), direct-mapped,
   2,048 of them (128 KiB; 1 MB of Python has ~1,800 distinct long segments).
-* A miss claims the entry with its key before merging (the merge rewrites the
-  symbols), then ``seg_fill`` writes the result (the entry stays free when it does not
-  fit).
+* **Two kinds of key** share the tables: a segment's symbol ids (``SEG_IDS``) or,
+  from the fused scan (``_hf_spm_scan.pxd``), its characters (``SEG_CHARS``, when each
+  is one symbol: its own id); the kind is a bit of the length byte, so an id sequence
+  never matches a character sequence.
+* A miss keeps the key aside before merging (the merge rewrites the symbols), then
+  ``seg_put`` stores key and result when they fit an entry; one that does not evicts
+  nothing.
 
 Functions are ``nogil`` over a ``SegCache*`` (no kernel object), so a thread with its
 own cache can run them.
@@ -38,6 +42,8 @@ cdef enum:
     SEG_SHORT_BITS = 14       # 16,384 sets of 2 short entries: 1 MiB
     SEG_LONG_BITS = 11        # 2,048 long entries: 128 KiB
     SEG_MAX_ID = 0xFFFF       # the largest id an entry holds
+    SEG_IDS = 0               # an entry keyed by the segment's symbol ids
+    SEG_CHARS = 0x80          # by its characters (_hf_spm_scan.pxd: one symbol each)
 
 
 cdef struct SegCache:
@@ -95,9 +101,9 @@ cdef inline uint16_t* seg_entries(SegCache* c, uint64_t h, uint32_t n, uint32_t*
     return c.long_ + ((h >> (64 - SEG_LONG_BITS)) * SEG_LONG_WIDTH)
 
 
-cdef inline bint seg_same(const uint16_t* e, const int32_t* key, uint32_t n) noexcept nogil:
+cdef inline bint seg_same(const uint16_t* e, const int32_t* key, uint32_t n, uint32_t tag) noexcept nogil:
     cdef uint32_t i
-    if (e[0] & 0xFF) != n:
+    if (e[0] & 0xFF) != (n | tag):
         return False
     for i in range(n):
         if e[1 + i] != <uint32_t>key[i]:
@@ -106,12 +112,13 @@ cdef inline bint seg_same(const uint16_t* e, const int32_t* key, uint32_t n) noe
 
 
 cdef inline int seg_get(const uint16_t* e, uint32_t width, uint32_t ways, const int32_t* key, uint32_t n,
-                        int32_t* out) noexcept nogil:
-    """The cached ids of segment ``key[:n]`` from its set (``seg_entries``) written to
-    ``out``: their count, -1 when the set does not hold it."""
+                        uint32_t tag, int32_t* out) noexcept nogil:
+    """The cached ids of segment ``key[:n]`` (keyed by ``tag``'s kind: ``SEG_IDS`` or
+    ``SEG_CHARS``) from its set (``seg_entries``) written to ``out``: their count, -1
+    when the set does not hold it."""
     cdef uint32_t i, w, n_out
     for w in range(ways):
-        if seg_same(e, key, n):
+        if seg_same(e, key, n, tag):
             n_out = e[0] >> 8
             for i in range(n_out):
                 out[i] = e[1 + n + i]
@@ -120,28 +127,19 @@ cdef inline int seg_get(const uint16_t* e, uint32_t width, uint32_t ways, const 
     return -1
 
 
-cdef inline uint16_t* seg_claim(uint16_t* e, uint32_t width, uint32_t ways, const int32_t* key,
-                                uint32_t n) noexcept nogil:
-    """The set's first entry for segment ``key[:n]`` before it is merged: the set's
-    entries move one way down (the last is dropped), the key is written, the entry
-    stays free (length 0) until ``seg_fill``. NULL when the key alone fills an entry."""
+cdef inline void seg_put(uint16_t* e, uint32_t width, uint32_t ways, const int32_t* key, uint32_t n, uint32_t tag,
+                         const int32_t* ids, uint32_t n_out) noexcept nogil:
+    """Keep segment ``key[:n]`` (of kind ``tag``) -> ``ids[:n_out]`` in the set's first
+    entry, the others moving one way down (the last is dropped), when key and result
+    fit an entry together (else the set is left as it is: a segment that cannot be kept
+    evicts nothing)."""
     cdef uint32_t i
-    if n + 2 > width:
-        return NULL
+    if 1 + n + n_out > width:
+        return
     if ways > 1:
         memmove(e + width, e, (ways - 1) * width * sizeof(uint16_t))
-    e[0] = 0
+    e[0] = <uint16_t>(n | tag | (n_out << 8))
     for i in range(n):
         e[1 + i] = <uint16_t>key[i]
-    return e
-
-
-cdef inline void seg_fill(uint16_t* e, uint32_t width, uint32_t n, const int32_t* ids, uint32_t n_out) noexcept nogil:
-    """The claimed entry of an ``n``-symbol key holds its result ``ids[:n_out]`` (it
-    stays free when they do not fit)."""
-    cdef uint32_t i
-    if e == NULL or 1 + n + n_out > width:
-        return
     for i in range(n_out):
         e[1 + n + i] = <uint16_t>ids[i]
-    e[0] = <uint16_t>(n | (n_out << 8))
