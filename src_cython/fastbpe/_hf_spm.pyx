@@ -14,8 +14,8 @@ from fastbpe._idlists cimport outbuf_to_list, shared_id_ints
 from fastbpe._out cimport OutBuf, out_init
 
 from fastbpe._hf_spm cimport CACHE_BITS, CACHE_SLOTS, CACHE_SYMS, CacheEntry, HFTables, Scratch, Slot, Table
-from fastbpe._hf_spm_cache cimport (SEG_CHARS, SEG_IDS, SEG_LONG_SYMS, SegCache, seg_entries, seg_free, seg_get,
-                                    seg_hash, seg_init, seg_put)
+from fastbpe._hf_spm_cache cimport (SEG_CHARS, SEG_IDS, SEG_LONG_SYMS, SegCache, seg_find, seg_free, seg_hash,
+                                    seg_init, seg_store)
 from fastbpe._hf_spm_scan cimport ScanChars, scan_free, scan_init, scan_resume, scan_segment
 
 cdef extern from "Python.h":
@@ -503,13 +503,11 @@ cdef class HFSpmKernel:
         cdef uint32_t i
         cdef Py_ssize_t before
         cdef CacheEntry* e
-        cdef uint16_t* set_
         cdef int32_t saved[SEG_LONG_SYMS]
-        cdef uint32_t width, ways
         cdef int got
         if self.seg.short_ != NULL:
-            set_ = seg_entries(&self.seg, seg_hash(key, n), n, &width, &ways)
-            got = seg_get(set_, width, ways, key, n, tag, self.out + self.out_len)
+            h = seg_hash(key, n)
+            got = seg_find(&self.seg, h, key, n, tag, self.out + self.out_len)
             if got >= 0:
                 self.out_len += got
                 return
@@ -521,7 +519,7 @@ cdef class HFSpmKernel:
                 self.merge_scan(a, b)
             else:
                 self.merge_heap(a, b)
-            seg_put(set_, width, ways, saved, n, tag, self.out + before, <uint32_t>(self.out_len - before))
+            seg_store(&self.seg, h, saved, n, tag, self.out + before, <uint32_t>(self.out_len - before))
             return
         for i in range(n):
             h = (h ^ <uint32_t>key[i]) * 0x100000001B3ULL

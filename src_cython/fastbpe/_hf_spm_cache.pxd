@@ -92,7 +92,9 @@ cdef inline uint64_t seg_hash(const int32_t* key, uint32_t n) noexcept nogil:
 
 cdef inline uint16_t* seg_entries(SegCache* c, uint64_t h, uint32_t n, uint32_t* width, uint32_t* ways) noexcept nogil:
     """The set of a segment of ``n`` symbols (``2 <= n <= SEG_LONG_SYMS``) and hash
-    ``h``: its first entry, the entries' width (16-bit words) and count."""
+    ``h``: its first entry, the entries' width (16-bit words) and count; ``n`` past
+    ``SEG_SHORT_SYMS`` (or a short one whose result does not fit, ``seg_store``): the
+    long table's."""
     if n <= SEG_SHORT_SYMS:
         width[0] = SEG_SHORT_WIDTH
         ways[0] = 2
@@ -144,3 +146,26 @@ cdef inline void seg_put(uint16_t* e, uint32_t width, uint32_t ways, const int32
         e[1 + i] = <uint16_t>key[i]
     for i in range(n_out):
         e[1 + n + i] = <uint16_t>ids[i]
+
+
+cdef inline int seg_find(SegCache* c, uint64_t h, const int32_t* key, uint32_t n, uint32_t tag,
+                         int32_t* out) noexcept nogil:
+    """``seg_get`` in the segment's table; a short segment that may not have fitted its
+    entry (8+ symbols) is looked for in the long table too."""
+    cdef uint32_t width, ways
+    cdef uint16_t* e = seg_entries(c, h, n, &width, &ways)
+    cdef int got = seg_get(e, width, ways, key, n, tag, out)
+    if got < 0 and n <= SEG_SHORT_SYMS and 2 * n > SEG_SHORT_WIDTH - 1:
+        e = seg_entries(c, h, SEG_LONG_SYMS, &width, &ways)
+        got = seg_get(e, width, ways, key, n, tag, out)
+    return got
+
+
+cdef inline void seg_store(SegCache* c, uint64_t h, const int32_t* key, uint32_t n, uint32_t tag,
+                           const int32_t* ids, uint32_t n_out) noexcept nogil:
+    """``seg_put`` in the segment's table, or the long one when it does not fit a short entry."""
+    cdef uint32_t width, ways
+    cdef uint16_t* e = seg_entries(c, h, n, &width, &ways)
+    if 1 + n + n_out > width:
+        e = seg_entries(c, h, SEG_LONG_SYMS, &width, &ways)
+    seg_put(e, width, ways, key, n, tag, ids, n_out)
