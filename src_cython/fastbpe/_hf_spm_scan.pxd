@@ -76,33 +76,32 @@ cdef inline bint scan_joins(const ScanChars* c, uint32_t left, uint32_t right) n
     return (c.bits[bit >> 3] >> (bit & 7)) & 1
 
 
+cdef inline uint32_t scan_char(const ScanChars* c, int kind, const void* data, Py_ssize_t k, bint escape,
+                               uint32_t* cp) noexcept nogil:
+    """Character ``k`` of the text (-1: the ``▁`` in front; a space as ``▁`` when
+    ``escape``) into ``*cp``, and its info (``SCAN_HARD`` for an astral one)."""
+    cp[0] = 0x2581 if k < 0 else PyUnicode_READ(kind, data, k)
+    if escape and cp[0] == 0x20:
+        cp[0] = 0x2581
+    return SCAN_HARD if cp[0] >= 0x10000 else c.info[cp[0]]
+
+
 cdef inline Py_ssize_t scan_segment(const ScanChars* c, int kind, const void* data, Py_ssize_t n, Py_ssize_t k,
                                     bint escape, bint split, int32_t* key, Py_ssize_t* n_key) noexcept nogil:
     """The segment starting at character ``k`` of the text (-1: the ``▁`` in front):
     its characters into ``key`` (``*n_key`` of them, spaces as ``▁`` when ``escape``)
-    and the position after it; ``-2 - p`` when character ``p`` in it is ``HARD``. ``split`` cuts
-    before every ``▁`` (Metaspace's words: never the piece's first character, which
-    starts a segment anyway)."""
-    cdef uint32_t cp = 0x2581 if k < 0 else PyUnicode_READ(kind, data, k)
-    cdef uint32_t info, prev
-    cdef Py_ssize_t m = 0
-    if escape and cp == 0x20:
-        cp = 0x2581
-    if cp >= 0x10000:
-        return -2 - k
-    prev = c.info[cp]
+    and the position after it; ``-2 - p`` when character ``p`` in it is ``HARD``.
+    ``split`` cuts before every ``▁`` (Metaspace's words: never the piece's first
+    character, which starts a segment anyway)."""
+    cdef uint32_t cp, info
+    cdef uint32_t prev = scan_char(c, kind, data, k, escape, &cp)
+    cdef Py_ssize_t m = 1
     if prev == SCAN_HARD:
         return -2 - k
     key[0] = <int32_t>cp
-    m = 1
     k += 1
     while k < n:
-        cp = PyUnicode_READ(kind, data, k)
-        if escape and cp == 0x20:
-            cp = 0x2581
-        if cp >= 0x10000:
-            return -2 - k
-        info = c.info[cp]
+        info = scan_char(c, kind, data, k, escape, &cp)
         if info == SCAN_HARD:
             return -2 - k
         if (split and cp == 0x2581) or not scan_joins(c, prev, info):
@@ -113,13 +112,6 @@ cdef inline Py_ssize_t scan_segment(const ScanChars* c, int kind, const void* da
         k += 1
     n_key[0] = m
     return k
-
-
-cdef inline uint32_t scan_info(const ScanChars* c, int kind, const void* data, Py_ssize_t k, bint escape) noexcept nogil:
-    cdef uint32_t cp = PyUnicode_READ(kind, data, k)
-    if escape and cp == 0x20:
-        cp = 0x2581
-    return SCAN_HARD if cp >= 0x10000 else c.info[cp]
 
 
 cdef inline Py_ssize_t scan_resume(const ScanChars* c, int kind, const void* data, Py_ssize_t n, Py_ssize_t hard,
@@ -133,10 +125,7 @@ cdef inline Py_ssize_t scan_resume(const ScanChars* c, int kind, const void* dat
     cdef Py_ssize_t k = hard
     cdef uint32_t prev = SCAN_HARD, info, cp
     while k < n:
-        cp = PyUnicode_READ(kind, data, k)
-        if escape and cp == 0x20:
-            cp = 0x2581
-        info = SCAN_HARD if cp >= 0x10000 else c.info[cp]
+        info = scan_char(c, kind, data, k, escape, &cp)
         if k > hard and prev != SCAN_HARD and info != SCAN_HARD and (
                 (split and cp == 0x2581) or not scan_joins(c, prev, info)):
             return k
