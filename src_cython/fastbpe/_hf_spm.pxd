@@ -26,7 +26,11 @@ wherever it occurs (the corollary), so its result is kept in a direct-mapped tab
 ``CACHE_SLOTS`` ``CacheEntry``s (``HFSpmKernel.cache``) keyed by its symbol ids (an
 entry is overwritten by the next segment hashing to its slot; the key is compared
 whole, so a hit is exact). Words repeat in text: most segments are found there, not
-merged.
+merged. That table serves models whose ids need more than 16 bits; the others use the
+compact one of ``_hf_spm_cache.pxd`` (16-bit entries in 2-way sets of a cache line,
+segments up to 30 symbols), and a piece's segments of characters that are each one
+symbol of its own are found, keyed and looked up in one pass over the text, before
+any symbol is made (``_hf_spm_scan.pxd``; the three steps take the rest).
 """
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 

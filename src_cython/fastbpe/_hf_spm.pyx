@@ -604,7 +604,7 @@ cdef class HFSpmKernel:
         text's length."""
         cdef int kind = PyUnicode_KIND(text)
         cdef void* data = PyUnicode_DATA(text)
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), end, m
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), end, m = 0
         self.grow_ids(n + 2)
         self.reserve(n + 2)
         while k < n:
