@@ -138,6 +138,47 @@ def test_long_runs_are_not_quadratic():
         assert ids == reference_ids(word, spec)
 
 
+CACHED = {name: native.HFSpmKernel(SPECS[name]) for name in ("bytes", "unk_fuse")}   # kept across examples
+
+
+@pytest.mark.parametrize("name", sorted(CACHED))
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(st.text(st.sampled_from("abc=" + SPACE), min_size=1, max_size=34), min_size=1, max_size=20))
+def test_segment_cache_across_words(name, words):
+    """The segment caches (``_hf_spm_cache.pxd``) of one kernel kept across many words:
+    hits, segments of 15-30 symbols (the long table) and longer, and results that do not
+    fit an entry (``"ab" * 10``: 20 symbols, 10 ids) give the reference's ids, the first
+    time and again."""
+    spec = SPECS[name]
+    for word in words + words[::-1]:
+        assert CACHED[name].bpe(word) == reference_ids(word, spec)
+
+
+def test_segment_cache_evictions():
+    """80,000 distinct words of one segment each (~36,000 of up to 14 symbols: many of
+    the short table's 2-way sets get three or more, the long table's 2,048 entries
+    overflow), twice over: the evicted ones merge again, to the same ids."""
+    import random
+
+    spec = SPECS["bytes"]
+    rng = random.Random(39)
+    words = ["".join(rng.choice("ab") for _ in range(rng.randint(2, 30))) for _ in range(80_000)]
+    expected = [reference_ids(w, spec) for w in words]
+    kernel = native.HFSpmKernel(spec)
+    for _ in range(2):
+        assert kernel.encode_words(words) == [i for ids in expected for i in ids]
+
+
+def test_ids_past_16_bits_take_the_wide_cache():
+    """A model whose ids need more than 16 bits (Gemma's 256,000) cannot use the compact
+    cache's 16-bit entries: it keeps the first one, with the same ids."""
+    vocab, merges = small_vocab(True)
+    spec = spec_of({t: i + 70_000 for t, i in vocab.items()}, merges)
+    for kernel in kernels(spec):
+        for word in GOLDEN + ["ab" * 10, "abcabc" * 5, "c" * 20] * 2:
+            assert kernel.bpe(word) == reference_ids(word, spec), (word[:20], kernel.scan_max)
+
+
 @pytest.fixture(scope="module")
 def mistral_specs(tmp_path_factory, vocab_file):
     pytest.importorskip("transformers", reason="transformers is in the test extra")
@@ -431,6 +472,25 @@ def test_mistral_batches(mistral_specs):
     texts = CORPUS + random_texts(36, 40) + ["a\ud800b", "", "<s>[INST] x [/INST]</s>", "=" * 3000]
     for key, spec in mistral_specs.items():
         _check_batch(HFSentencePieceBPE(spec), texts, spec)
+
+
+def test_batch_threads_each_keep_a_segment_cache():
+    """Each batch thread fills its context's own segment cache (the compact one of
+    ``_hf_spm_cache.pxd`` and the fused scan, or past 16-bit ids the wide one): many
+    distinct words, segments the scan hands over (byte fallback, astral, unknown), the
+    kernel kept warm from batch to batch, on 1, 2 and 4 threads."""
+    import random
+
+    rng = random.Random(3939)
+    vocab, merges = small_vocab(True)
+    wide = spec_of({t: i + 70_000 for t, i in vocab.items()}, merges)
+    alphabet = "ab" * 6 + "c=" + " " + SPACE + "é中😀"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(600)]
+    for spec in (SPECS["bytes"], SPECS["unk_fuse"], wide):
+        expected = [H.encode(t, spec, frozenset()) for t in texts]
+        kernel = native.HFSpmKernel(spec)
+        for n in (1, 2, 4, 2):
+            assert kernel.encode_batch(texts, frozenset(), n) == expected, n
 
 
 def _hammer(tok, texts: list[str]) -> None:

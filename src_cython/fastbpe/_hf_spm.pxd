@@ -28,7 +28,13 @@ wherever it occurs (the corollary), so its result is kept in a direct-mapped tab
 ``CACHE_SLOTS`` ``CacheEntry``s (``HFCtx.cache``: a context's own) keyed by its symbol ids (an
 entry is overwritten by the next segment hashing to its slot; the key is compared
 whole, so a hit is exact). Words repeat in text: most segments are found there, not
-merged.
+merged. That table serves models whose ids need more than 16 bits; the others use the
+compact one of ``_hf_spm_cache.pxd`` (16-bit entries in 2-way sets of a cache line,
+segments up to 30 symbols), and a piece's segments of characters that are each one
+symbol of its own are found, keyed and looked up in one pass over the text, before
+any symbol is made (``_hf_spm_scan.pxd``; the three steps take the rest). The compact
+cache is a context's (``HFCtx.seg``: each batch thread has its own); the scan's
+character table is read only (``HFTables.chars``).
 
 **Threads.** Everything a call mutates (``Scratch``, the segment cache, the output) is
 an ``HFCtx``; the tables (``HFTables``, ``AddedSet``) are read only. So the hot path is
@@ -37,6 +43,9 @@ of texts on a context of its own (kept warm in the kernel's pool), and a single 
 takes the kernel's own context unless another call holds it (then a fresh one).
 """
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+
+from fastbpe._hf_spm_cache cimport SegCache
+from fastbpe._hf_spm_scan cimport ScanChars
 
 
 cdef struct Slot:
@@ -78,6 +87,8 @@ cdef struct HFTables:
     int scan_max          # the longest segment merged by a scan; longer ones by the heap
     bint prepend          # normalizer Prepend("▁"): reference.hf_spm.prefix
     int scheme            # Metaspace prepend_scheme: SCHEME_NEVER, SCHEME_FIRST or SCHEME_ALWAYS
+    int cache_syms        # the longest segment cached: SEG_LONG_SYMS (compact cache) or CACHE_SYMS
+    ScanChars chars       # the fused scan's tables (_hf_spm_scan.pxd); info NULL when it cannot run
 
 
 cdef enum:
@@ -129,7 +140,8 @@ cdef struct Scratch:
 cdef struct HFCtx:
     # what a call mutates (see "Threads"): one thread's at a time
     Scratch s
-    CacheEntry* cache     # CACHE_SLOTS entries, calloc'd when first used (pages touched as used)
+    CacheEntry* cache     # CACHE_SLOTS entries, calloc'd when first used (pages touched as used) ...
+    SegCache seg          # ... or, when the ids fit 16 bits, the compact cache (_hf_spm_cache.pxd)
     int32_t* out          # the ids so far (a batch thread's: its block's texts, one after the other)
     Py_ssize_t out_len
     Py_ssize_t out_cap

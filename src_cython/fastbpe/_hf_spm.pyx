@@ -23,6 +23,9 @@ from fastbpe._runner cimport Runner, run_jobs
 
 from fastbpe._hf_spm cimport (CACHE_BITS, CACHE_SLOTS, CACHE_SYMS, SCHEME_ALWAYS, SCHEME_FIRST, SCHEME_NEVER,
                               AddedSet, CacheEntry, HFCtx, HFTables, Scratch, Slot, Table)
+from fastbpe._hf_spm_cache cimport (SEG_CHARS, SEG_IDS, SEG_LONG_SYMS, SEG_MAX_ID, seg_find, seg_free, seg_hash,
+                                    seg_init, seg_store)
+from fastbpe._hf_spm_scan cimport scan_free, scan_init, scan_resume, scan_segment
 
 from fastbpe._runner import _batch_threads
 from fastbpe.reference.core import fix_surrogates
@@ -148,13 +151,17 @@ cdef inline int grow_to(void** p, size_t size) noexcept nogil:
     return 0
 
 
-cdef int ctx_ready(HFCtx* c) noexcept nogil:
-    """The context's cache, made when first used (calloc: pages touched as used); -1
-    out of memory."""
-    if c.cache == NULL:
-        c.cache = <CacheEntry*>calloc(CACHE_SLOTS, sizeof(CacheEntry))
-        if c.cache == NULL:
+cdef int ctx_ready(const HFTables* t, HFCtx* c) noexcept nogil:
+    """The context's segment cache, made when first used (calloc: pages touched as
+    used): the compact one (``_hf_spm_cache.pxd``) when the model's ids fit 16 bits,
+    else the wide one; -1 out of memory."""
+    if c.seg.mem == NULL and c.cache == NULL:
+        if seg_init(&c.seg, t.n_ids) < 0:
             return -1
+        if c.seg.short_ == NULL:
+            c.cache = <CacheEntry*>calloc(CACHE_SLOTS, sizeof(CacheEntry))
+            if c.cache == NULL:
+                return -1
     c.out_len = 0
     return 0
 
@@ -173,6 +180,7 @@ cdef void ctx_free(HFCtx* c) noexcept nogil:
     scratch_free(&c.s)
     free(c.out)
     free(c.cache)
+    seg_free(&c.seg)
     memset(c, 0, sizeof(HFCtx))
 
 
@@ -410,15 +418,42 @@ cdef void merge_heap(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) no
         i = nxt[i]
 
 
-cdef void merge_cached(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-    """Step 3 through the segment cache (``_hf_spm.pxd``): a hit copies the ids, a
-    miss merges (scan or heap as for any segment) and stores the result."""
+cdef inline void char_symbols(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """s.ids[a:b] from characters (each one symbol of its own) to their ids."""
+    cdef Py_ssize_t i
+    for i in range(a, b):
+        c.s.ids[i] = t.bmp[c.s.ids[i]]
+
+
+cdef void merge_cached(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b, uint32_t tag) noexcept nogil:
+    """Step 3 through the context's segment cache (``_hf_spm.pxd``; ``_hf_spm_cache.pxd``
+    when ids fit 16 bits): a hit copies the ids, a miss merges (scan or heap as for any
+    segment) and stores the result. ``tag`` ``SEG_CHARS``: s.ids[a:b] are the segment's
+    characters (the fused scan), made symbols on a miss; else ``SEG_IDS``."""
     cdef const int32_t* key = c.s.ids + a
     cdef uint32_t n = <uint32_t>(b - a)
     cdef uint64_t h = 0xCBF29CE484222325ULL
     cdef uint32_t i
     cdef Py_ssize_t before
     cdef CacheEntry* e
+    cdef int32_t saved[SEG_LONG_SYMS]
+    cdef int got
+    if c.seg.short_ != NULL:
+        h = seg_hash(key, n)
+        got = seg_find(&c.seg, h, key, n, tag, c.out + c.out_len)
+        if got >= 0:
+            c.out_len += got
+            return
+        memcpy(saved, key, n * sizeof(int32_t))   # the merge rewrites s.ids
+        if tag == SEG_CHARS:
+            char_symbols(t, c, a, b)
+        before = c.out_len
+        if n <= <uint32_t>t.scan_max:
+            merge_scan(t, c, a, b)
+        else:
+            merge_heap(t, c, a, b)
+        seg_store(&c.seg, h, saved, n, tag, c.out + before, <uint32_t>(c.out_len - before))
+        return
     for i in range(n):
         h = (h ^ <uint32_t>key[i]) * 0x100000001B3ULL
     h ^= h >> 29
@@ -446,8 +481,59 @@ cdef void merge_cached(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
 
 cdef int run(const HFTables* t, HFCtx* c, int kind, const void* data, Py_ssize_t start, Py_ssize_t end,
              bint lead, bint escape, bint split) noexcept nogil:
-    """All three steps for a word, or a piece (``symbols``) text[start:end], its ids
-    appended to c.out; -1 out of memory."""
+    """A word, or a piece (``symbols``) text[start:end]: its ids appended to c.out,
+    through the fused scan (``run_chars``) when the kernel has one, the three steps
+    (``steps``) where it stops; -1 out of memory."""
+    cdef Py_ssize_t n = end - start, k = -1 if lead else 0, stop = 0
+    cdef const void* piece = <const char*>data + start * kind    # kind: bytes a character
+    while t.chars.info != NULL:
+        k = run_chars(t, c, kind, piece, n, k, escape, split, &stop)
+        if k == -2:
+            return -1
+        if k >= n:
+            return 0
+        if steps(t, c, kind, data, start + max(k, 0), start + stop, k < 0, escape, split) < 0:
+            return -1
+        k = stop
+        if k >= n:
+            return 0
+    return steps(t, c, kind, data, start, end, lead, escape, split)
+
+
+cdef Py_ssize_t run_chars(const HFTables* t, HFCtx* c, int kind, const void* data, Py_ssize_t n, Py_ssize_t k,
+                          bint escape, bint split, Py_ssize_t* resume) noexcept nogil:
+    """The fused scan (``_hf_spm_scan.pxd``) of a piece's n characters from character
+    ``k`` (-1: the ``▁`` in front): each segment's ids appended to c.out, through the
+    cache by its characters; the start of the segment holding a character that is not
+    one symbol of its own (the three steps take it to ``*resume``, ``scan_resume``), or
+    n; -2 out of memory."""
+    cdef Py_ssize_t end, m = 0
+    if grow_ids(c, n + 2) < 0 or reserve(c, n + 2) < 0:
+        return -2
+    while k < n:
+        end = scan_segment(&t.chars, kind, data, n, k, escape, split, c.s.ids, &m)
+        if end < 0:
+            resume[0] = scan_resume(&t.chars, kind, data, n, -2 - end, escape, split)
+            return k
+        if m == 1:
+            c.out[c.out_len] = t.bmp[c.s.ids[0]]
+            c.out_len += 1
+        elif m <= t.cache_syms:
+            merge_cached(t, c, 0, m, SEG_CHARS)
+        else:
+            char_symbols(t, c, 0, m)
+            if m <= t.scan_max:
+                merge_scan(t, c, 0, m)
+            else:
+                merge_heap(t, c, 0, m)
+        k = end
+    return n
+
+
+cdef int steps(const HFTables* t, HFCtx* c, int kind, const void* data, Py_ssize_t start, Py_ssize_t end,
+               bint lead, bint escape, bint split) noexcept nogil:
+    """The three steps for text[start:end] (``symbols``), its ids appended to c.out; -1
+    out of memory."""
     cdef Py_ssize_t m, k, first = 0, ci = 0
     cdef const int32_t* ids
     cdef bint forced
@@ -465,8 +551,8 @@ cdef int run(const HFTables* t, HFCtx* c, int kind, const void* data, Py_ssize_t
         if k - first == 1:
             c.out[c.out_len] = ids[first]
             c.out_len += 1
-        elif k - first <= CACHE_SYMS:
-            merge_cached(t, c, first, k)
+        elif k - first <= t.cache_syms:
+            merge_cached(t, c, first, k, SEG_IDS)
         elif k - first <= t.scan_max:
             merge_scan(t, c, first, k)
         else:
@@ -640,7 +726,7 @@ cdef void* batch_begin(void* payload) noexcept nogil:
     cdef Py_ssize_t k = fbe_atomic_next(&b.n_ctxs)
     cdef HFCtx* c = &b.pool[k] if b.pool != NULL and k < POOL else <HFCtx*>calloc(1, sizeof(HFCtx))
     b.ctxs[k] = c
-    if c == NULL or ctx_ready(c) < 0:
+    if c == NULL or ctx_ready(b.t, c) < 0:
         fbe_flag_store(&b.error, 1)
         return NULL
     return c
@@ -731,6 +817,7 @@ cdef class HFSpmKernel:
         self.added, self.special, self.added_sets = dict(spec.added), dict(spec.special), {}
         n_ids = max(list(spec.vocab.values()) + [-1]) + 1
         self.t.n_ids = n_ids
+        self.t.cache_syms = SEG_LONG_SYMS if n_ids <= SEG_MAX_ID + 1 else CACHE_SYMS   # ctx_ready's choice
         self.n_shared = shared_id_ints(n_ids)
         self.t.bmp = <int32_t*>malloc(0x10000 * sizeof(int32_t))
         self.t.first = <uint32_t*>calloc(n_ids + 1, sizeof(uint32_t))
@@ -776,6 +863,10 @@ cdef class HFSpmKernel:
             table_put(&self.t.joins, pair_key(ord(a), ord(b)), 0, 0)
         if dense:
             self.dense_joins(joins or frozenset(), spec.vocab)
+        if self.t.dense and self.t.cut and n_ids <= SEG_MAX_ID + 1:   # the scan keys the compact cache
+            if scan_init(&self.t.chars, self.t.bmp, self.t.row, self.t.col, self.t.bits, self.t.n_cols,
+                         self.t.byte_fallback, self.t.byte_ids) < 0:
+                raise MemoryError()
 
     @property
     def scan_max(self) -> int:
@@ -815,6 +906,7 @@ cdef class HFSpmKernel:
         free(self.t.row)
         free(self.t.col)
         free(self.t.bits)
+        scan_free(&self.t.chars)
         ctx_free(&self.one)
         for k in range(POOL):
             ctx_free(&self.pool[k])
@@ -831,7 +923,7 @@ cdef class HFSpmKernel:
             c = <HFCtx*>calloc(1, sizeof(HFCtx))
             if c == NULL:
                 raise MemoryError()
-        if ctx_ready(c) < 0:
+        if ctx_ready(&self.t, c) < 0:
             self.release(c)
             raise MemoryError()
         return c
