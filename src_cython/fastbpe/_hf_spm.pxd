@@ -85,6 +85,8 @@ cdef struct HFTables:
     uint32_t n_cols
     int32_t n_ids
     int32_t n_ranks       # 1 + the highest merge rank (merge_buckets' buckets)
+    uint64_t* pair_filter # PAIR_FILTER_BITS bits, one per merge's pair (_hf_spm.filter_bit): a clear
+                          # bit tells a pair is no merge in 64 KiB (L2), where the merge table misses
     int scan_max          # the longest segment merged by a scan; longer ones by the heap
     Py_ssize_t buckets_from  # the shortest segment merged by buckets (_hf_spm.merge_buckets)
     bint prepend          # normalizer Prepend("▁"): reference.hf_spm.prefix

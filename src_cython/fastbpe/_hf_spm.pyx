@@ -17,6 +17,7 @@ from libc.string cimport memcpy, memmove, memset
 
 cimport numpy as cnp
 
+from fastbpe._common cimport fbe_prefetch
 from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._out cimport OutBuf, out_init
 from fastbpe._runner cimport Runner, run_jobs
@@ -50,6 +51,7 @@ cdef enum:
     DENSE_MAX_BITS = 1 << 23    # the largest junction bit matrix (1 MiB); past it, the hash table
     POOL = 8                    # batch contexts the kernel keeps warm (their caches) between calls
     KEEP_ROOM = 1 << 20         # a kept context gives back buffers past this many items after a call
+    PAIR_FILTER_BITS = 1 << 19  # HFTables.pair_filter: 64 KiB
     BUCKETS_FROM = 4096         # the shortest segment merged by buckets (merge_buckets), not the heap
     NOGIL_TEXT = 1 << 16        # a single text this long is encoded without the GIL
     MAX_ADDED_SETS = 64         # AddedTokens kept per kernel (one per allowed set seen)
@@ -107,6 +109,12 @@ cdef inline const Slot* table_get(const Table* t, uint64_t key) noexcept nogil:
 
 cdef inline uint64_t pair_key(int32_t left, int32_t right) noexcept nogil:
     return (<uint64_t><uint32_t>left << 32) | <uint32_t>right
+
+
+cdef inline uint64_t filter_bit(uint64_t key) noexcept nogil:
+    """The bit of HFTables.pair_filter a pair key sets: 19 top bits of another odd
+    product than slot_of's (so a filter hit is not the slot's own luck)."""
+    return (key * 0xC2B2AE3D27D4EB4FULL) >> 45
 
 
 # --------------------------------------------------------------------------- heap
@@ -501,13 +509,20 @@ cdef inline void bucket_push(const HFTables* t, HFCtx* c, Py_ssize_t left, uint3
     """Queue the pair (left, next[left]) if it is a merge: into the heap when its rank is
     <= cur (its turn has come), else into its rank's bucket (``lowest``: the lowest
     filled one)."""
-    cdef int32_t merged, rank
+    cdef int32_t rank
     cdef Py_ssize_t e
+    cdef uint64_t key, bit
+    cdef const Slot* slot
     if left < 0 or c.s.nxt[left] < 0:
         return
-    rank = rank_of(t, c.s.ids[left], c.s.ids[c.s.nxt[left]], &merged)
-    if rank == NO_RANK:
+    key = pair_key(c.s.ids[left], c.s.ids[c.s.nxt[left]])
+    bit = filter_bit(key)
+    if not (t.pair_filter[bit >> 6] >> (bit & 63)) & 1:
+        return                              # no merge: most pairs a merge makes are none
+    slot = table_get(&t.merges, key)
+    if slot == NULL:
         return
+    rank = slot.rank
     if <uint32_t>rank <= cur:
         heap_push(c.s.heap, heap_size, (<uint64_t>rank << 32) | <uint64_t>left)
         return
@@ -534,6 +549,10 @@ cdef uint32_t lowest_filled(const HFTables* t, const Scratch* s, uint32_t r) noe
             return t.n_ranks
         bits = s.rank_filled[w]
     return (w << 6) + <uint32_t>__builtin_ctzll(bits)
+
+
+cdef enum:
+    AHEAD = 8                   # how many pops ahead merge_buckets prefetches a symbol
 
 
 cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
@@ -565,11 +584,8 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
     rank = c.s.rank
     count = c.s.rank_count
     run = c.s.run
-    for i in range(a, b):
-        nxt[i] = i + 1 if i + 1 < b else -1
-        prv[i] = i - 1 if i > a else -1
     for i in range(a, b - 1):
-        rank[i] = rank_of(t, ids[i], ids[i + 1], &merged)
+        rank[i] = rank_of(t, ids[i], ids[i + 1], &prv[i])    # prv: the merged id, for now
         if rank[i] != NO_RANK:
             count[rank[i]] += 1
             n_run += 1
@@ -585,6 +601,11 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
                 count[rank[i]] += 1
         memset(count, 0, t.n_ranks * sizeof(uint32_t))
         cur = <uint32_t>(run[0] >> 32)
+    for i in range(a, b - 1):
+        rank[i] = prv[i]         # from now on: the merged id of the initial pair (i, i + 1)
+    for i in range(a, b):
+        nxt[i] = i + 1 if i + 1 < b else -1
+        prv[i] = i - 1 if i > a else -1
     while n_run:
         kr = run[ri] if ri < n_run else INF
         kp = ((<uint64_t>cur << 32) | cur_pos[pi]) if pi < pn else INF
@@ -612,8 +633,30 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
                 cur_pos = sort_rising(c.s.gather, c.s.gather + 2 * c.s.bq_cap, pn, <uint32_t>a, <uint32_t>n)
             continue
         elif key == kr:
+            # the run and cur's bucket are known ahead: their symbols are prefetched
+            if ri + AHEAD < n_run:
+                fbe_prefetch(&ids[<uint32_t>run[ri + AHEAD]])
+                fbe_prefetch(&nxt[<uint32_t>run[ri + AHEAD]])
             ri += 1
+            left = <Py_ssize_t>(key & 0xFFFFFFFFULL)
+            if (ids[left] >= 0 and nxt[left] == left + 1
+                    and nxt[left + 1] == (left + 2 if left + 2 < b else -1)):
+                # an initial pair neither symbol of which has merged since: still a
+                # candidate of its rank, its merged id kept (rank[left]), no lookup
+                merged = rank[left]
+                right = left + 1
+                ids[left] = merged
+                ids[right] = -1
+                nxt[left] = nxt[right]
+                if nxt[right] >= 0:
+                    prv[nxt[right]] = left
+                bucket_push(t, c, prv[left], cur, &hs, &pooled, &lowest)
+                bucket_push(t, c, left, cur, &hs, &pooled, &lowest)
+                continue
         else:
+            if pi + AHEAD < pn:
+                fbe_prefetch(&ids[cur_pos[pi + AHEAD]])
+                fbe_prefetch(&nxt[cur_pos[pi + AHEAD]])
             pi += 1
         left = <Py_ssize_t>(key & 0xFFFFFFFFULL)
         if ids[left] < 0 or nxt[left] < 0:
@@ -1036,6 +1079,7 @@ cdef class HFSpmKernel:
 
         cdef int32_t i
         cdef Py_ssize_t k
+        cdef uint64_t bit
         self.t.scan_max = scan_max
         self.t.buckets_from = max(buckets_from, scan_max + 1)
         self.t.prepend = spec.prepend
@@ -1083,8 +1127,13 @@ cdef class HFSpmKernel:
         self.t.escape = spec.replace_space
         self.t.split = spec.split
         table_init(&self.t.merges, len(spec.merges))
+        self.t.pair_filter = <uint64_t*>calloc(PAIR_FILTER_BITS // 64, sizeof(uint64_t))
+        if self.t.pair_filter == NULL:
+            raise MemoryError()
         for (left, right), (rank, merged) in spec.merges.items():
             table_put(&self.t.merges, pair_key(left, right), rank, merged)
+            bit = filter_bit(pair_key(left, right))
+            self.t.pair_filter[bit >> 6] |= (<uint64_t>1) << (bit & 63)
         joins = junctions(spec)
         self.t.cut = joins is not None
         table_init(&self.t.joins, len(joins or ()))
@@ -1133,6 +1182,7 @@ cdef class HFSpmKernel:
         free(self.t.bmp)
         free(self.t.astral.slots)
         free(self.t.merges.slots)
+        free(self.t.pair_filter)
         free(self.t.joins.slots)
         free(self.t.first)
         free(self.t.last)
