@@ -635,8 +635,11 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
         elif key == kr:
             # the run and cur's bucket are known ahead: their symbols are prefetched
             if ri + AHEAD < n_run:
-                fbe_prefetch(&ids[<uint32_t>run[ri + AHEAD]])
-                fbe_prefetch(&nxt[<uint32_t>run[ri + AHEAD]])
+                left = <uint32_t>run[ri + AHEAD]
+                fbe_prefetch(&ids[left])
+                fbe_prefetch(&nxt[left])
+                fbe_prefetch(&prv[left])
+                fbe_prefetch(&rank[left])      # its merged id, read when it is unchanged
             ri += 1
             left = <Py_ssize_t>(key & 0xFFFFFFFFULL)
             if (ids[left] >= 0 and nxt[left] == left + 1
@@ -655,8 +658,10 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
                 continue
         else:
             if pi + AHEAD < pn:
-                fbe_prefetch(&ids[cur_pos[pi + AHEAD]])
-                fbe_prefetch(&nxt[cur_pos[pi + AHEAD]])
+                left = cur_pos[pi + AHEAD]
+                fbe_prefetch(&ids[left])
+                fbe_prefetch(&nxt[left])
+                fbe_prefetch(&prv[left])
             pi += 1
         left = <Py_ssize_t>(key & 0xFFFFFFFFULL)
         if ids[left] < 0 or nxt[left] < 0:
