@@ -141,11 +141,11 @@ cdef struct Scratch:
     Py_ssize_t cuts_cap
     # merge_buckets (a long segment: _hf_spm.merge_buckets), made at the first one.
     # Per rank (HFTables.n_ranks), left as found (zero / -1) after each segment:
-    uint32_t* rank_count  # the counting sort of the initial pairs by rank
+    uint32_t* rank_count  # the counting sort of the initial pairs by rank (then each rank's end in run)
     int32_t* rank_head    # each bucket's last pushed pool entry, -1: empty
     uint64_t* rank_filled # bit r: bucket r holds entries
     # per symbol (bq_cap):
-    uint64_t* run         # the initial pairs' keys rank << 32 | position, sorted (bq_cap)
+    uint32_t* run         # the initial pairs' positions, by rank then position (bq_cap)
     uint32_t* pool_pos    # the pairs merges pushed above the current rank (2 x bq_cap) ...
     int32_t* pool_link    # ... and the entry pushed before each into the same bucket, or -1
     uint32_t* gather      # the current rank's bucket and the radix sort's other half (4 x bq_cap)

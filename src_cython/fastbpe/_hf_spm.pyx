@@ -458,7 +458,7 @@ cdef int buckets_ready(const HFTables* t, Scratch* s, Py_ssize_t n) noexcept nog
             s.rank_head[r] = -1
     if n > s.bq_cap:
         cap = max(n, 2 * s.bq_cap)
-        if (grow_to(<void**>&s.run, cap * sizeof(uint64_t)) < 0
+        if (grow_to(<void**>&s.run, cap * sizeof(uint32_t)) < 0
                 or grow_to(<void**>&s.pool_pos, 2 * cap * sizeof(uint32_t)) < 0
                 or grow_to(<void**>&s.pool_link, 2 * cap * sizeof(int32_t)) < 0
                 or grow_to(<void**>&s.gather, 4 * cap * sizeof(uint32_t)) < 0):
@@ -558,7 +558,8 @@ cdef enum:
 cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
     """Step 3 for a long segment s.ids[a:b] (>= buckets_from symbols), the twin of
     ``reference.hf_spm.merge_buckets``: ``merge_heap``'s queue of ``rank << 32 | left``
-    as the initial pairs sorted once (a counting sort by rank: ranks are dense), a
+    as the initial pairs sorted once (a counting sort by rank: ranks are dense; the
+    run holds positions, its ranks implied by each rank's end in rank_count), a
     bucket per rank above cur (the rank being read) of the positions merges pushed
     with it, radix-sorted when cur reaches it, and a heap for what merges push with a
     rank <= cur (it stays small). Each pop takes the smallest key of the three heads,
@@ -573,7 +574,8 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
     cdef int32_t* rank
     cdef uint32_t* count
     cdef uint32_t* cur_pos = NULL
-    cdef uint64_t* run
+    cdef uint32_t* run
+    cdef uint32_t rr = 0     # the rank of run[ri]
     cdef uint64_t key, kr, kp, INF = ~(<uint64_t>0)
     cdef uint32_t cur, r, lowest = t.n_ranks, total, k
     cdef int32_t merged = 0, e
@@ -597,17 +599,24 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
             total += k
         for i in range(a, b - 1):
             if rank[i] != NO_RANK:
-                run[count[rank[i]]] = (<uint64_t>rank[i] << 32) | <uint64_t>i
+                run[count[rank[i]]] = <uint32_t>i
                 count[rank[i]] += 1
-        memset(count, 0, t.n_ranks * sizeof(uint32_t))
-        cur = <uint32_t>(run[0] >> 32)
+        # count[r] is now where rank r's pairs end in run (zeroed after the merge)
+        while count[rr] == 0:
+            rr += 1
+        cur = rr
     for i in range(a, b - 1):
         rank[i] = prv[i]         # from now on: the merged id of the initial pair (i, i + 1)
     for i in range(a, b):
         nxt[i] = i + 1 if i + 1 < b else -1
         prv[i] = i - 1 if i > a else -1
     while n_run:
-        kr = run[ri] if ri < n_run else INF
+        if ri < n_run:
+            while count[rr] <= ri:
+                rr += 1
+            kr = (<uint64_t>rr << 32) | run[ri]
+        else:
+            kr = INF
         kp = ((<uint64_t>cur << 32) | cur_pos[pi]) if pi < pn else INF
         key = kr if kr < kp else kp
         if hs and c.s.heap[0] < key:
@@ -635,7 +644,7 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
         elif key == kr:
             # the run and cur's bucket are known ahead: their symbols are prefetched
             if ri + AHEAD < n_run:
-                left = <uint32_t>run[ri + AHEAD]
+                left = run[ri + AHEAD]
                 fbe_prefetch(&ids[left])
                 fbe_prefetch(&nxt[left])
                 fbe_prefetch(&prv[left])
@@ -676,6 +685,8 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
             prv[nxt[right]] = left
         bucket_push(t, c, prv[left], cur, &hs, &pooled, &lowest)
         bucket_push(t, c, left, cur, &hs, &pooled, &lowest)
+    if n_run:
+        memset(count, 0, t.n_ranks * sizeof(uint32_t))
     i = a
     while i >= 0:
         c.out[c.out_len] = ids[i]
