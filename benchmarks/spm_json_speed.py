@@ -3,6 +3,7 @@ tokenizer.json (HF is the judge of that file; the ``.model`` files are ``spm_pee
 
     python benchmarks/spm_json_speed.py [--model PATH ...] [--kind english ...] [--mb 1]
     python benchmarks/spm_json_speed.py --batch 500 [--threads 1 2]
+    python benchmarks/spm_json_speed.py --long [--model PATH]
 
 For each Mistral ``.model`` (``$FASTBPE_TEST_VOCAB_DIR`` or ``../shared/vocab``, or
 ``--model``), the tokenizer.json transformers' spm-proto conversion makes from it
@@ -17,6 +18,11 @@ document is reported, and the kind gets no ratio). Times are CPU time, best of
 in turn) on each of ``--threads`` native threads (not pinned), a fresh tokenizer's first
 call (cold) and the best of ``--repeat`` after it; HF's ``encode_batch`` (its own thread
 pool) on the same documents for scale. Ids are compared with HF's first.
+
+``--long``: instead, the issue's linearity bound on ``spm_peers.long_lines`` (10 MB lines
+without spaces, ``random`` letters and the ``uncut`` walk): CPU seconds of
+``encode_ordinary`` of the first 1 MB (best of 2) and of the whole 10 MB (one run), and
+their ratio (the bound: <= 12). Ids are compared with HF's on a 20,000-character prefix.
 """
 from __future__ import annotations
 
@@ -33,7 +39,7 @@ sys.path.insert(0, str(HERE))
 
 import corpus  # noqa: E402
 import fastbpe  # noqa: E402
-from spm_peers import MODELS, VOCAB_DIR, hf_from_model, pin_one_core  # noqa: E402
+from spm_peers import MODELS, VOCAB_DIR, hf_from_model, long_lines, pin_one_core  # noqa: E402
 
 
 def documents(kind: str, mb: float) -> list[str]:
@@ -70,6 +76,18 @@ def batch_run(json_path: Path, tok, name: str, docs: list[str], threads: list[in
     print(f"{name:44} batch of {len(docs)} docs, HF encode_batch (its own threads): {mb / hf:6.1f} MB/s", flush=True)
 
 
+def long_run(json_path: Path, tok, path: Path) -> None:
+    """``--long``: see the module docstring."""
+    fresh = fastbpe.load(json_path)
+    for kind, text in long_lines(path).items():
+        if fresh.encode_ordinary(text[:20_000]) != tok.encode(text[:20_000], add_special_tokens=False).ids:
+            print(f"{path.name:44} {kind:8} ids differ from HF's on the 20,000-character prefix", flush=True)
+            continue
+        one = min(cpu_pass(fresh.encode_ordinary, [text[:1_000_000]]) for _ in range(2))
+        ten = cpu_pass(fresh.encode_ordinary, [text])
+        print(f"{path.name:44} {kind:8} 1 MB {one:.3f} s, 10 MB {ten:.3f} s: {ten / one:.1f}x", flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", nargs="*", type=Path, default=None)
@@ -78,6 +96,7 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--batch", type=int, default=0, metavar="N", help="wall time of batches of N documents")
     ap.add_argument("--threads", nargs="*", type=int, default=[1, 2])
+    ap.add_argument("--long", action="store_true", help="1 MB / 10 MB lines without spaces (linearity)")
     args = ap.parse_args(argv)
     if not args.batch:
         pin_one_core()
@@ -89,6 +108,9 @@ def main(argv=None) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             json_path = Path(tmp) / "tokenizer.json"
             tok.save(str(json_path))
+            if args.long:
+                long_run(json_path, tok, path)
+                continue
             if args.batch:
                 by_kind = [documents(kind, args.mb) for kind in args.kind]
                 docs = [d for group in zip(*by_kind) for d in group][:args.batch]

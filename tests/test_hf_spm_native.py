@@ -179,6 +179,51 @@ def test_ids_past_16_bits_take_the_wide_cache():
             assert kernel.bpe(word) == reference_ids(word, spec), (word[:20], kernel.scan_max)
 
 
+def bucket_kernels(spec: HFSpmSpec):
+    """The long-segment merges side by side: buckets from 17 symbols, and the heap only."""
+    return native.HFSpmKernel(spec, buckets_from=0), native.HFSpmKernel(spec, buckets_from=10**9)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+@settings(max_examples=150, deadline=None)
+@given(word=WORDS)
+def test_bucket_queue_corollary(name, word):
+    """``reference.hf_spm.merge_buckets`` (buckets by rank) merges as the heap does."""
+    spec = SPECS[name]
+    symbols = H.initial_symbols(word, spec)
+    assert H.merge_buckets(symbols, spec) == H.merge_symbols(symbols, spec)
+
+
+@pytest.mark.parametrize("word", ["ab" * 3000, SPACE * 5000, "=" * 4097, "abc" * 2000 + "=" * 3000,
+                                  "aab" * 2000, "cab" * 1500 + "bcab" * 1000, "ab" * 2048])
+def test_buckets_golden(word):
+    """Long segments (past ``buckets_from``, 4096 symbols by default) by buckets, equal
+    to the heap's and the reference's merges."""
+    spec = SPECS["bytes"]
+    expected = reference_ids(word, spec)
+    assert [i for i, _, _ in H.merge_buckets(H.initial_symbols(word, spec), spec)] == expected
+    for kernel in bucket_kernels(spec) + (native.HFSpmKernel(spec),):
+        assert kernel.bpe(word) == expected, kernel.buckets_from
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), size=st.sampled_from([5_000, 20_000, 200_000]),
+       letters=st.sampled_from(["ab", "abc", "ab" + SPACE, "=" + SPACE, "abc=" + SPACE]))
+def test_buckets_hypothesis(seed, size, letters):
+    """Long segments of a few letters (5k-200k symbols): buckets, heap and (up to 20k
+    symbols) the reference agree."""
+    import random
+
+    spec = SPECS["bytes"]
+    rng = random.Random(seed)
+    word = "".join(rng.choice(letters) for _ in range(size))
+    buckets, heap = bucket_kernels(spec)
+    got = buckets.bpe(word)
+    assert got == heap.bpe(word)
+    if size <= 20_000:
+        assert got == reference_ids(word, spec)
+
+
 @pytest.fixture(scope="module")
 def mistral_specs(tmp_path_factory, vocab_file):
     pytest.importorskip("transformers", reason="transformers is in the test extra")
@@ -193,6 +238,26 @@ def mistral_specs(tmp_path_factory, vocab_file):
             json_path = make_json(path, kind, tmp_path_factory.mktemp("hfn") / f"{kind}.json")
             out[(name, kind)] = fastbpe.load(json_path)._spec
     return out
+
+
+def test_mistral_long_lines_buckets_equal_heap(mistral_specs):
+    """Mistral's merges on long lines without spaces (one uncut segment of joinable
+    letters, and random letters): buckets and heap give the same ids, and HF's rule
+    through the reference on a prefix."""
+    import random
+
+    rng = random.Random(7)
+    spec = mistral_specs[(MISTRAL_FILES[0], "spm_proto")]
+    buckets, heap = bucket_kernels(spec)
+    texts = []
+    for letters in ("tha", "abcdefghijklmnopqrstuvwxyz", "ing"):
+        text = "".join(rng.choice(letters) for _ in range(60_000))
+        texts.append(text)
+        assert buckets.encode(text) == heap.encode(text)
+        head = text[:8_000]
+        assert native.HFSpmKernel(spec).encode(head) == H.encode(head, spec)
+    # batch threads: each on its context's bucket scratch
+    assert buckets.encode_batch(texts * 2, frozenset(), 2) == [heap.encode(t) for t in texts * 2]
 
 
 def test_mistral_native_equals_reference(mistral_specs):

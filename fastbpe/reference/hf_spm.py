@@ -39,7 +39,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from .sentencepiece import split_specials
+from .sentencepiece import bucket_merge, split_specials
 
 SPACE = "\u2581"
 
@@ -204,6 +204,50 @@ def merge_symbols(symbols: list[tuple[int, int, int]], spec: HFSpmSpec) -> list[
             prev[nxt[right]] = left
         push(prev[left])
         push(left)
+    out, i = [], 0 if ids else -1
+    while i >= 0:
+        out.append((ids[i], symbols[i][1], ends[i]))
+        i = nxt[i]
+    return out
+
+
+def merge_buckets(symbols: list[tuple[int, int, int]], spec: HFSpmSpec) -> list[tuple[int, int, int]]:
+    """``merge_symbols`` with its heap replaced by buckets by rank
+    (``reference.sentencepiece.bucket_merge``), the structure of the native merge of a
+    long segment (``_hf_spm.merge_buckets``): the same tokens. HF's order is the keys
+    ``(rank, left)`` a heap pops, lowest first: ``bucket_queue``'s corollary gives the
+    same pops, so the same merges (ranks are small dense integers: a bucket each).
+
+    >>> spec = HFSpmSpec({"a": 0, "b": 1, "ab": 2, "ba": 3}, {(0, 1): (1, 2), (1, 0): (0, 3)}, None, False,
+    ...                  False, False, False, False, "never", False, {}, {}, ())
+    >>> syms = [(i % 2, i, i + 1) for i in range(7)]                       # "abababa"
+    >>> merge_buckets(syms, spec) == merge_symbols(syms, spec)
+    True
+    """
+    ids = [i for i, _, _ in symbols]
+    ends = [e for _, _, e in symbols]
+    nxt = list(range(1, len(ids) + 1))
+    prev = list(range(-1, len(ids) - 1))
+    if ids:
+        nxt[-1] = -1
+
+    def rank_at(left: int) -> int | None:
+        if left < 0 or ids[left] < 0 or nxt[left] < 0:
+            return None
+        merge = spec.merges.get((ids[left], ids[nxt[left]]))
+        return None if merge is None else merge[0]
+
+    def join(left: int) -> int:
+        right = nxt[left]
+        ids[left] = spec.merges[(ids[left], ids[right])][1]
+        ends[left] = ends[right]
+        ids[right] = -1
+        nxt[left] = nxt[right]
+        if nxt[right] >= 0:
+            prev[nxt[right]] = left
+        return prev[left]
+
+    bucket_merge(len(ids), rank_at, join)
     out, i = [], 0 if ids else -1
     while i >= 0:
         out.append((ids[i], symbols[i][1], ends[i]))

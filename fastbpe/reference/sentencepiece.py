@@ -58,6 +58,7 @@ Decisions (each written down once, here):
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -373,6 +374,63 @@ def score_ranks(t: SpmTables) -> dict[str, int]:
     return {piece: order[t.scores[pid]] for piece, pid in t.pieces.items()}
 
 
+def bucket_merge(count: int, rank_at: Callable[[int], int | None], join: Callable[[int], int]) -> None:
+    """Run ``bucket_queue``'s queue over ``count`` linked symbols, on keys ``(rank,
+    left)`` only, so any BPE whose order is "lowest rank first, leftmost among equal
+    ranks" shares it (sentencepiece's by ``score_ranks``, HF's by merge rank:
+    ``reference.hf_spm.merge_buckets``). ``rank_at(left)``: the rank of the pair
+    (left, next) if it is a candidate, else None (also for left < 0 or merged away);
+    ``join(left)``: merge that pair, return the symbol now before left (or -1). The
+    pops are a heap's (``bucket_queue``'s corollary, which assumes nothing else).
+
+    >>> ids, nxt = [0, 1, 0, 1], [1, 2, 3, -1]                # "abab", "ab" of rank 5
+    >>> def rank_at(i):
+    ...     return 5 if i >= 0 and ids[i] == 0 and nxt[i] >= 0 and ids[nxt[i]] == 1 else None
+    >>> def join(i):
+    ...     ids[i], ids[nxt[i]], nxt[i] = 2, -1, nxt[nxt[i]]
+    ...     return max(i - 2, -1)
+    >>> bucket_merge(4, rank_at, join); ids
+    [2, -1, 2, -1]
+    """
+    run = sorted((r, i) for i in range(count - 1) if (r := rank_at(i)) is not None)
+    buckets: dict[int, list[int]] = {}
+    heap: list[tuple[int, int]] = []
+    bucket: list[int] = []            # cur's bucket, sorted, read from position `at`
+    ri = at = 0
+    cur = run[0][0] if run else 0
+
+    def push(left: int) -> None:
+        r = rank_at(left)
+        if r is not None:
+            if r <= cur:
+                heapq.heappush(heap, (r, left))
+            else:
+                buckets.setdefault(r, []).append(left)
+
+    while True:
+        heads = [k for k in (run[ri] if ri < len(run) else None,
+                             (cur, bucket[at]) if at < len(bucket) else None) if k is not None]
+        key = min(heads, default=None)
+        if heap and (key is None or heap[0] < key):
+            key = heapq.heappop(heap)
+        elif key is None or key[0] > cur:     # nothing of rank <= cur is left: move cur
+            ahead = ([run[ri][0]] if ri < len(run) else []) + ([min(buckets)] if buckets else [])
+            if not ahead:
+                break
+            cur = min(ahead)
+            bucket, at = sorted(buckets.pop(cur, [])), 0
+            continue
+        elif ri < len(run) and key == run[ri]:
+            ri += 1
+        else:
+            at += 1
+        r, left = key
+        if rank_at(left) == r:          # still the pair at left, of that rank
+            before = join(left)
+            push(before)
+            push(left)
+
+
 def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables, on_ids: bool = False) -> list[str]:
     """``bpe`` with its heap replaced by buckets by rank (``score_ranks``), the structure
     of the native merge of a long segment (``_spm.merge_buckets``), for a model without
@@ -420,7 +478,7 @@ def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables, on_ids: bool = F
 
     def rank_at(left: int) -> int | None:
         """The rank of the pair (left, nxt[left]) if it is a candidate, else None."""
-        right = nxt[left] if left >= 0 else -1
+        right = nxt[left] if left >= 0 and text[left] else -1
         if right < 0 or frozen[left] or frozen[right]:
             return None
         if on_ids:
@@ -428,43 +486,11 @@ def bucket_queue(symbols: list[tuple[str, bool]], t: SpmTables, on_ids: bool = F
             return None if merged is None else ranks[t.texts[merged]]
         return ranks.get(text[left] + text[right])
 
-    run = sorted((r, i) for i in range(len(text) - 1) if (r := rank_at(i)) is not None)
-    buckets: dict[int, list[int]] = {}
-    heap: list[tuple[int, int]] = []
-    bucket: list[int] = []            # cur's bucket, sorted, read from position `at`
-    ri = at = 0
-    cur = run[0][0] if run else 0
+    def join(left: int) -> int:
+        join_symbols(text, prev, nxt, left)
+        return prev[left]
 
-    def push(left: int) -> None:
-        r = rank_at(left)
-        if r is not None:
-            if r <= cur:
-                heapq.heappush(heap, (r, left))
-            else:
-                buckets.setdefault(r, []).append(left)
-
-    while True:
-        heads = [k for k in (run[ri] if ri < len(run) else None,
-                             (cur, bucket[at]) if at < len(bucket) else None) if k is not None]
-        key = min(heads, default=None)
-        if heap and (key is None or heap[0] < key):
-            key = heapq.heappop(heap)
-        elif key is None or key[0] > cur:     # nothing of rank <= cur is left: move cur
-            ahead = ([run[ri][0]] if ri < len(run) else []) + ([min(buckets)] if buckets else [])
-            if not ahead:
-                break
-            cur = min(ahead)
-            bucket, at = sorted(buckets.pop(cur, [])), 0
-            continue
-        elif ri < len(run) and key == run[ri]:
-            ri += 1
-        else:
-            at += 1
-        r, left = key
-        if text[left] and rank_at(left) == r:
-            join_symbols(text, prev, nxt, left)
-            push(prev[left])
-            push(left)
+    bucket_merge(len(text), rank_at, join)
     out, i = [], 0 if text else -1
     while i >= 0:
         out.append(text[i])

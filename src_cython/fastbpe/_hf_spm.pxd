@@ -84,7 +84,11 @@ cdef struct HFTables:
     uint8_t* bits
     uint32_t n_cols
     int32_t n_ids
+    int32_t n_ranks       # 1 + the highest merge rank (merge_buckets' buckets)
+    uint64_t* pair_filter # PAIR_FILTER_BITS bits, one per merge's pair (_hf_spm.filter_bit): a clear
+                          # bit tells a pair is no merge in 64 KiB (L2), where the merge table misses
     int scan_max          # the longest segment merged by a scan; longer ones by the heap
+    Py_ssize_t buckets_from  # the shortest segment merged by buckets (_hf_spm.merge_buckets)
     bint prepend          # normalizer Prepend("▁"): reference.hf_spm.prefix
     int scheme            # Metaspace prepend_scheme: SCHEME_NEVER, SCHEME_FIRST or SCHEME_ALWAYS
     int cache_syms        # the longest segment cached: SEG_LONG_SYMS (compact cache) or CACHE_SYMS
@@ -135,6 +139,17 @@ cdef struct Scratch:
     Py_ssize_t ids_cap   # of ids, grown while the symbols are made (a character may give 4)
     int32_t* cuts        # Metaspace split: the symbol positions where a word starts (cut there)
     Py_ssize_t cuts_cap
+    # merge_buckets (a long segment: _hf_spm.merge_buckets), made at the first one.
+    # Per rank (HFTables.n_ranks), left as found (zero / -1) after each segment:
+    uint32_t* rank_count  # the counting sort of the initial pairs by rank (then each rank's end in run)
+    int32_t* rank_head    # each bucket's last pushed pool entry, -1: empty
+    uint64_t* rank_filled # bit r: bucket r holds entries
+    # per symbol (bq_cap):
+    uint32_t* run         # the initial pairs' positions, by rank then position (bq_cap)
+    uint32_t* pool_pos    # the pairs merges pushed above the current rank (2 x bq_cap) ...
+    int32_t* pool_link    # ... and the entry pushed before each into the same bucket, or -1
+    uint32_t* gather      # the current rank's bucket and the radix sort's other half (4 x bq_cap)
+    Py_ssize_t bq_cap
 
 
 cdef struct HFCtx:

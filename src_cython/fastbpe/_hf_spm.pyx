@@ -17,6 +17,7 @@ from libc.string cimport memcpy, memmove, memset
 
 cimport numpy as cnp
 
+from fastbpe._common cimport fbe_prefetch
 from fastbpe._idlists cimport collect_young_if_due, outbuf_to_list, shared_id_ints, track_lists
 from fastbpe._out cimport OutBuf, out_init
 from fastbpe._runner cimport Runner, run_jobs
@@ -36,6 +37,9 @@ cdef extern from "fbe_atomic.h" nogil:
     Py_ssize_t fbe_atomic_next(Py_ssize_t* counter) noexcept
     void fbe_flag_store(char* flag, char v) noexcept
 
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long x) nogil
+
 cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
     const void* PyUnicode_DATA(object text)
@@ -47,6 +51,8 @@ cdef enum:
     DENSE_MAX_BITS = 1 << 23    # the largest junction bit matrix (1 MiB); past it, the hash table
     POOL = 8                    # batch contexts the kernel keeps warm (their caches) between calls
     KEEP_ROOM = 1 << 20         # a kept context gives back buffers past this many items after a call
+    PAIR_FILTER_BITS = 1 << 19  # HFTables.pair_filter: 64 KiB
+    BUCKETS_FROM = 4096         # the shortest segment merged by buckets (merge_buckets), not the heap
     NOGIL_TEXT = 1 << 16        # a single text this long is encoded without the GIL
     MAX_ADDED_SETS = 64         # AddedTokens kept per kernel (one per allowed set seen)
 
@@ -103,6 +109,12 @@ cdef inline const Slot* table_get(const Table* t, uint64_t key) noexcept nogil:
 
 cdef inline uint64_t pair_key(int32_t left, int32_t right) noexcept nogil:
     return (<uint64_t><uint32_t>left << 32) | <uint32_t>right
+
+
+cdef inline uint64_t filter_bit(uint64_t key) noexcept nogil:
+    """The bit of HFTables.pair_filter a pair key sets: 19 top bits of another odd
+    product than slot_of's (so a filter hit is not the slot's own luck)."""
+    return (key * 0xC2B2AE3D27D4EB4FULL) >> 45
 
 
 # --------------------------------------------------------------------------- heap
@@ -173,6 +185,13 @@ cdef void scratch_free(Scratch* s) noexcept nogil:
     free(s.rank)
     free(s.heap)
     free(s.cuts)
+    free(s.rank_count)
+    free(s.rank_head)
+    free(s.rank_filled)
+    free(s.run)
+    free(s.pool_pos)
+    free(s.pool_link)
+    free(s.gather)
     memset(s, 0, sizeof(Scratch))
 
 
@@ -186,7 +205,7 @@ cdef void ctx_free(HFCtx* c) noexcept nogil:
 
 cdef void ctx_trim(HFCtx* c) noexcept nogil:
     """After a call: keep the cache (warm for the next call), not the room a huge text took."""
-    if c.s.cap > KEEP_ROOM or c.s.ids_cap > KEEP_ROOM or c.s.cuts_cap > KEEP_ROOM:
+    if c.s.cap > KEEP_ROOM or c.s.ids_cap > KEEP_ROOM or c.s.cuts_cap > KEEP_ROOM or c.s.bq_cap > KEEP_ROOM:
         scratch_free(&c.s)
     if c.out_cap > KEEP_ROOM:
         free(c.out)
@@ -418,6 +437,272 @@ cdef void merge_heap(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) no
         i = nxt[i]
 
 
+# --------------------------------------------------------------------------- long segments: buckets by rank
+cdef int buckets_ready(const HFTables* t, Scratch* s, Py_ssize_t n) noexcept nogil:
+    """merge_buckets' scratch for a segment of n symbols (the per-rank arrays made once,
+    empty); -1 out of memory (then nothing of the segment has changed)."""
+    cdef Py_ssize_t cap, r
+    if s.rank_head == NULL:
+        s.rank_count = <uint32_t*>calloc(t.n_ranks + 1, sizeof(uint32_t))
+        s.rank_filled = <uint64_t*>calloc((t.n_ranks + 63) >> 6, sizeof(uint64_t))
+        s.rank_head = <int32_t*>malloc(t.n_ranks * sizeof(int32_t))
+        if s.rank_count == NULL or s.rank_filled == NULL or s.rank_head == NULL:
+            free(s.rank_count)
+            free(s.rank_filled)
+            free(s.rank_head)
+            s.rank_count = NULL
+            s.rank_filled = NULL
+            s.rank_head = NULL
+            return -1
+        for r in range(t.n_ranks):
+            s.rank_head[r] = -1
+    if n > s.bq_cap:
+        cap = max(n, 2 * s.bq_cap)
+        if (grow_to(<void**>&s.run, cap * sizeof(uint32_t)) < 0
+                or grow_to(<void**>&s.pool_pos, 2 * cap * sizeof(uint32_t)) < 0
+                or grow_to(<void**>&s.pool_link, 2 * cap * sizeof(int32_t)) < 0
+                or grow_to(<void**>&s.gather, 4 * cap * sizeof(uint32_t)) < 0):
+            return -1
+        s.bq_cap = cap
+    return 0
+
+
+cdef uint32_t* sort_rising(uint32_t* x, uint32_t* other, Py_ssize_t n, uint32_t low, uint32_t span) noexcept nogil:
+    """x[:n] (values in [low, low + span)) sorted rising, in x or in other (n more
+    values): the sorted copy's address. A few by insertion, else LSD radix on 8-bit
+    digits of value - low (linear: a bucket costs its length, not a log of it)."""
+    cdef Py_ssize_t i, j
+    cdef uint32_t v, shift = 0, total, k
+    cdef uint32_t at[256]
+    cdef uint32_t* swap
+    if n <= 32:
+        for i in range(1, n):
+            v = x[i]
+            j = i - 1
+            while j >= 0 and x[j] > v:
+                x[j + 1] = x[j]
+                j -= 1
+            x[j + 1] = v
+        return x
+    while shift < 32 and (span - 1) >> shift:
+        memset(at, 0, sizeof(at))
+        for i in range(n):
+            at[((x[i] - low) >> shift) & 255] += 1
+        total = 0
+        for k in range(256):
+            v = at[k]
+            at[k] = total
+            total += v
+        for i in range(n):
+            k = ((x[i] - low) >> shift) & 255
+            other[at[k]] = x[i]
+            at[k] += 1
+        swap = x
+        x = other
+        other = swap
+        shift += 8
+    return x
+
+
+cdef inline void bucket_push(const HFTables* t, HFCtx* c, Py_ssize_t left, uint32_t cur, Py_ssize_t* heap_size,
+                             Py_ssize_t* pooled, uint32_t* lowest) noexcept nogil:
+    """Queue the pair (left, next[left]) if it is a merge: into the heap when its rank is
+    <= cur (its turn has come), else into its rank's bucket (``lowest``: the lowest
+    filled one)."""
+    cdef int32_t rank
+    cdef Py_ssize_t e
+    cdef uint64_t key, bit
+    cdef const Slot* slot
+    if left < 0 or c.s.nxt[left] < 0:
+        return
+    key = pair_key(c.s.ids[left], c.s.ids[c.s.nxt[left]])
+    bit = filter_bit(key)
+    if not (t.pair_filter[bit >> 6] >> (bit & 63)) & 1:
+        return                              # no merge: most pairs a merge makes are none
+    slot = table_get(&t.merges, key)
+    if slot == NULL:
+        return
+    rank = slot.rank
+    if <uint32_t>rank <= cur:
+        heap_push(c.s.heap, heap_size, (<uint64_t>rank << 32) | <uint64_t>left)
+        return
+    e = pooled[0]
+    pooled[0] = e + 1
+    c.s.pool_pos[e] = <uint32_t>left
+    c.s.pool_link[e] = c.s.rank_head[rank]
+    c.s.rank_head[rank] = <int32_t>e
+    c.s.rank_filled[rank >> 6] |= (<uint64_t>1) << (rank & 63)
+    if <uint32_t>rank < lowest[0]:
+        lowest[0] = rank
+
+
+cdef uint32_t lowest_filled(const HFTables* t, const Scratch* s, uint32_t r) noexcept nogil:
+    """The lowest rank >= r whose bucket holds entries, or n_ranks."""
+    cdef uint32_t w = r >> 6, n_words = (<uint32_t>t.n_ranks + 63) >> 6
+    cdef uint64_t bits
+    if r >= <uint32_t>t.n_ranks:
+        return t.n_ranks
+    bits = s.rank_filled[w] & (~(<uint64_t>0) << (r & 63))
+    while bits == 0:
+        w += 1
+        if w >= n_words:
+            return t.n_ranks
+        bits = s.rank_filled[w]
+    return (w << 6) + <uint32_t>__builtin_ctzll(bits)
+
+
+cdef enum:
+    AHEAD = 8                   # how many pops ahead merge_buckets prefetches a symbol
+
+
+cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Step 3 for a long segment s.ids[a:b] (>= buckets_from symbols), the twin of
+    ``reference.hf_spm.merge_buckets``: ``merge_heap``'s queue of ``rank << 32 | left``
+    as the initial pairs sorted once (a counting sort by rank: ranks are dense; the
+    run holds positions, its ranks implied by each rank's end in rank_count), a
+    bucket per rank above cur (the rank being read) of the positions merges pushed
+    with it, radix-sorted when cur reaches it, and a heap for what merges push with a
+    rank <= cur (it stays small). Each pop takes the smallest key of the three heads,
+    which is the heap's next pop (``reference.sentencepiece.bucket_queue``'s corollary),
+    so the merges are merge_heap's; a pop costs O(1) amortized and reads the symbols
+    in rising addresses, where the heap's log n levels were cache misses. -1 out of
+    memory before anything changed (the caller merges by the heap)."""
+    cdef Py_ssize_t n = b - a, i, left, right, n_run = 0, ri = 0, pi = 0, pn = 0, hs = 0, pooled = 0
+    cdef int32_t* ids = c.s.ids
+    cdef int32_t* nxt
+    cdef int32_t* prv
+    cdef int32_t* rank
+    cdef uint32_t* count
+    cdef uint32_t* cur_pos = NULL
+    cdef uint32_t* run
+    cdef uint32_t rr = 0     # the rank of run[ri]
+    cdef uint64_t key, kr, kp, INF = ~(<uint64_t>0)
+    cdef uint32_t cur, r, lowest = t.n_ranks, total, k
+    cdef int32_t merged = 0, e
+    if buckets_ready(t, &c.s, n) < 0:
+        return -1
+    nxt = c.s.nxt
+    prv = c.s.prv
+    rank = c.s.rank
+    count = c.s.rank_count
+    run = c.s.run
+    for i in range(a, b - 1):
+        rank[i] = rank_of(t, ids[i], ids[i + 1], &prv[i])    # prv: the merged id, for now
+        if rank[i] != NO_RANK:
+            count[rank[i]] += 1
+            n_run += 1
+    if n_run:
+        total = 0
+        for r in range(<uint32_t>t.n_ranks):
+            k = count[r]
+            count[r] = total
+            total += k
+        for i in range(a, b - 1):
+            if rank[i] != NO_RANK:
+                run[count[rank[i]]] = <uint32_t>i
+                count[rank[i]] += 1
+        # count[r] is now where rank r's pairs end in run (zeroed after the merge)
+        while count[rr] == 0:
+            rr += 1
+        cur = rr
+    for i in range(a, b - 1):
+        rank[i] = prv[i]         # from now on: the merged id of the initial pair (i, i + 1)
+    for i in range(a, b):
+        nxt[i] = i + 1 if i + 1 < b else -1
+        prv[i] = i - 1 if i > a else -1
+    while n_run:
+        if ri < n_run:
+            while count[rr] <= ri:
+                rr += 1
+            kr = (<uint64_t>rr << 32) | run[ri]
+        else:
+            kr = INF
+        kp = ((<uint64_t>cur << 32) | cur_pos[pi]) if pi < pn else INF
+        key = kr if kr < kp else kp
+        if hs and c.s.heap[0] < key:
+            key = heap_pop(c.s.heap, &hs)
+        elif key == INF or (key >> 32) > cur:
+            # nothing of rank <= cur is left (the heap is empty): cur moves on
+            r = <uint32_t>(kr >> 32) if ri < n_run else <uint32_t>t.n_ranks
+            if lowest < r:
+                r = lowest
+            if r >= <uint32_t>t.n_ranks:
+                break
+            cur = r
+            pi = pn = 0
+            if r == lowest:
+                e = c.s.rank_head[r]
+                while e >= 0:
+                    c.s.gather[pn] = c.s.pool_pos[e]
+                    pn += 1
+                    e = c.s.pool_link[e]
+                c.s.rank_head[r] = -1
+                c.s.rank_filled[r >> 6] &= ~((<uint64_t>1) << (r & 63))
+                lowest = lowest_filled(t, &c.s, r + 1)
+                cur_pos = sort_rising(c.s.gather, c.s.gather + 2 * c.s.bq_cap, pn, <uint32_t>a, <uint32_t>n)
+            continue
+        elif key == kr:
+            # the run and cur's bucket are known ahead: their symbols are prefetched
+            if ri + AHEAD < n_run:
+                left = run[ri + AHEAD]
+                fbe_prefetch(&ids[left])
+                fbe_prefetch(&nxt[left])
+                fbe_prefetch(&prv[left])
+                fbe_prefetch(&rank[left])      # its merged id, read when it is unchanged
+            ri += 1
+            left = <Py_ssize_t>(key & 0xFFFFFFFFULL)
+            if (ids[left] >= 0 and nxt[left] == left + 1
+                    and nxt[left + 1] == (left + 2 if left + 2 < b else -1)):
+                # an initial pair neither symbol of which has merged since: still a
+                # candidate of its rank, its merged id kept (rank[left]), no lookup
+                merged = rank[left]
+                right = left + 1
+                ids[left] = merged
+                ids[right] = -1
+                nxt[left] = nxt[right]
+                if nxt[right] >= 0:
+                    prv[nxt[right]] = left
+                bucket_push(t, c, prv[left], cur, &hs, &pooled, &lowest)
+                bucket_push(t, c, left, cur, &hs, &pooled, &lowest)
+                continue
+        else:
+            if pi + AHEAD < pn:
+                left = cur_pos[pi + AHEAD]
+                fbe_prefetch(&ids[left])
+                fbe_prefetch(&nxt[left])
+                fbe_prefetch(&prv[left])
+            pi += 1
+        left = <Py_ssize_t>(key & 0xFFFFFFFFULL)
+        if ids[left] < 0 or nxt[left] < 0:
+            continue
+        right = nxt[left]
+        if <uint64_t>rank_of(t, ids[left], ids[right], &merged) != (key >> 32):
+            continue                          # stale: the pair changed since the push
+        ids[left] = merged
+        ids[right] = -1
+        nxt[left] = nxt[right]
+        if nxt[right] >= 0:
+            prv[nxt[right]] = left
+        bucket_push(t, c, prv[left], cur, &hs, &pooled, &lowest)
+        bucket_push(t, c, left, cur, &hs, &pooled, &lowest)
+    if n_run:
+        memset(count, 0, t.n_ranks * sizeof(uint32_t))
+    i = a
+    while i >= 0:
+        c.out[c.out_len] = ids[i]
+        c.out_len += 1
+        i = nxt[i]
+    return 0
+
+
+cdef inline void merge_long(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Step 3 for a segment longer than scan_max: by buckets from t.buckets_from symbols
+    (and memory for them), else by the heap."""
+    if b - a >= t.buckets_from and merge_buckets(t, c, a, b) == 0:
+        return
+    merge_heap(t, c, a, b)
+
+
 cdef inline void char_symbols(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
     """s.ids[a:b] from characters (each one symbol of its own) to their ids."""
     cdef Py_ssize_t i
@@ -525,7 +810,7 @@ cdef Py_ssize_t run_chars(const HFTables* t, HFCtx* c, int kind, const void* dat
             if m <= t.scan_max:
                 merge_scan(t, c, 0, m)
             else:
-                merge_heap(t, c, 0, m)
+                merge_long(t, c, 0, m)
         k = end
     return n
 
@@ -556,7 +841,7 @@ cdef int steps(const HFTables* t, HFCtx* c, int kind, const void* data, Py_ssize
         elif k - first <= t.scan_max:
             merge_scan(t, c, first, k)
         else:
-            merge_heap(t, c, first, k)
+            merge_long(t, c, first, k)
         first = k
     return 0
 
@@ -784,8 +1069,9 @@ cdef cnp.ndarray id_array(Py_ssize_t n, object dtype):
 # --------------------------------------------------------------------------- kernel
 cdef class HFSpmKernel:
     """The native ``encode`` of one ``HFSpmSpec``. ``scan_max``: the longest segment
-    merged by a scan, longer ones by the heap; ``dense``: the junctions' bit matrix when
-    small, else their hash table (tests set both to check every path)."""
+    merged by a scan, longer ones by the heap, and from ``buckets_from`` symbols by
+    buckets (``merge_buckets``); ``dense``: the junctions' bit matrix when small, else
+    their hash table (tests set them to check every path)."""
 
     cdef HFTables t
     cdef HFCtx one              # single calls' context ...
@@ -804,12 +1090,14 @@ cdef class HFSpmKernel:
         memset(&self.one, 0, sizeof(HFCtx))
         memset(self.pool, 0, sizeof(self.pool))
 
-    def __init__(self, spec, int scan_max=16, bint dense=True):
+    def __init__(self, spec, int scan_max=16, bint dense=True, Py_ssize_t buckets_from=BUCKETS_FROM):
         from fastbpe.reference.hf_spm import junctions
 
         cdef int32_t i
         cdef Py_ssize_t k
+        cdef uint64_t bit
         self.t.scan_max = scan_max
+        self.t.buckets_from = max(buckets_from, scan_max + 1)
         self.t.prepend = spec.prepend
         self.t.scheme = {"never": SCHEME_NEVER, "first": SCHEME_FIRST, "always": SCHEME_ALWAYS}[spec.prepend_scheme]
         self.ignore_merges = spec.ignore_merges
@@ -817,6 +1105,7 @@ cdef class HFSpmKernel:
         self.added, self.special, self.added_sets = dict(spec.added), dict(spec.special), {}
         n_ids = max(list(spec.vocab.values()) + [-1]) + 1
         self.t.n_ids = n_ids
+        self.t.n_ranks = max([rank for rank, _ in spec.merges.values()] + [-1]) + 1
         self.t.cache_syms = SEG_LONG_SYMS if n_ids <= SEG_MAX_ID + 1 else CACHE_SYMS   # ctx_ready's choice
         self.n_shared = shared_id_ints(n_ids)
         self.t.bmp = <int32_t*>malloc(0x10000 * sizeof(int32_t))
@@ -854,8 +1143,13 @@ cdef class HFSpmKernel:
         self.t.escape = spec.replace_space
         self.t.split = spec.split
         table_init(&self.t.merges, len(spec.merges))
+        self.t.pair_filter = <uint64_t*>calloc(PAIR_FILTER_BITS // 64, sizeof(uint64_t))
+        if self.t.pair_filter == NULL:
+            raise MemoryError()
         for (left, right), (rank, merged) in spec.merges.items():
             table_put(&self.t.merges, pair_key(left, right), rank, merged)
+            bit = filter_bit(pair_key(left, right))
+            self.t.pair_filter[bit >> 6] |= (<uint64_t>1) << (bit & 63)
         joins = junctions(spec)
         self.t.cut = joins is not None
         table_init(&self.t.joins, len(joins or ()))
@@ -871,6 +1165,10 @@ cdef class HFSpmKernel:
     @property
     def scan_max(self) -> int:
         return self.t.scan_max
+
+    @property
+    def buckets_from(self) -> int:
+        return self.t.buckets_from
 
     cdef int dense_joins(self, joins, dict vocab) except -1:
         """``HFTables.bits`` (see ``_hf_spm.pxd``) when the matrix is small."""
@@ -900,6 +1198,7 @@ cdef class HFSpmKernel:
         free(self.t.bmp)
         free(self.t.astral.slots)
         free(self.t.merges.slots)
+        free(self.t.pair_filter)
         free(self.t.joins.slots)
         free(self.t.first)
         free(self.t.last)
