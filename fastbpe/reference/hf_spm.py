@@ -162,6 +162,20 @@ def bpe_word(word: str, spec: HFSpmSpec) -> list[tuple[int, int, int]]:
     return merge_symbols(initial_symbols(word, spec), spec)
 
 
+def _linked(symbols: list[tuple[int, int, int]]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """The symbols as a doubly linked list for merging: ids, end of each span, next and
+    previous index (-1 at the ends).
+
+    >>> _linked([(5, 0, 1), (6, 1, 3)])
+    ([5, 6], [1, 3], [1, -1], [-1, 0])
+    """
+    ids = [i for i, _, _ in symbols]
+    nxt = list(range(1, len(ids) + 1))
+    if ids:
+        nxt[-1] = -1
+    return ids, [e for _, _, e in symbols], nxt, list(range(-1, len(ids) - 1))
+
+
 def merge_symbols(symbols: list[tuple[int, int, int]], spec: HFSpmSpec) -> list[tuple[int, int, int]]:
     """Merge ``(id, start, end)`` symbols: the lowest-rank pair of ``merges`` first,
     leftmost among equal ranks (a heap of candidate pairs, stale ones skipped when
@@ -172,12 +186,7 @@ def merge_symbols(symbols: list[tuple[int, int, int]], spec: HFSpmSpec) -> list[
     >>> merge_symbols([(0, 0, 1), (1, 1, 2), (0, 2, 3)], spec)     # "ba" ranks before "ab"
     [(0, 0, 1), (3, 1, 3)]
     """
-    ids = [i for i, _, _ in symbols]
-    ends = [e for _, _, e in symbols]
-    nxt = list(range(1, len(ids) + 1))
-    prev = list(range(-1, len(ids) - 1))
-    if ids:
-        nxt[-1] = -1
+    ids, ends, nxt, prev = _linked(symbols)
     alive = [True] * len(ids)
     heap = []
 
@@ -224,12 +233,7 @@ def merge_buckets(symbols: list[tuple[int, int, int]], spec: HFSpmSpec) -> list[
     >>> merge_buckets(syms, spec) == merge_symbols(syms, spec)
     True
     """
-    ids = [i for i, _, _ in symbols]
-    ends = [e for _, _, e in symbols]
-    nxt = list(range(1, len(ids) + 1))
-    prev = list(range(-1, len(ids) - 1))
-    if ids:
-        nxt[-1] = -1
+    ids, ends, nxt, prev = _linked(symbols)
 
     def rank_at(left: int) -> int | None:
         if left < 0 or ids[left] < 0 or nxt[left] < 0:

@@ -386,6 +386,17 @@ cdef void merge_scan(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) no
         c.out_len += 1
 
 
+cdef inline void join_pair(int32_t* ids, int32_t* nxt, int32_t* prv, Py_ssize_t left, Py_ssize_t right,
+                           int32_t merged) noexcept nogil:
+    """Merge the pair (left, right) of a linked segment: left takes the merged id, right
+    leaves the list."""
+    ids[left] = merged
+    ids[right] = -1
+    nxt[left] = nxt[right]
+    if nxt[right] >= 0:
+        prv[nxt[right]] = <int32_t>left
+
+
 cdef inline void push_pair(const HFTables* t, HFCtx* c, Py_ssize_t left, uint64_t* heap,
                            Py_ssize_t* size) noexcept nogil:
     cdef int32_t merged
@@ -423,11 +434,7 @@ cdef void merge_heap(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) no
         rank = rank_of(t, ids[left], ids[right], &merged)
         if <uint64_t>rank != (item >> 32):
             continue                          # stale: the pair changed since the push
-        ids[left] = merged
-        ids[right] = -1
-        nxt[left] = nxt[right]
-        if nxt[right] >= 0:
-            prv[nxt[right]] = left
+        join_pair(ids, nxt, prv, left, right, merged)
         push_pair(t, c, prv[left], heap, &size)
         push_pair(t, c, left, heap, &size)
     i = a
@@ -657,11 +664,7 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
                 # candidate of its rank, its merged id kept (rank[left]), no lookup
                 merged = rank[left]
                 right = left + 1
-                ids[left] = merged
-                ids[right] = -1
-                nxt[left] = nxt[right]
-                if nxt[right] >= 0:
-                    prv[nxt[right]] = left
+                join_pair(ids, nxt, prv, left, right, merged)
                 bucket_push(t, c, prv[left], cur, &hs, &pooled, &lowest)
                 bucket_push(t, c, left, cur, &hs, &pooled, &lowest)
                 continue
@@ -678,11 +681,7 @@ cdef int merge_buckets(const HFTables* t, HFCtx* c, Py_ssize_t a, Py_ssize_t b) 
         right = nxt[left]
         if <uint64_t>rank_of(t, ids[left], ids[right], &merged) != (key >> 32):
             continue                          # stale: the pair changed since the push
-        ids[left] = merged
-        ids[right] = -1
-        nxt[left] = nxt[right]
-        if nxt[right] >= 0:
-            prv[nxt[right]] = left
+        join_pair(ids, nxt, prv, left, right, merged)
         bucket_push(t, c, prv[left], cur, &hs, &pooled, &lowest)
         bucket_push(t, c, left, cur, &hs, &pooled, &lowest)
     if n_run:
