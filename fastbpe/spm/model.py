@@ -25,9 +25,9 @@ everywhere: lone surrogates become U+FFFD (``fastbpe.reference.core.fix_surrogat
 from __future__ import annotations
 
 import functools
-from itertools import accumulate
 import os
 from collections.abc import Collection, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import AbstractSet, Literal
 
@@ -391,7 +391,8 @@ class HFSentencePieceBPE(SentencePieceBPE):
     Prepend vs Metaspace ``prepend_scheme``). The added-token cut, normalizer and BPE
     run on the native ``fastbpe._hf_spm`` kernel when it is built (``native_reason``
     None; batches on native threads), else on the reference (``_HFCore``). Offsets
-    (``encode_with_offsets``) and ``decode`` run on the reference.
+    (``encode_with_offsets``) are read off the kernel's ids (``_OffsetWalk``, the
+    reference where it cannot vouch); ``decode`` runs on the reference.
 
     ``encode(text, allowed_special="all")`` equals HF's ``encode(text,
     add_special_tokens=False).ids``; ``decode`` equals HF's ``decode(ids)`` (special tokens
